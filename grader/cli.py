@@ -1,0 +1,88 @@
+"""The ``grade`` command: grade a submission folder or notebook, print or write the results."""
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from grader.milestones import MILESTONES
+
+FORMATS = ("text", "json", "gradescope")
+
+
+def _milestone_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
+    for m in value:
+        if m not in MILESTONES:
+            raise click.BadParameter(f"unknown milestone {m!r}; choose from {', '.join(MILESTONES)}")
+    return list(dict.fromkeys(value)) or list(MILESTONES)
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="gptkit", prog_name="grade")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Grade TinyGPT exercises. With no command, grades ./exercises and prints a table."""
+    if ctx.invoked_subcommand is None:
+        if not Path("exercises").is_dir():
+            raise click.UsageError("there is no exercises/ folder here: run `grade check FOLDER` instead")
+        ctx.invoke(check, submission=Path("exercises"))
+
+
+@main.command()
+@click.argument("submission", type=click.Path(exists=True, path_type=Path), default=".")
+@click.option("-m", "--milestone", "milestones", multiple=True, callback=_milestone_ids, metavar="ID",
+              help=f"Grade only this milestone (repeatable): {', '.join(MILESTONES)}. Default: all.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="text: a table; json: every check; gradescope: Gradescope's results.json.")
+@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
+              help="Write the results to this file instead of the terminal.")
+@click.option("-v", "--verbose", is_flag=True, help="Show every failing check, not only the first per milestone.")
+@click.option("--timeout", type=click.FloatRange(1, 600), default=40.0, show_default=True,
+              help="Seconds each check may take in your code before it counts as hung.")
+@click.option("--memory-mb", type=click.IntRange(256), default=3072, show_default=True,
+              help="Memory your code may use, in MiB.")
+def check(submission: Path, milestones: list[str] | None = None, fmt: str = "text", output: Path | None = None,
+          verbose: bool = False, timeout: float = 40.0, memory_mb: int = 3072) -> None:
+    """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
+    from grader.sandbox.client import GraderError, Limits, Zygote
+    from grader.submission import SubmissionError, prepared
+
+    limits = Limits(call_seconds=min(20.0, timeout), test_seconds=timeout, memory_bytes=memory_mb << 20)
+    try:
+        with prepared(submission) as folder, Zygote(limits) as zygote:
+            from grader.runner import grade  # loads torch here while the worker loads it there
+
+            report = grade(folder, milestones or list(MILESTONES), limits, zygote)
+        report.submission = str(submission)
+    except SubmissionError as e:
+        raise click.UsageError(str(e)) from None
+    except GraderError as e:
+        click.echo(f"grade: the grader itself failed: {e}", err=True)
+        sys.exit(1)
+    if fmt == "text":
+        from grader.table import render_text
+        text = render_text(report, verbose=verbose, color=output is None)
+    else:
+        text = report.render(fmt)
+    if output:
+        write_atomically(output, text + "\n")
+        click.echo(f"results written to {output}", err=True)
+    else:
+        click.echo(text)
+    if report.internal_errors:
+        click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
+        sys.exit(1)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Readers see the old file or the whole new one, never half of it."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,23 @@
+"""The graded milestones: ids (fixed by the contract), titles, files and suites."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Milestone:
+    id: str
+    title: str
+    suite: str                     # file in grader/suites/
+    modules: tuple[str, ...]       # the submission's files this milestone imports
+    trusted: tuple[str, ...] = ()  # earlier milestones replaced by the grader's own while grading
+
+
+MILESTONES: dict[str, Milestone] = {m.id: m for m in (
+    Milestone("m1", "Causal self-attention", "test_m1_attention.py", ("m1_attention",)),
+    Milestone("m2", "The full TinyGPT", "test_m2_model.py", ("m2_model",), trusted=("m1_attention",)),
+    Milestone("m3", "Causal-LM training", "test_m3_train.py", ("m3_train",)),
+    Milestone("m4", "Greedy generation", "test_m4_generate.py", ("m4_generate",)),
+    Milestone("lesson", "The lesson's numbers, end to end", "test_lesson.py",
+              ("m2_model", "m3_train", "m4_generate", "m1_attention")),
+)}

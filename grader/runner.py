@@ -1,0 +1,122 @@
+"""Run the hidden suites against one submission and collect a Report.
+
+pytest runs here, in the grading process, with the reference; the submission
+runs in workers. Results come from pytest's own reports, never from anything
+a worker printed.
+"""
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Iterable
+
+import pytest
+
+from grader.milestones import MILESTONES
+from grader.results import CheckResult, Report
+from grader.sandbox.client import GraderError, Limits, StudentError, WorkerCrash, Zygote
+from grader.sandbox.session import ImportFailure, MissingName
+
+SUITES = Path(__file__).with_name("suites")
+EXPLAINED = (AssertionError, StudentError, WorkerCrash, ImportFailure, MissingName)
+
+
+def grade(submission: Path, milestones: Iterable[str], limits: Limits = Limits(),
+          zygote: Zygote | None = None) -> Report:
+    """Grade ``submission`` (a folder of exercise files) on the given milestone ids."""
+    from grader.suites import fixtures
+
+    started = time.monotonic()
+    own = zygote is None
+    zygote = zygote or Zygote(limits)  # torch loads there while this process loads it too
+    collector = Collector()
+    context = fixtures.CONTEXT = fixtures.GradingContext(zygote, submission.resolve(), limits)
+    args = [str(SUITES / MILESTONES[m].suite) for m in milestones] + [
+        "-c", str(SUITES / "pytest.ini"), "--rootdir", str(SUITES), "--noconftest",
+        "--import-mode=importlib", "-p", "no:cacheprovider", "--assert=plain", "-q"]
+    log = io.StringIO()
+    try:
+        with _clean_pytest_env(), contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            code = pytest.main(args, plugins=[fixtures, collector])
+        if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not collector.results:
+            raise GraderError(f"the hidden suites did not run (pytest exit code {int(code)}):\n"
+                              + log.getvalue()[-3000:])
+        return Report(str(submission), collector.results, zygote.protections, time.monotonic() - started)
+    finally:
+        context.close()
+        fixtures.CONTEXT = None
+        if own:
+            zygote.close()
+
+
+@contextlib.contextmanager
+def _clean_pytest_env():
+    """No third-party plugins and no options from the environment."""
+    saved = {k: os.environ.get(k) for k in ("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "PYTEST_ADDOPTS", "PYTEST_PLUGINS")}
+    os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    os.environ.pop("PYTEST_ADDOPTS", None)
+    os.environ.pop("PYTEST_PLUGINS", None)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+def milestone_of(item: pytest.Item) -> str:
+    name = Path(str(item.fspath)).name
+    return next(m.id for m in MILESTONES.values() if m.suite == name)
+
+
+def check_name(item: pytest.Item) -> str:
+    doc = (item.obj.__doc__ or item.originalname).strip().splitlines()[0].rstrip(".")
+    callspec = getattr(item, "callspec", None)
+    return f"{doc} [{callspec.id}]" if callspec else doc
+
+
+def failure_message(excinfo: pytest.ExceptionInfo) -> tuple[str, bool]:
+    """The teaching message of a failed check, and whether the grader itself broke."""
+    error = excinfo.value
+    if isinstance(error, EXPLAINED):
+        return str(error), False
+    if isinstance(error, pytest.fail.Exception):
+        return error.msg, False
+    return f"the grader could not run this check ({type(error).__name__}: {error}); please report it", True
+
+
+class Collector:
+    """A pytest plugin that turns test reports into CheckResults with points."""
+
+    def __init__(self) -> None:
+        self._by_id: dict[str, CheckResult] = {}
+        self._cases: Counter[tuple[str, str]] = Counter()
+
+    @property
+    def results(self) -> list[CheckResult]:
+        return list(self._by_id.values())
+
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        self._cases.update((str(i.fspath), i.originalname) for i in items)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        report = outcome.get_result()
+        if report.when == "teardown" and (report.passed or item.nodeid in self._by_id and
+                                          not self._by_id[item.nodeid].passed):
+            return
+        if report.when == "call" or report.failed:
+            marker = item.get_closest_marker("points")
+            points = (marker.args[0] if marker else 1) / self._cases[(str(item.fspath), item.originalname)]
+            message, internal = failure_message(call.excinfo) if report.failed and call.excinfo else ("", False)
+            self._by_id[item.nodeid] = CheckResult(
+                name=check_name(item), milestone=milestone_of(item), score=0.0 if report.failed else points,
+                max_score=points, passed=report.passed, message=message,
+                seconds=round(call.duration, 3), internal_error=internal)

@@ -1,0 +1,296 @@
+"""The grading process's side of the sandbox: start the fork server, talk to workers.
+
+Every value a worker sends back is decoded by ``protocol.decode`` (validated,
+never unpickled); every decision is taken by the caller, in this process.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import wire
+from .wire import ProtocolError
+
+HARNESS = Path(__file__).with_name("harness.py")
+PACKAGE_DIR = Path(__file__).resolve().parents[1]
+PROJECT_DIR = PACKAGE_DIR.parent
+# What the worker must not see: the grader (suites), the reference, the project's tests.
+PRIVATE_NAMES = ("grader", "solutions", "tests", "exercises", "benchmarks", "gptkit", "__editable__")
+MAX_SUBMISSION_BYTES = 20 << 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    call_seconds: float = 20.0
+    test_seconds: float = 40.0
+    memory_bytes: int = 3 << 30
+    output_bytes: int = 8 << 20
+    cpu_seconds: int = 300
+
+
+class StudentError(Exception):
+    """The student's code raised: type, message and where in their files."""
+
+    def __init__(self, type_: str, message: str, where: list[str]):
+        super().__init__(f"{type_}: {message}")
+        self.type, self.message, self.where = type_, message, where
+
+    def __str__(self) -> str:
+        at = f" (at {', then '.join(self.where)})" if self.where else ""
+        if self.type == "NotImplementedError":
+            return f"not implemented yet: your code raised NotImplementedError{at}"
+        if self.type in ("SystemExit", "KeyboardInterrupt"):
+            return f"your code raised {self.type}{at}: a submission must not try to end the grader"
+        return f"your code raised {self.type}: {self.message}{at}"
+
+
+class WorkerCrash(Exception):
+    """The worker died, hung, or sent garbage; the message says which, in plain words."""
+
+
+class GraderError(Exception):
+    """The grader itself could not run (not the student's fault)."""
+
+
+# ------------------------------------------------------------------ fork server
+
+class Zygote:
+    """A ``python -I -S`` fork server with torch preloaded, in its own namespaces."""
+
+    def __init__(self, limits: Limits = Limits()):
+        self.limits = limits
+        self.tmp = Path(tempfile.mkdtemp(prefix="gptkit-"))
+        self._workers: list[Worker] = []
+        self._count = 0
+        ours, theirs = socket.socketpair()
+        config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())],
+                  "hide": [str(p) for p in self._private_paths()]}
+        env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(self.tmp),
+               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        self._log = open(self.tmp / "zygote.log", "wb")
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-S", str(HARNESS), json.dumps(config)],
+            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self._log,
+            stderr=self._log, env=env, cwd=self.tmp, start_new_session=True)
+        theirs.close()
+        self.control = ours
+        self._hello: dict | None = None
+
+    # The worker gets site-packages through a folder of links that leaves out this project.
+    def _site_view(self) -> Path:
+        view = self.tmp / "site"
+        view.mkdir()
+        for site in (p for p in sys.path if p.endswith(("site-packages", "dist-packages"))):
+            for entry in Path(site).iterdir() if Path(site).is_dir() else ():
+                name = entry.name
+                if name.startswith(PRIVATE_NAMES) or name.endswith(".pth") or (view / name).exists():
+                    continue
+                (view / name).symlink_to(entry)
+        return view
+
+    @staticmethod
+    def _private_paths() -> list[Path]:
+        return [PACKAGE_DIR] + [PROJECT_DIR / n for n in ("solutions", "tests", "benchmarks", ".git")]
+
+    def hello(self) -> dict:
+        """Wait for the fork server to be ready; says which protections took."""
+        if self._hello is None:
+            self.control.settimeout(120)
+            try:
+                self._hello, _ = wire.recv(self.control)
+            except (OSError, EOFError, ProtocolError) as e:
+                log = (self.tmp / "zygote.log").read_text(errors="replace")[-2000:]
+                raise GraderError(f"the grading worker did not start ({e}):\n{log}") from None
+        return self._hello
+
+    @property
+    def protections(self) -> list[str]:
+        return ["separate-process", "isolated-interpreter", "resource-limits", *self.hello()["protections"]]
+
+    def spawn(self, submission: Path) -> Worker:
+        """A fresh worker whose working directory is a private copy of the submission."""
+        self.hello()
+        self._count += 1
+        copy = self.tmp / f"sub{self._count}"
+        copy_submission(submission, copy)
+        ours, theirs = socket.socketpair()
+        out_path = self.tmp / f"out{self._count}.txt"
+        out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        limits = {"output_bytes": self.limits.output_bytes, "memory_bytes": self.limits.memory_bytes,
+                  "cpu_seconds": self.limits.cpu_seconds}
+        wire.send(self.control, {"op": "spawn", "submission": str(copy), "limits": limits})
+        socket.send_fds(self.control, [b"x"], [theirs.fileno(), out])
+        theirs.close()
+        os.close(out)
+        reply, _ = wire.recv(self.control)
+        worker = Worker(self, ours, reply["pid"], out_path)
+        self._workers.append(worker)
+        return worker
+
+    def reap(self, pid: int, grace: float) -> dict:
+        wire.send(self.control, {"op": "reap", "pid": pid, "grace": grace})
+        reply, _ = wire.recv(self.control)
+        return reply
+
+    def close(self) -> None:
+        for worker in self._workers:
+            worker.close()
+        self.control.close()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self._log.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    def __enter__(self) -> Zygote:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+def copy_submission(src: Path, dst: Path) -> None:
+    """Copy a submission's own files (no links, no caches), refusing absurd sizes."""
+    total = 0
+    dst.mkdir()
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if path.is_symlink() or "__pycache__" in rel.parts or rel.parts[0].startswith(".") or not path.is_file():
+            continue
+        total += path.stat().st_size
+        if total > MAX_SUBMISSION_BYTES:
+            raise GraderError(f"the submission is larger than {MAX_SUBMISSION_BYTES >> 20} MB")
+        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, dst / rel)
+
+
+# ------------------------------------------------------------------ one worker
+
+SIGNALS = {
+    signal.SIGSEGV: "crashed with a segmentation fault",
+    signal.SIGABRT: "aborted (SIGABRT)",
+    signal.SIGBUS: "crashed with a bus error",
+    signal.SIGFPE: "crashed with a floating-point exception",
+    signal.SIGKILL: "was killed (SIGKILL), most likely for using more memory than allowed",
+    signal.SIGXCPU: "used more CPU time than allowed",
+}
+
+
+class Worker:
+    def __init__(self, zygote: Zygote, sock: socket.socket, pid: int, output: Path):
+        self.zygote, self.sock, self.pid, self.output = zygote, sock, pid, output
+        self.alive = True
+        self.deadline: float | None = None  # the current test's time budget, set by its session
+
+    def request(self, header: dict, args: list = (), kwargs: dict | None = None) -> Any:
+        from . import protocol  # torch: imported only once a worker is used
+        timeout = self.zygote.limits.call_seconds
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+        if not self.alive:
+            raise WorkerCrash("the worker had already stopped")
+        blobs: list[bytes] = []
+        header = dict(header, args=[protocol.encode(a, blobs, _no_handle) for a in args],
+                      kwargs={k: protocol.encode(v, blobs, _no_handle) for k, v in (kwargs or {}).items()})
+        self.sock.settimeout(max(timeout, 0.1))
+        try:
+            wire.send(self.sock, header, blobs)
+            reply, rblobs = wire.recv(self.sock)
+            if "error" in reply:
+                err = reply["error"]
+                raise StudentError(str(err.get("type")), str(err.get("message")),
+                                   [str(w) for w in err.get("where", [])][:3])
+            return protocol.decode(reply["value"], rblobs, self._remote)
+        except socket.timeout:
+            self._end(grace=0)
+            raise WorkerCrash(f"no answer within {timeout:.0f} s: an infinite loop, or far too much work?") from None
+        except (EOFError, OSError) as e:
+            raise WorkerCrash(self._why_it_died(e)) from None
+        except (ProtocolError, KeyError, TypeError, AttributeError) as e:
+            self._end(grace=0)
+            raise WorkerCrash(f"the worker sent back malformed data ({e})") from None
+
+    def _remote(self, id_: int, type_: str) -> Remote:
+        return Remote(self, id_, type_)
+
+    def _why_it_died(self, e: Exception) -> str:
+        status = self._end(grace=1.0)
+        code = status.get("exit")
+        if status.get("killed") or code is None:
+            return f"the worker stopped answering ({e})"
+        if code == 128 + signal.SIGXFSZ:
+            return f"your code printed more than {self.zygote.limits.output_bytes >> 20} MB of output"
+        if code > 128 and code - 128 in SIGNALS:
+            return f"the worker {SIGNALS[code - 128]}"
+        return f"the worker process ended with exit code {code} (os._exit or sys.exit in your code?)"
+
+    def _end(self, grace: float) -> dict:
+        if not self.alive:
+            return {}
+        self.alive = False
+        self.sock.close()
+        return self.zygote.reap(self.pid, grace)
+
+    def close(self) -> None:
+        self._end(grace=0)
+
+    def output_tail(self, n: int = 2000) -> str:
+        with open(self.output, "rb") as f:
+            f.seek(max(0, self.output.stat().st_size - n))
+            return f.read().decode(errors="replace")
+
+
+def _no_handle(obj: Any) -> dict:
+    if isinstance(obj, Remote):
+        return {"t": "handle", "id": obj.id, "type": obj.type}
+    raise TypeError(f"cannot send a {type(obj).__name__} to the worker")
+
+
+class Remote:
+    """A proxy for an object living in the worker (a module, a model, ...)."""
+
+    def __init__(self, worker: Worker, id_: int, type_: str):
+        self.worker, self.id, self.type = worker, id_, type_
+
+    def __repr__(self) -> str:
+        return f"<{self.short_type} in the worker>"
+
+    @property
+    def short_type(self) -> str:
+        return self.type.rsplit(".", 1)[-1]
+
+    def _ask(self, op: str, *args: Any, kwargs: dict | None = None, **fields: Any) -> Any:
+        return self.worker.request(dict(fields, op=op, handle=self.id), args, kwargs)
+
+    def __call__(self, *args: Any, grad: bool = True, seed: int | None = None) -> Any:
+        return self._ask("call", *args, grad=grad, seed=seed)
+
+    def call(self, method: str, *args: Any, grad: bool = True, keep: bool = False, **kwargs: Any) -> Any:
+        return self._ask("call", *args, kwargs=kwargs, name=method, grad=grad, keep=keep)
+
+    def attr(self, name: str) -> Any:
+        return self._ask("getattr", name=name)
+
+    def state_dict(self) -> dict:
+        return self._ask("state_dict")
+
+    def describe(self) -> dict:
+        return self._ask("describe")
+
+    def load(self, state: dict) -> None:
+        self.worker.request({"op": "load", "handle": self.id}, (dict(state),))
+
+    def input_grad(self, x: Any, via: str | None = None) -> Any:
+        return self._ask("input_grad", x, via=via)

@@ -1,0 +1,373 @@
+"""The worker side of the grader: a fork server that runs student code.
+
+Started as ``python -I -S harness.py CONFIG_JSON`` with the control socket on a
+file descriptor named in the config. It puts itself in private namespaces where
+the machine allows it (no network, the grader's files hidden behind empty
+mounts), imports torch once, then forks one worker per request. Each worker
+imports the student's modules and answers a small menu of requests (import,
+call, getattr, state_dict, load, input_grad, standin) with plain data.
+
+Nothing here decides a grade: the grading process checks every value it gets.
+This file imports nothing from the ``grader`` package.
+"""
+from __future__ import annotations
+
+import ctypes
+import importlib
+import importlib.util
+import json
+import os
+import resource
+import signal
+import socket
+import sys
+import traceback
+import types
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
+MS_REC, MS_PRIVATE = 0x4000, 1 << 18
+PR_SET_PDEATHSIG = 1
+STUDENT_MODULES = ("m1_attention", "m2_model", "m3_train", "m4_generate")
+TRUSTED_SOURCES: dict[str, str] = {}
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"_gradekit_{name}", os.path.join(HERE, f"{name}.py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+# ------------------------------------------------------------------ sandbox
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _die_with_parent() -> None:
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def enter_namespaces(hide: list[str]) -> list[str]:
+    """Private mount and network namespaces; returns the protections that took."""
+    uid, gid = os.geteuid(), os.getegid()
+    flags = CLONE_NEWNS | CLONE_NEWNET | (0 if uid == 0 else CLONE_NEWUSER)
+    if _libc.unshare(flags) != 0:
+        return []
+    if uid != 0:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"0 {uid} 1")
+        _write("/proc/self/gid_map", f"0 {gid} 1")
+    done = ["no-network"]
+    if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0:
+        hidden = [p for p in hide if os.path.exists(p) and
+                  _libc.mount(b"tmpfs", p.encode(), b"tmpfs", 0, b"size=4k,mode=000") == 0]
+        if len(hidden) == len([p for p in hide if os.path.exists(p)]):
+            done.append("grader-files-hidden")
+    return done
+
+
+# ------------------------------------------------------------------ worker
+
+class Worker:
+    """Answers the grading process's requests inside a forked child."""
+
+    def __init__(self, sock: socket.socket, wire, protocol, standin):
+        self.sock, self.wire, self.protocol, self.standin = sock, wire, protocol, standin
+        self.handles: dict[int, object] = {}
+
+    def handle(self, obj) -> dict:
+        self.handles[len(self.handles) + 1] = obj
+        kind = type(obj)
+        return {"t": "handle", "id": len(self.handles), "type": f"{kind.__module__}.{kind.__qualname__}"}
+
+    def value(self, enc, blobs):
+        return self.protocol.decode(enc, blobs, lambda i, _t: self.handles[i],
+                                    make_info=self.protocol.meta_tensor)
+
+    def serve(self) -> None:
+        while True:
+            try:
+                request, blobs = self.wire.recv(self.sock)
+            except EOFError:
+                return
+            out: list[bytes] = []
+            try:
+                result = getattr(self, "op_" + request["op"])(request, blobs)
+                keep = request.get("keep", False)
+                reply = {"value": self.handle(result) if keep else
+                         self.protocol.encode(result, out, self.handle)}
+            except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are student errors too
+                out = []
+                reply = {"error": describe(e)}
+            self.wire.send(self.sock, reply, out)
+
+    # --- the menu
+    def op_import(self, req, blobs):
+        for name in req.get("trusted", []):  # grader-provided stand-ins for earlier milestones
+            module = sys.modules[name] = types.ModuleType(name)
+            exec(compile(TRUSTED_SOURCES[name], f"<grader's {name}>", "exec"), module.__dict__)
+        for name in req["modules"]:
+            import_student_module(name)
+        return None
+
+    def op_call(self, req, blobs):
+        import torch
+        if "module" in req:
+            module = sys.modules[req["module"]]
+            if not hasattr(module, req["name"]):
+                raise MissingName(f"{req['module']}.py defines no {req['name']}")
+            fn = getattr(module, req["name"])
+        else:
+            fn = self.handles[req["handle"]]
+            if req.get("name"):
+                fn = getattr(fn, req["name"])
+        args = [self.value(a, blobs) for a in req.get("args", [])]
+        kwargs = {k: self.value(v, blobs) for k, v in req.get("kwargs", {}).items()}
+        if req.get("seed") is not None:
+            torch.manual_seed(req["seed"])
+        with torch.set_grad_enabled(req.get("grad", True)):
+            return fn(*args, **kwargs)
+
+    def op_getattr(self, req, blobs):
+        return getattr(self.handles[req["handle"]], req["name"])
+
+    def op_state_dict(self, req, blobs):
+        return {k: v.detach() for k, v in self.handles[req["handle"]].state_dict().items()}
+
+    def op_describe(self, req, blobs):
+        """Names and shapes of parameters (shared ones listed once) and buffers."""
+        module = self.handles[req["handle"]]
+        return {
+            "parameters": {k: list(p.shape) for k, p in module.named_parameters()},
+            "all_parameters": [k for k, _ in module.named_parameters(remove_duplicate=False)],
+            "buffers": {k: list(b.shape) for k, b in module.named_buffers()},
+        }
+
+    def op_load(self, req, blobs):
+        import torch
+        module = self.handles[req["handle"]]
+        state = self.value(req["args"][0], blobs)
+        with torch.no_grad():
+            for name, tensor in state.items():
+                module.get_parameter(name).copy_(tensor)
+        return None
+
+    def op_input_grad(self, req, blobs):
+        """(T, T) matrix: entry [t, s] is the gradient norm of output t with respect to input s.
+
+        With ``via`` naming a submodule (the token embedding), gradients are taken at that
+        submodule's output; otherwise at the (float) input itself.
+        """
+        import torch
+        module = self.handles[req["handle"]]
+        x = self.value(req["args"][0], blobs)
+        seen = []
+        if req.get("via"):
+            def keep(_m, _inp, out):
+                out.retain_grad()
+                seen.append(out)
+            hook = module.get_submodule(req["via"]).register_forward_hook(keep)
+            try:
+                out = module(x)
+            finally:
+                hook.remove()
+            wrt = seen[0]
+        else:
+            wrt = x.requires_grad_(True)
+            out = module(wrt)
+        T = out.shape[1]
+        rows = []
+        for t in range(T):
+            (g,) = torch.autograd.grad(out[:, t].sum(), wrt, retain_graph=True)
+            rows.append(g.abs().sum(dim=tuple(i for i in range(g.dim()) if i != 1)))
+        return torch.stack(rows).detach()
+
+    def op_standin(self, req, blobs):
+        return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"])
+
+
+class MissingName(LookupError):
+    """The contract's name is not defined in the student's file."""
+
+
+def describe(e: BaseException) -> dict:
+    """A student's exception as plain data: type, message, and where in their files."""
+    try:
+        message = str(e)[:2000]
+    except BaseException:  # noqa: BLE001 - a hostile __str__
+        message = "<the exception's message could not be printed>"
+    where = []
+    for frame in traceback.extract_tb(e.__traceback__):
+        if os.path.dirname(os.path.abspath(frame.filename)) == os.getcwd():
+            where.append(f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}")
+    if isinstance(e, SyntaxError) and e.filename:
+        where.append(f"{os.path.basename(e.filename)}:{e.lineno}")
+    return {"type": type(e).__name__, "message": message, "where": where[-3:]}
+
+
+def import_student_module(name: str) -> None:
+    """Import a milestone's file; a broken sibling it imports is replaced by a placeholder.
+
+    So ``from m2_model import TinyGPT`` at the top of m3_train.py does not zero M3
+    when m2_model.py has a syntax error: the placeholder only fails if it is used.
+    """
+    for _ in STUDENT_MODULES:
+        try:
+            importlib.import_module(name)
+            return
+        except BaseException as e:  # noqa: BLE001
+            culprit = _failing_sibling(e, name)
+            if culprit is None:
+                raise
+            for mod in STUDENT_MODULES:
+                if mod != culprit and sys.modules.get(mod) is None:
+                    sys.modules.pop(mod, None)
+            sys.modules[culprit] = _placeholder(culprit, e)
+
+
+def _failing_sibling(e: BaseException, name: str) -> str | None:
+    files = [e.filename] if isinstance(e, SyntaxError) and e.filename else []
+    files += [f.filename for f in traceback.extract_tb(e.__traceback__)]
+    if isinstance(e, ModuleNotFoundError) and e.name in STUDENT_MODULES and e.name != name:
+        return e.name
+    for path in reversed(files):
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if os.path.dirname(os.path.abspath(path)) == os.getcwd() and stem in STUDENT_MODULES:
+            return stem if stem != name and not isinstance(sys.modules.get(stem), _Placeholder) else None
+    return None
+
+
+class _Placeholder(types.ModuleType):
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        reason = self.__dict__["_reason"]
+
+        def unusable(*_a, **_k):
+            raise ImportError(f"{self.__name__}.py could not be imported ({reason}), so {attr} is unusable")
+        return unusable
+
+
+def _placeholder(name: str, e: BaseException) -> types.ModuleType:
+    module = _Placeholder(name)
+    module._reason = f"{type(e).__name__}: {e}"
+    return module
+
+
+# ------------------------------------------------------------------ fork server
+
+def spawn(config: dict, sock: socket.socket, out_fd: int, wire, protocol, standin) -> None:
+    """In the forked child: a reaper that owns a fresh PID namespace, then the worker.
+
+    Killing the reaper's process group (or the reaper, whose namespace's init then dies)
+    takes down everything the student started.
+    """
+    os.setsid()
+    _die_with_parent()
+    pidns = _libc.unshare(CLONE_NEWPID) == 0
+    child = os.fork()
+    if child:
+        _, status = os.waitpid(child, 0)
+        os._exit(_exit_code(status))
+    _die_with_parent()
+    if pidns:  # we are init of the namespace: fork once more so the worker is an ordinary process
+        worker = os.fork()
+        if worker:
+            while True:
+                pid, status = os.wait()
+                if pid == worker:
+                    os._exit(_exit_code(status))
+        _die_with_parent()
+    run_worker(config, sock, out_fd, wire, protocol, standin)
+
+
+def _exit_code(status: int) -> int:
+    """Pass a child's end up the chain: its exit code, or 128 + the signal that killed it."""
+    code = os.waitstatus_to_exitcode(status)
+    return code if code >= 0 else 128 - code
+
+
+def run_worker(config: dict, sock: socket.socket, out_fd: int, wire, protocol, standin) -> None:
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    os.close(out_fd)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # flooding output kills the worker, visibly
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    limits = config["limits"]
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limits["output_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_DATA, (limits["memory_bytes"],) * 2)
+    resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
+    os.chdir(config["submission"])
+    sys.path.insert(0, config["submission"])
+    sys.argv = ["submission"]
+    try:
+        Worker(sock, wire, protocol, standin).serve()
+    finally:
+        os._exit(0)
+
+
+def main() -> None:
+    config = json.loads(sys.argv[1])
+    control = socket.socket(fileno=config["control_fd"])
+    _die_with_parent()
+    sys.path[:] = [p for p in sys.path if p] + config["sys_path"]
+    wire = _load("wire")
+    protocol, standin = _load("protocol"), _load("standin")
+    for file in os.listdir(HERE):  # read now: the folder is hidden once the namespaces are up
+        if file.startswith("trusted_") and file.endswith(".py"):
+            with open(os.path.join(HERE, file)) as f:
+                TRUSTED_SOURCES[file.removeprefix("trusted_").removesuffix(".py")] = f.read()
+    protections = enter_namespaces(config["hide"])
+    import torch
+    torch.set_num_threads(1)
+    torch.ones(2, 2, device="meta").tril()  # warms up meta-device support once, for every worker
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    wire.send(control, {"ready": True, "protections": protections, "torch": torch.__version__})
+    while True:
+        try:
+            request, _ = wire.recv(control)
+        except EOFError:
+            os._exit(0)
+        if request["op"] == "spawn":
+            _, fds, _, _ = socket.recv_fds(control, 1, 2)
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                spawn(request, socket.socket(fileno=fds[0]), fds[1], wire, protocol, standin)
+            for fd in fds:
+                os.close(fd)
+            wire.send(control, {"pid": pid})
+        elif request["op"] == "reap":
+            wire.send(control, reap(request["pid"], request.get("grace", 0.0)))
+
+
+def reap(pid: int, grace: float) -> dict:
+    """Wait up to `grace` seconds for a worker to end by itself, then kill its whole tree."""
+    import time
+    deadline = time.monotonic() + grace
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done or time.monotonic() >= deadline:
+            break
+        time.sleep(0.01)
+    killed = not done
+    if killed:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    return {"killed": killed, "exit": code}
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,85 @@
+"""One milestone's view of a submission: a worker with that milestone's file imported.
+
+A crash or a time-out costs the current test only: the next use starts a fresh
+worker. An import that fails is remembered, so every test of the milestone
+reports the same clear message without retrying.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from .client import Remote, StudentError, Worker, WorkerCrash, Zygote
+
+
+class Session:
+    def __init__(self, zygote: Zygote, submission: Path, modules: tuple[str, ...],
+                 trusted: tuple[str, ...] = ()):
+        self.zygote, self.submission = zygote, submission
+        self.modules, self.trusted = modules, trusted
+        self.module = modules[0]
+        self._worker: Worker | None = None
+        self._import_failure: Exception | None = None
+        self.deadline: float | None = None
+
+    def start_test(self, seconds: float) -> None:
+        self.deadline = time.monotonic() + seconds
+        if self._worker is not None:
+            self._worker.deadline = self.deadline
+
+    def worker(self) -> Worker:
+        if self._import_failure is not None:
+            raise self._import_failure
+        if self._worker is None or not self._worker.alive:
+            self._worker = self.zygote.spawn(self.submission)
+            self._worker.deadline = self.deadline
+            try:
+                self._worker.request({"op": "import", "modules": list(self.modules),
+                                      "trusted": list(self.trusted)})
+            except (StudentError, WorkerCrash) as e:
+                self._import_failure = ImportFailure(self._explain_import(e))
+                raise self._import_failure from None
+        return self._worker
+
+    def _explain_import(self, e: Exception) -> str:
+        if isinstance(e, StudentError) and e.type == "ModuleNotFoundError":
+            missing = next((m for m in self.modules if f"'{m}'" in e.message), None)
+            if missing:
+                return f"there is no {missing}.py in the submission"
+        if isinstance(e, StudentError):
+            return f"the submission's files could not be imported: {e}"
+        return f"importing the submission's files failed: {e}"
+
+    def call(self, name: str, *args: Any, seed: int | None = None, grad: bool = True,
+             keep: bool = False, module: str | None = None, **kwargs: Any) -> Any:
+        """Call ``name`` from a milestone module with plain data; returns plain data or a Remote."""
+        header = {"op": "call", "module": module or self.module, "name": name, "seed": seed,
+                  "grad": grad, "keep": keep}
+        try:
+            return self.worker().request(header, args, kwargs)
+        except StudentError as e:
+            if e.type == "MissingName":
+                raise MissingName(e.message) from None
+            raise
+
+    def new(self, cls: str, *args: Any, seed: int | None = None, module: str | None = None) -> Remote:
+        """Construct ``cls(*args)`` in the worker (after ``manual_seed(seed)`` if given)."""
+        return self.call(cls, *args, seed=seed, keep=True, module=module)
+
+    def standin(self, vocab_size: int, d: int, max_T: int, seed: int) -> Remote:
+        """The grader's trusted stand-in language model, built inside the worker."""
+        return self.worker().request({"op": "standin", "vocab_size": vocab_size, "d": d,
+                                      "max_T": max_T, "seed": seed, "keep": True})
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+
+
+class ImportFailure(Exception):
+    """The milestone's file is missing or cannot be imported."""
+
+
+class MissingName(Exception):
+    """The milestone's file lacks a name the contract requires."""

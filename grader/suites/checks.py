@@ -1,0 +1,130 @@
+"""Checks that explain themselves: what was expected, what came back, where, and why.
+
+Every value checked here was rebuilt in the grading process from raw bytes, so
+it is a plain ``torch.Tensor`` (or plain Python data) whatever the student's
+code returned in the worker.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, NoReturn, Sequence
+
+import torch
+
+from grader.sandbox.client import Remote
+from grader.sandbox.protocol import TensorInfo
+
+BTC = ("batch", "position", "channel")
+BTV = ("batch", "position", "token id")
+
+
+def fail(message: str) -> NoReturn:
+    raise AssertionError(message)
+
+
+def describe(value: Any) -> str:
+    if isinstance(value, Remote):
+        return f"a {value.short_type}"
+    if isinstance(value, TensorInfo):
+        return f"a tensor on device {value.device}"
+    if isinstance(value, torch.Tensor):
+        return f"a tensor of shape {tuple(value.shape)}"
+    return f"a {type(value).__name__} ({value!r:.60})"
+
+
+def tensor(value: Any, what: str, shape: Sequence[int], dtype: torch.dtype | None = torch.float32) -> torch.Tensor:
+    """``value`` must be a plain tensor of exactly ``shape`` (and ``dtype``)."""
+    if not isinstance(value, torch.Tensor):
+        fail(f"{what} should be a torch.Tensor of shape {tuple(shape)}, but your code returned {describe(value)}")
+    if tuple(value.shape) != tuple(shape):
+        hint = ""
+        if sorted(value.shape) == sorted(shape):
+            hint = ": the right sizes in the wrong order; is a transpose or view mixing up the axes?"
+        fail(f"{what} has shape {tuple(value.shape)}, expected {tuple(shape)}{hint}")
+    if dtype is not None and value.dtype != dtype:
+        fail(f"{what} has dtype {value.dtype}, expected {dtype}")
+    return value
+
+
+def at(index: Sequence[int], axes: Sequence[str]) -> str:
+    """'batch 0, position 3, channel 5' (leading unnamed axes are numbered)."""
+    names = [f"dim {i}" for i in range(len(index) - len(axes))] + list(axes)[-len(index):]
+    return ", ".join(f"{n} {i}" for n, i in zip(names, index))
+
+
+def finite(value: torch.Tensor, what: str, axes: Sequence[str] = BTC, hint: str = "") -> None:
+    bad = ~torch.isfinite(value)
+    if bad.any():
+        index = tuple(int(i) for i in bad.nonzero()[0])
+        fail(f"{what} holds {value[index].item()} at {at(index, axes)} ({int(bad.sum())} non-finite values)"
+             + (f"; {hint}" if hint else ""))
+
+
+def close(actual: torch.Tensor, expected: torch.Tensor, what: str, axes: Sequence[str] = BTC,
+          atol: float = 1e-5, rtol: float = 1e-4, explain: Callable[[], str | None] | None = None) -> None:
+    """Same values within tolerance; on failure, the worst place and (if known) the likely bug."""
+    finite(actual, what, axes)
+    excess = (actual.double() - expected.double()).abs() - (atol + rtol * expected.double().abs())
+    if (excess <= 0).all():
+        return
+    index = tuple(int(i) for i in divmod_index(int(excess.argmax()), actual.shape))
+    message = (f"{what} differs from the reference at {at(index, axes)}: got {actual[index].item():.6g}, "
+               f"expected {expected[index].item():.6g} ({int((excess > 0).sum())} of {actual.numel()} "
+               f"values off by more than {atol:g} + {rtol:g} x |expected|)")
+    cause = explain() if explain else None
+    fail(message + (f". Likely cause: {cause}" if cause else ""))
+
+
+def divmod_index(flat: int, shape: Sequence[int]) -> list[int]:
+    index = []
+    for size in reversed(shape):
+        flat, i = divmod(flat, size)
+        index.append(i)
+    return index[::-1]
+
+
+def equal(actual: Any, expected: Any, what: str, hint: str = "") -> None:
+    if actual != expected:
+        fail(f"{what} is {actual!r}, expected {expected!r}" + (f"; {hint}" if hint else ""))
+
+
+# Plain-words causes for parameters that are missing, unexpected or misshapen, by name prefix.
+PARAMETER_HINTS = {
+    "proj.": "the output projection proj = nn.Linear(d, d)",
+    "qkv.": "the fused projection qkv = nn.Linear(d, 3 * d)",
+    "head.bias": "the head has no bias: nn.Linear(d, vocab_size, bias=False)",
+    "ln.": "the final LayerNorm ln, applied before the head",
+    "ln1.": "the LayerNorm ln1 before the attention (pre-norm)",
+    "ln2.": "the LayerNorm ln2 before the feed-forward (pre-norm)",
+    "ffn.": "the feed-forward nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))",
+    "pos.": "the learned position table pos = nn.Embedding(max_T, d)",
+    "tok.": "the token embedding tok = nn.Embedding(vocab_size, d)",
+    "blocks.": "the n_layers GPTBlocks in blocks",
+}
+
+
+def _hint(name: str) -> str:
+    """The hint for the innermost named part: 'blocks.0.attn.proj.weight' gets proj's."""
+    dotted = f".{name}"
+    matches = [k for k in PARAMETER_HINTS if f".{k}" in dotted]
+    key = max(matches, key=lambda k: dotted.rfind(f".{k}"), default=None)
+    return f" ({PARAMETER_HINTS[key]})" if key else ""
+
+
+def same_parameters(described: dict, reference: torch.nn.Module, what: str) -> None:
+    """The student's module has the reference's parameter names and shapes (extra buffers are fine)."""
+    have = {k: tuple(v) for k, v in described["parameters"].items()}
+    want = {k: tuple(p.shape) for k, p in reference.named_parameters()}
+    missing = [k for k in want if k not in have]
+    extra = [k for k in have if k not in want]
+    if missing:
+        fail(f"{what} has no parameter {missing[0]}{_hint(missing[0])}"
+             + (f" (and {len(missing) - 1} more missing)" if len(missing) > 1 else ""))
+    if extra:
+        fail(f"{what} has a parameter the lesson's does not: {extra[0]}{_hint(extra[0])}"
+             + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+    for name, shape in want.items():
+        if have[name] != shape:
+            fail(f"{what}.{name} has shape {have[name]}, expected {shape}{_hint(name)}")
+    if len(described["all_parameters"]) != len(have):
+        fail(f"{what} uses one parameter under several names: build a separate module for each layer "
+             "(one GPTBlock object repeated shares its weights)")

@@ -1,0 +1,39 @@
+"""The terminal rendering of a Report: one row per milestone, then what to fix first."""
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+from rich.table import Table
+
+from grader.milestones import MILESTONES
+from grader.results import Report
+
+
+def render_text(report: Report, verbose: bool = False, color: bool = True) -> str:
+    table = Table(title=f"Grading {report.submission}", title_justify="left")
+    table.add_column("Milestone")
+    table.add_column("Points", justify="right")
+    table.add_column("Checks", justify="right")
+    table.add_column("First failing check", overflow="fold")
+    for m in report.milestones:
+        checks = report.of(m)
+        score, max_score = report.score(m)
+        failed = [c for c in checks if not c.passed]
+        style = "green" if not failed else ("red" if score == 0 else "yellow")
+        table.add_row(f"{m}  {MILESTONES[m].title}", f"[{style}]{score:g} / {max_score:g}[/]",
+                      f"{len(checks) - len(failed)}/{len(checks)}", failed[0].name if failed else "[green]all passed[/]")
+    score, max_score = report.score()
+    table.add_section()
+    table.add_row("[bold]Total[/]", f"[bold]{score:g} / {max_score:g}[/]", "", "")
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=color, no_color=not color, width=110)
+    console.print(table)
+    for m in report.milestones:
+        failed = [c for c in report.of(m) if not c.passed]
+        for c in failed if verbose else failed[:1]:
+            console.print(f"[bold]{m}[/] ✗ ", end="")
+            console.print(f"{c.name}\n    {c.message}", highlight=False, markup=False)
+    console.print(f"graded in {report.seconds:.1f} s; protections: {', '.join(report.protections)}",
+                  style="dim")
+    return buffer.getvalue().rstrip()
