@@ -15,10 +15,10 @@ Check yourself from the folder that holds this file::
 ``TinyGPT(50, 64, 4, 2, 8)`` has 107,008 parameters.
 """
 import torch
+from torch import nn
 
 # GPTBlock is built on your milestone 1 layer (unused until you write GPTBlock.__init__).
 from m1_attention import CausalSelfAttention  # noqa: F401
-from torch import nn
 
 
 class GPTBlock(nn.Module):

@@ -5,8 +5,8 @@ import contextlib
 import json
 import shutil
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 from grader.reference import MODULES
 

@@ -21,8 +21,9 @@ def render_text(report: Report, verbose: bool = False, color: bool = True) -> st
         score, max_score = report.score(m)
         failed = [c for c in checks if not c.passed]
         style = "green" if not failed else ("red" if score == 0 else "yellow")
+        first = failed[0].name if failed else "[green]all passed[/]"
         table.add_row(f"{m}  {MILESTONES[m].title}", f"[{style}]{score:g} / {max_score:g}[/]",
-                      f"{len(checks) - len(failed)}/{len(checks)}", failed[0].name if failed else "[green]all passed[/]")
+                      f"{len(checks) - len(failed)}/{len(checks)}", first)
     score, max_score = report.score()
     table.add_section()
     table.add_row("[bold]Total[/]", f"[bold]{score:g} / {max_score:g}[/]", "", "")

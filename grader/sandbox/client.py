@@ -213,7 +213,7 @@ class Worker:
                 raise StudentError(str(err.get("type")), str(err.get("message")),
                                    [str(w) for w in err.get("where", [])][:3])
             return protocol.decode(reply["value"], rblobs, self._remote)
-        except socket.timeout:
+        except TimeoutError:
             self._end(grace=0)
             raise WorkerCrash(f"no answer within {timeout:.0f} s: an infinite loop, or far too much work?") from None
         except (EOFError, OSError) as e:

@@ -328,7 +328,7 @@ def main() -> None:
     protections = enter_namespaces(config["hide"])
     import torch
     torch.set_num_threads(1)
-    torch.ones(2, 2, device="meta").tril()  # warms up meta-device support once, for every worker
+    import torch._dynamo  # noqa: F401 - optimisers and meta-device ops load it on first use: once here for all
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     wire.send(control, {"ready": True, "protections": protections, "torch": torch.__version__})
     while True:

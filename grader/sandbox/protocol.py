@@ -9,9 +9,11 @@ Loaded by path inside the worker as well, so it imports nothing from the
 """
 from __future__ import annotations
 
+import ctypes
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -58,8 +60,8 @@ def encode(obj: Any, blobs: list[bytes], to_handle: Callable[[Any], dict]) -> di
         if obj.device.type != "cpu" or obj.dtype not in DTYPE_NAMES or obj.is_sparse:
             return {"t": "info", "dtype": str(obj.dtype).removeprefix("torch."),
                     "shape": list(obj.shape), "device": str(obj.device)}
-        data = obj.detach().clone().contiguous()  # a fresh, compact storage
-        blobs.append(bytes(data.untyped_storage()))
+        data = obj.detach().contiguous()
+        blobs.append(ctypes.string_at(data.data_ptr(), data.numel() * data.element_size()) if data.numel() else b"")
         return {"t": "tensor", "dtype": DTYPE_NAMES[obj.dtype], "shape": list(obj.shape),
                 "blob": len(blobs) - 1}
     if kind in (list, tuple):

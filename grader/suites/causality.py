@@ -5,7 +5,7 @@ computed in the worker; every comparison happens here.
 """
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 

@@ -6,7 +6,8 @@ code returned in the worker.
 """
 from __future__ import annotations
 
-from typing import Any, Callable, NoReturn, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NoReturn
 
 import torch
 

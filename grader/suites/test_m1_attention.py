@@ -7,8 +7,8 @@ cannot hide): batch 13 or 3, T up to 11 (7 for value checks), d = 24,
 import pytest
 import torch
 
-from grader.sandbox.protocol import TensorInfo
 from grader.sandbox.client import StudentError
+from grader.sandbox.protocol import TensorInfo
 from grader.suites import causality, checks, diagnose
 
 T_MAX, D, HEADS = 11, 24, 4
@@ -77,8 +77,8 @@ def test_attention_matches_reference(m1, ref, seed, lead):
     q, k, v = qkv(seed, *lead)
     out, weights = attention(m1, q, k, v)
     want_out, want_weights = ref.m1_attention.causal_attention(q, k, v)
-    axes = ("query", "key")
-    checks.close(weights, want_weights, "weights", axes, explain=lambda: diagnose.explain_attention(weights, q, k, v, 1))
+    checks.close(weights, want_weights, "weights", ("query", "key"),
+                 explain=lambda: diagnose.explain_attention(weights, q, k, v, 1))
     checks.close(out, want_out, "out", ("position", "channel"),
                  explain=lambda: diagnose.explain_attention(out, q, k, v, 0))
 

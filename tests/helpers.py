@@ -1,0 +1,83 @@
+"""Build submissions from the reference and grade them through the real command line."""
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+SOLUTIONS = REPO / "solutions"
+EXERCISES = REPO / "exercises"
+MILESTONES = ("m1", "m2", "m3", "m4")
+
+
+@dataclass
+class Variant:
+    """A submission made from the reference: text edits, whole files, or files removed.
+
+    ``milestone`` is where it must lose points (None: it must score full marks);
+    ``expect`` is a phrase that a failing check's message in that milestone must contain.
+    """
+
+    name: str
+    milestone: str | None = None
+    expect: str = ""
+    edits: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    files: dict[str, str] = field(default_factory=dict)
+    drop: tuple[str, ...] = ()
+
+    def build(self, folder: Path) -> Path:
+        shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+        for file, replacements in self.edits.items():
+            text = (folder / file).read_text()
+            for old, new in replacements:
+                assert text.count(old) == 1, f"{self.name}: {old!r} must occur exactly once in {file}"
+                text = text.replace(old, new)
+            (folder / file).write_text(text)
+        for file, text in self.files.items():
+            (folder / file).write_text(text)
+        for file in self.drop:
+            (folder / file).unlink()
+        return folder
+
+
+@dataclass
+class Graded:
+    returncode: int
+    seconds: float
+    stderr: str
+    report: dict
+
+    def milestone(self, m: str) -> dict:
+        return next(x for x in self.report["milestones"] if x["id"] == m)
+
+    def full(self, m: str) -> bool:
+        x = self.milestone(m)
+        return x["score"] == x["max_score"]
+
+    def messages(self, m: str) -> list[str]:
+        return [c["message"] for c in self.milestone(m)["checks"] if not c["passed"]]
+
+
+def grade(submission: Path, *args: str, timeout: float = 600) -> Graded:
+    """``grade check SUBMISSION --format json`` in a fresh process, as a user would run it."""
+    out = submission.parent / f"{submission.name}-report.json"
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "grader", "check", str(submission), "--format", "json",
+                           "-o", str(out), *args], capture_output=True, text=True, timeout=timeout)
+    seconds = time.monotonic() - started
+    report = json.loads(out.read_text()) if out.exists() else {}
+    return Graded(proc.returncode, seconds, proc.stderr, report)
+
+
+def explain(graded: Graded) -> str:
+    """A compact summary for assertion messages: each milestone's score and first failure."""
+    lines = [f"exit {graded.returncode}; stderr: {graded.stderr[-500:]}"]
+    for m in graded.report.get("milestones", []):
+        first = next((c["message"] for c in m["checks"] if not c["passed"]), "")
+        lines.append(f"{m['id']}: {m['score']}/{m['max_score']} {first[:300]}")
+    return "\n".join(lines)
