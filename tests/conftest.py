@@ -1,4 +1,5 @@
 import pytest
+
 from helpers import Variant, grade
 
 

@@ -1,0 +1,72 @@
+"""The command line as a user meets it: usage errors, output formats, notebooks."""
+import json
+import subprocess
+import sys
+
+import pytest
+
+from helpers import REPO, SOLUTIONS, explain, grade
+
+
+def run(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd,
+                          timeout=300)
+
+
+@pytest.mark.parametrize("args,phrase", [
+    (["check", "solutions", "-m", "m9"], "unknown milestone"),
+    (["check", "no/such/folder"], "does not exist"),
+    (["check", "README.md"], "neither a folder nor a notebook"),
+])
+def test_usage_errors_exit_2_with_a_message(args, phrase):
+    proc = run(*args)
+    assert proc.returncode == 2, proc.stderr
+    assert phrase in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_grade_without_arguments_needs_an_exercises_folder(tmp_path):
+    proc = run(cwd=tmp_path)
+    assert proc.returncode == 2 and "no exercises/ folder" in proc.stderr
+
+
+def test_one_milestone_and_the_text_table():
+    proc = run("check", "solutions", "-m", "m1")
+    assert proc.returncode == 0, proc.stderr
+    assert "Causal self-attention" in proc.stdout and "all passed" in proc.stdout
+    assert "TinyGPT" not in proc.stdout, "only the chosen milestone is graded"
+
+
+def test_gradescope_results_schema(tmp_path):
+    out = tmp_path / "results.json"
+    proc = run("check", "solutions", "-m", "m4", "--format", "gradescope", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads(out.read_text())
+    assert {"score", "tests", "execution_time"} <= results.keys()
+    assert results["tests"], "one entry per check"
+    for test in results["tests"]:
+        assert {"name", "score", "max_score", "output", "visibility", "tags"} <= test.keys()
+        assert test["tags"] == ["m4"] and test["score"] == test["max_score"] > 0
+    assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
+
+
+def notebook(cells: list[str]) -> str:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
+                       "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
+                                  "execution_count": None} for c in cells]})
+
+
+def test_notebook_of_the_reference_scores_full_marks(tmp_path):
+    cells = [(SOLUTIONS / f"{m}.py").read_text() for m in ("m1_attention", "m2_model", "m3_train", "m4_generate")]
+    path = tmp_path / "lesson.ipynb"
+    path.write_text(notebook(["%matplotlib inline\n!echo hi", *cells]))
+    result = grade(path)
+    assert result.returncode == 0 and result.report["score"] == result.report["max_score"], explain(result)
+
+
+@pytest.mark.parametrize("text,phrase", [("{not json", "not a readable Jupyter notebook"),
+                                         (notebook(["# only a comment"]), "has no code")])
+def test_unusable_notebooks_are_usage_errors(tmp_path, text, phrase):
+    path = tmp_path / "bad.ipynb"
+    path.write_text(text)
+    proc = run("check", str(path))
+    assert proc.returncode == 2 and phrase in proc.stderr, proc.stderr
