@@ -7,10 +7,8 @@ a worker printed.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import os
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterable
@@ -35,8 +33,6 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
     """Grade ``submission`` (a folder of exercise files) on the given milestone ids."""
     limits = limits or Limits()
     started = time.monotonic()
-    preload = threading.Thread(target=importlib.import_module, args=("torch._dynamo",), daemon=True)
-    preload.start()  # the reference's optimiser needs it; load it while waiting on workers
     from grader.suites import fixtures
 
     own = zygote is None
@@ -56,7 +52,6 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
                               + log.getvalue()[-3000:])
         return Report(str(submission), collector.results, zygote.protections, time.monotonic() - started)
     finally:
-        preload.join()
         context.close()
         fixtures.CONTEXT = None
         if own:

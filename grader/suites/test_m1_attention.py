@@ -12,6 +12,7 @@ from grader.sandbox.protocol import TensorInfo
 from grader.suites import causality, checks, diagnose
 
 T_MAX, D, HEADS = 11, 24, 4
+BATCHES = (13, 1, 17)  # cycled over T: several batch sizes, none equal to another axis
 LESSON_OUT0 = torch.tensor([-0.0835, -0.0235, 0.1744, 2.2983])
 
 
@@ -77,16 +78,20 @@ def test_attention_matches_reference(m1, ref, seed, lead):
     q, k, v = qkv(seed, *lead)
     out, weights = attention(m1, q, k, v)
     want_out, want_weights = ref.m1_attention.causal_attention(q, k, v)
-    checks.close(weights, want_weights, "weights", ("query", "key"),
+    checks.close(weights, want_weights, "weights", ("batch", "head", "query", "key"),
                  explain=lambda: diagnose.explain_attention(weights, q, k, v, 1))
-    checks.close(out, want_out, "out", ("position", "channel"),
+    checks.close(out, want_out, "out", ("batch", "head", "position", "channel"),
                  explain=lambda: diagnose.explain_attention(out, q, k, v, 0))
 
 
-@pytest.mark.parametrize("T", range(1, T_MAX + 1))
-def test_attention_shapes(m1, T):
+SHAPES = [(BATCHES[T % 3], T) for T in range(1, T_MAX + 1)]
+SHAPE_IDS = [f"B{B}-T{T}" for B, T in SHAPES]
+
+
+@pytest.mark.parametrize("B,T", SHAPES, ids=SHAPE_IDS)
+def test_attention_shapes(m1, B, T):
     """out is (..., T, d_k) and weights (..., T, T) for every T"""
-    attention(m1, *qkv(T, 13, T=T))
+    attention(m1, *qkv(T, B, T=T))
 
 
 @pytest.mark.points(2)
@@ -111,6 +116,9 @@ def test_attention_weights_are_causal(m1):
 def test_attention_large_scores(m1):
     """blocked weights stay exactly 0 even when the scores are huge"""
     q, k, v = qkv(4, 3)
+    if attention(m1, q, k, v)[1].triu(1).any():
+        checks.fail("the weights above the diagonal are not 0 even for ordinary inputs: see the check "
+                    "'weights are exactly 0 above the diagonal'")
     _, weights = attention(m1, q * 1e3, k * 1e3, v)
     checks.finite(weights, "weights for inputs scaled by 1000", ("batch", "query", "key"))
     if weights.triu(1).any():
@@ -175,12 +183,12 @@ def test_module_parameters(m1, ref):
     checks.same_parameters(module.describe(), reference_attention(ref, D, HEADS, 0), "CausalSelfAttention")
 
 
-@pytest.mark.parametrize("T", range(1, T_MAX + 1))
-def test_module_shapes(m1, T):
+@pytest.mark.parametrize("B,T", SHAPES, ids=SHAPE_IDS)
+def test_module_shapes(m1, B, T):
     """forward maps (B, T, d) to (B, T, d) for every T"""
     module = m1.new("CausalSelfAttention", D, HEADS, seed=0)
-    x = torch.randn(13, T, D, generator=torch.Generator().manual_seed(T))
-    checks.tensor(module(x), f"the output for T = {T}", (13, T, D))
+    x = torch.randn(B, T, D, generator=torch.Generator().manual_seed(T))
+    checks.tensor(module(x), f"the output for B = {B}, T = {T}", (B, T, D))
 
 
 @pytest.mark.points(4)
