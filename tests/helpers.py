@@ -5,6 +5,7 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,12 +66,13 @@ class Graded:
 
 def grade(submission: Path, *args: str, timeout: float = 600) -> Graded:
     """``grade check SUBMISSION --format json`` in a fresh process, as a user would run it."""
-    out = submission.parent / f"{submission.name}-report.json"
-    started = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "grader", "check", str(submission), "--format", "json",
-                           "-o", str(out), *args], capture_output=True, text=True, timeout=timeout)
-    seconds = time.monotonic() - started
-    report = json.loads(out.read_text()) if out.exists() else {}
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "report.json"
+        started = time.monotonic()
+        proc = subprocess.run([sys.executable, "-m", "grader", "check", str(submission), "--format", "json",
+                               "-o", str(out), *args], capture_output=True, text=True, timeout=timeout)
+        seconds = time.monotonic() - started
+        report = json.loads(out.read_text()) if out.exists() else {}
     return Graded(proc.returncode, seconds, proc.stderr, report)
 
 

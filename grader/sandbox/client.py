@@ -193,6 +193,7 @@ class Worker:
         self.zygote, self.sock, self.pid, self.output = zygote, sock, pid, output
         self.alive = True
         self.deadline: float | None = None  # the current test's time budget, set by its session
+        self.hung = False
 
     def request(self, header: dict, args: list = (), kwargs: dict | None = None) -> Any:
         from . import protocol  # torch: imported only once a worker is used

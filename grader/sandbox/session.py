@@ -13,6 +13,9 @@ from typing import Any
 from .client import Remote, StudentError, Worker, WorkerCrash, Zygote
 
 
+MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail at once
+
+
 class Session:
     def __init__(self, zygote: Zygote, submission: Path, modules: tuple[str, ...],
                  trusted: tuple[str, ...] = ()):
@@ -22,6 +25,7 @@ class Session:
         self._worker: Worker | None = None
         self._import_failure: Exception | None = None
         self.deadline: float | None = None
+        self.hangs = 0
 
     def start_test(self, seconds: float) -> None:
         self.deadline = time.monotonic() + seconds
@@ -31,7 +35,12 @@ class Session:
     def worker(self) -> Worker:
         if self._import_failure is not None:
             raise self._import_failure
-        if self._worker is None or not self._worker.alive:
+        if self._worker is not None and not self._worker.alive:
+            self.hangs += self._worker.hung
+            self._worker = None
+        if self.hangs >= MAX_HANGS:
+            raise WorkerCrash(f"not run: your code already hung {self.hangs} times in this milestone")
+        if self._worker is None:
             self._worker = self.zygote.spawn(self.submission)
             self._worker.deadline = self.deadline
             try:
