@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from grader.hints import hint_for
 from grader.milestones import MILESTONES
 from grader.results import CheckResult, Report
 from grader.sandbox.client import GraderError, Limits, StudentError, WorkerCrash, Zygote
@@ -89,6 +90,8 @@ def check_name(item: pytest.Item) -> str:
 def failure_message(excinfo: pytest.ExceptionInfo) -> tuple[str, bool]:
     """The teaching message of a failed check, and whether the grader itself broke."""
     error = excinfo.value
+    if isinstance(error, StudentError) and (hint := hint_for(error.message)):
+        return f"{error}; hint: {hint}", False
     if isinstance(error, EXPLAINED):
         return str(error), False
     if isinstance(error, pytest.fail.Exception):

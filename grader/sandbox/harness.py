@@ -190,7 +190,8 @@ class Worker:
         return torch.stack(rows).detach()
 
     def op_standin(self, req, blobs):
-        return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"])
+        return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"],
+                                         bool(req.get("tied")))
 
 
 class MissingName(LookupError):

@@ -12,7 +12,6 @@ from typing import Any
 
 from .client import Remote, StudentError, Worker, WorkerCrash, Zygote
 
-
 MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail at once
 
 
@@ -76,10 +75,10 @@ class Session:
         """Construct ``cls(*args)`` in the worker (after ``manual_seed(seed)`` if given)."""
         return self.call(cls, *args, seed=seed, keep=True, module=module)
 
-    def standin(self, vocab_size: int, d: int, max_T: int, seed: int) -> Remote:
+    def standin(self, vocab_size: int, d: int, max_T: int, seed: int, tied: bool = False) -> Remote:
         """The grader's trusted stand-in language model, built inside the worker."""
         return self.worker().request({"op": "standin", "vocab_size": vocab_size, "d": d,
-                                      "max_T": max_T, "seed": seed, "keep": True})
+                                      "max_T": max_T, "seed": seed, "tied": tied, "keep": True})
 
     def close(self) -> None:
         if self._worker is not None:

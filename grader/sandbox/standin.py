@@ -17,13 +17,15 @@ import torch.nn as nn
 
 
 class StandInLM(nn.Module):
-    def __init__(self, vocab_size: int, d: int, max_T: int):
+    def __init__(self, vocab_size: int, d: int, max_T: int, tied: bool = False):
         super().__init__()
         self.T = max_T
         self.tok = nn.Embedding(vocab_size, d)
         self.pos = nn.Embedding(max_T, d)
         self.mix = nn.Linear(d, d)
         self.head = nn.Linear(d, vocab_size)
+        if tied:  # one Parameter under two names, as in weight tying
+            self.head.weight = self.tok.weight
         self.calls = 0
         self.calls_with_grad = 0
         self.longest_input = 0
@@ -44,6 +46,6 @@ class StandInLM(nn.Module):
         return self.head(x + torch.tanh(self.mix(x)))
 
 
-def make_standin(vocab_size: int, d: int, max_T: int, seed: int) -> StandInLM:
+def make_standin(vocab_size: int, d: int, max_T: int, seed: int, tied: bool = False) -> StandInLM:
     torch.manual_seed(seed)
-    return StandInLM(vocab_size, d, max_T)
+    return StandInLM(vocab_size, d, max_T, tied)

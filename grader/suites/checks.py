@@ -117,6 +117,9 @@ def same_parameters(described: dict, reference: torch.nn.Module, what: str) -> N
     want = {k: tuple(p.shape) for k, p in reference.named_parameters()}
     missing = [k for k in want if k not in have]
     extra = [k for k in have if k not in want]
+    if len(described["all_parameters"]) != len(have):
+        fail(f"{what} uses one parameter under several names: build a separate module for each layer "
+             "(one GPTBlock object repeated n_layers times shares its weights)")
     if missing:
         fail(f"{what} has no parameter {missing[0]}{_hint(missing[0])}"
              + (f" (and {len(missing) - 1} more missing)" if len(missing) > 1 else ""))
@@ -126,6 +129,3 @@ def same_parameters(described: dict, reference: torch.nn.Module, what: str) -> N
     for name, shape in want.items():
         if have[name] != shape:
             fail(f"{what}.{name} has shape {have[name]}, expected {shape}{_hint(name)}")
-    if len(described["all_parameters"]) != len(have):
-        fail(f"{what} uses one parameter under several names: build a separate module for each layer "
-             "(one GPTBlock object repeated shares its weights)")

@@ -32,7 +32,8 @@ def test_lesson_losses(lesson, ref):
     for step, want in LESSON_LOSSES.items():
         if abs(float(losses[step - 1]) - want) > 2e-4:
             checks.fail(f"the loss at step {step} is {float(losses[step - 1]):.4f}, the lesson prints {want}: "
-                        "check M2's layer order and M3's loop (their own checks say more)")
+                        "this end-to-end check runs all your files together; fix the failing checks of "
+                        "m1 to m3 first, they say where")
 
 
 @pytest.mark.points(3)

@@ -7,6 +7,7 @@ bug in the student's M1 costs M1 points only. Sizes: vocab 29, d 24, 4 heads,
 import pytest
 import torch
 
+from grader.sandbox.client import StudentError
 from grader.sandbox.standin import make_standin
 from grader.suites import causality, checks, diagnose
 
@@ -82,12 +83,13 @@ def test_model_shapes(m2, B, T):
 
 
 @pytest.mark.points(4)
-@pytest.mark.parametrize("config", [(V, D, HEADS, LAYERS, T_MAX), (37, 30, 5, 3, 9), (23, 16, 2, 1, 7)],
-                         ids=["29-24-4-2-11", "37-30-5-3-9", "23-16-2-1-7"])
-def test_model_matches_reference(m2, ref, config):
-    """with the reference's weights, the logits equal the reference's"""
+@pytest.mark.parametrize("config,T", [((V, D, HEADS, LAYERS, T_MAX), T_MAX), ((37, 30, 5, 3, 9), 6),
+                                      ((23, 16, 2, 1, 7), 7)],
+                         ids=["29-24-4-2-11", "37-30-5-3-9-on-6-tokens", "23-16-2-1-7"])
+def test_model_matches_reference(m2, ref, config, T):
+    """with the reference's weights, the logits equal the reference's (also on fewer than max_T tokens)"""
     model, reference = loaded_model(m2, ref, config)
-    vocab, _, _, _, T = config
+    vocab = config[0]
     x = tokens(sum(config), 3, T, vocab)
     logits = checks.tensor(model(x), "the logits", (3, T, vocab))
     with torch.no_grad():
@@ -172,12 +174,25 @@ def test_count_parameters_lesson(m2):
 @pytest.mark.points(2)
 @pytest.mark.parametrize("vocab,d,layers,T", [(29, 24, 2, 11), (101, 40, 3, 16), (7, 8, 1, 3)])
 def test_count_parameters(m2, ref, vocab, d, layers, T):
-    """count_parameters counts any model's parameters (not a formula for one size)"""
-    standin = m2.standin(vocab, d, T, seed=0)
+    """count_parameters counts any TinyGPT's parameters (not a formula for one size)"""
     want = sum(p.numel() for p in ref.m2_model.TinyGPT(vocab, d, 2, layers, T).parameters())
-    checks.equal(m2.call("count_parameters", m2.new("TinyGPT", vocab, d, 2, layers, T)), want,
-                 f"count_parameters(TinyGPT({vocab}, {d}, 2, {layers}, {T}))")
-    standin_count = sum(p.numel() for p in make_standin(vocab, d, T, seed=0).parameters())
-    checks.equal(m2.call("count_parameters", standin), standin_count,
-                 "count_parameters of another model (the grader's stand-in)",
-                 hint="count p.numel() for p in model.parameters(), whatever the model is")
+    count = m2.call("count_parameters", m2.new("TinyGPT", vocab, d, 2, layers, T))
+    hint = "count the model's parameters instead of returning a fixed number" if count == 107_008 else ""
+    checks.equal(count, want, f"count_parameters(TinyGPT({vocab}, {d}, 2, {layers}, {T}))", hint=hint)
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("tied", [False, True], ids=["separate", "tied-head"])
+def test_count_parameters_of_any_model(m2, tied):
+    """count_parameters works on any model, and counts a shared Parameter once"""
+    want = sum(p.numel() for p in make_standin(23, 12, 5, seed=0, tied=tied).parameters())
+    what = "another model (the grader's stand-in, " + ("whose head shares the embedding's weight)" if tied else
+                                                        "which has no blocks)")
+    try:
+        count = m2.call("count_parameters", m2.standin(23, 12, 5, seed=0, tied=tied))
+    except StudentError as e:
+        checks.fail(f"count_parameters failed on {what}: {e}. Sum p.numel() over model.parameters(), "
+                    "whatever the model is")
+    hint = ("a shared Parameter counts once: model.parameters() already lists it once" if tied else
+            "sum p.numel() over model.parameters(), whatever the model is")
+    checks.equal(count, want, f"count_parameters of {what}", hint=hint)

@@ -21,6 +21,9 @@ def generate(m4, model, start: torch.Tensor, max_new: int | None = 5) -> torch.T
     kwargs = {} if max_new is None else {"max_new": max_new}
     n = 5 if max_new is None else max_new
     out = m4.call("generate", model, start, **kwargs)
+    if isinstance(out, torch.Tensor) and tuple(out.shape) == (start.shape[0], n) and n != start.shape[1] + n:
+        checks.fail(f"generate returned only the {n} new tokens: return the prompt followed by the new tokens, "
+                    "shape (B, t + max_new)")
     out = checks.tensor(out, "generate's result", (start.shape[0], start.shape[1] + n), dtype=None)
     if out.dtype != torch.long:
         checks.fail(f"generate's result has dtype {out.dtype}: token ids are torch.long")
