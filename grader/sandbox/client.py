@@ -205,10 +205,11 @@ class Worker:
         blobs: list[bytes] = []
         header = dict(header, args=[protocol.encode(a, blobs, _no_handle) for a in args],
                       kwargs={k: protocol.encode(v, blobs, _no_handle) for k, v in (kwargs or {}).items()})
-        self.sock.settimeout(max(timeout, 0.1))
+        timeout = max(timeout, 0.1)
+        self.sock.settimeout(timeout)
         try:
             wire.send(self.sock, header, blobs)
-            reply, rblobs = wire.recv(self.sock)
+            reply, rblobs = wire.recv(self.sock, deadline=time.monotonic() + timeout)
             if "error" in reply:
                 err = reply["error"]
                 raise StudentError(str(err.get("type")), str(err.get("message")),

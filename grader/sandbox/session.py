@@ -32,8 +32,8 @@ class Session:
             self._worker.deadline = self.deadline
 
     def worker(self) -> Worker:
-        if self._import_failure is not None:
-            raise self._import_failure
+        if self._import_failure is not None:  # a fresh exception each time: no growing traceback
+            raise ImportFailure(*self._import_failure.args)
         if self._worker is not None and not self._worker.alive:
             self.hangs += self._worker.hung
             self._worker = None
@@ -44,7 +44,7 @@ class Session:
             self._worker.deadline = self.deadline
             try:
                 self._worker.request({"op": "import", "modules": list(self.modules),
-                                      "trusted": list(self.trusted)})
+                                      "trusted": {name: trusted_source(name) for name in self.trusted}})
             except (StudentError, WorkerCrash) as e:
                 self._import_failure = ImportFailure(self._explain_import(e))
                 raise self._import_failure from None
@@ -83,6 +83,11 @@ class Session:
     def close(self) -> None:
         if self._worker is not None:
             self._worker.close()
+
+
+def trusted_source(module: str) -> str:
+    """The grader's own version of an earlier milestone, sent only to the worker that needs it."""
+    return (Path(__file__).parent / f"trusted_{module}.py").read_text()
 
 
 class ImportFailure(Exception):

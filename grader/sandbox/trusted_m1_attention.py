@@ -1,9 +1,10 @@
-"""A trusted milestone-1 module, used only while grading milestone 2.
+"""A trusted milestone-1 module, sent only to the worker that grades milestone 2.
 
 M2 builds on ``CausalSelfAttention``; a bug in the student's M1 must not cost
 M2 points, so while M2 is graded ``from m1_attention import ...`` gets this
-module. It is written on PyTorch's fused kernel rather than like the reference,
-and creates its submodules in the contract's order so seeded weights agree.
+module. It rests on PyTorch's fused kernel rather than on the lesson's
+hand-written mask and softmax, and creates its submodules in the contract's
+order so that seeded weights agree.
 """
 import torch
 import torch.nn as nn
@@ -12,13 +13,6 @@ import torch.nn.functional as F
 
 def causal_mask(T, device=None):
     return torch.ones(T, T, device=device).tril()
-
-
-def causal_attention(q, k, v):
-    out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    scores = (q @ k.transpose(-2, -1)) / q.shape[-1] ** 0.5
-    weights = scores.masked_fill(causal_mask(q.shape[-2], q.device) == 0, float("-inf")).softmax(-1)
-    return out, weights
 
 
 class CausalSelfAttention(nn.Module):

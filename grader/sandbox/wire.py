@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import socket
 import struct
+import time
 
 MAX_HEADER_BYTES = 4 << 20
 MAX_MESSAGE_BYTES = 512 << 20
@@ -26,9 +27,14 @@ def send(sock: socket.socket, header: dict, blobs: list[bytes] = ()) -> None:
         sock.sendall(blob)
 
 
-def _read_exact(sock: socket.socket, n: int) -> bytes:
+def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
     buf = bytearray()
     while len(buf) < n:
+        if deadline is not None:  # one deadline for the whole message, however slowly it drips in
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("message not complete in time")
+            sock.settimeout(left)
         chunk = sock.recv(min(n - len(buf), 1 << 20))
         if not chunk:
             raise EOFError("connection closed")
@@ -36,12 +42,13 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(buf)
 
 
-def recv(sock: socket.socket) -> tuple[dict, list[bytes]]:
-    (n,) = struct.unpack("!I", _read_exact(sock, 4))
+def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list[bytes]]:
+    """Read one message; with a deadline (time.monotonic), raise socket.timeout once it passes."""
+    (n,) = struct.unpack("!I", _read_exact(sock, 4, deadline))
     if n > MAX_HEADER_BYTES:
         raise ProtocolError(f"message header of {n} bytes is over the limit")
     try:
-        header = json.loads(_read_exact(sock, n))
+        header = json.loads(_read_exact(sock, n, deadline))
     except (ValueError, RecursionError) as e:
         raise ProtocolError(f"unreadable message header: {e}") from None
     sizes = header.get("blobs") if isinstance(header, dict) else None
@@ -49,4 +56,4 @@ def recv(sock: socket.socket) -> tuple[dict, list[bytes]]:
         raise ProtocolError("message header has no valid blob list")
     if sum(sizes) > MAX_MESSAGE_BYTES:
         raise ProtocolError(f"message of {sum(sizes)} bytes is over the {MAX_MESSAGE_BYTES} byte limit")
-    return header, [_read_exact(sock, s) for s in sizes]
+    return header, [_read_exact(sock, s, deadline) for s in sizes]
