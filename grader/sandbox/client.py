@@ -217,7 +217,8 @@ class Worker:
             return protocol.decode(reply["value"], rblobs, self._remote)
         except TimeoutError:
             self._end(grace=0)
-            raise WorkerCrash(f"no answer within {timeout:.0f} s: an infinite loop, or far too much work?") from None
+            self.hung = True
+            raise WorkerCrash(f"no answer within {timeout:.1f} s: an infinite loop, or far too much work?") from None
         except (EOFError, OSError) as e:
             raise WorkerCrash(self._why_it_died(e)) from None
         except (ProtocolError, KeyError, TypeError, AttributeError) as e:

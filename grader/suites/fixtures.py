@@ -56,33 +56,13 @@ def ref() -> SimpleNamespace:
     return load_reference()
 
 
-@pytest.fixture
-def m1() -> Session:
-    return CONTEXT.session("m1")
+def _milestone_fixture(milestone: str):
+    @pytest.fixture(name=milestone)
+    def session() -> Session:
+        """The submission as seen by this milestone's worker."""
+        return CONTEXT.session(milestone)
+    return session
 
 
-@pytest.fixture
-def m2() -> Session:
-    return CONTEXT.session("m2")
-
-
-@pytest.fixture
-def m3() -> Session:
-    return CONTEXT.session("m3")
-
-
-@pytest.fixture
-def m4() -> Session:
-    return CONTEXT.session("m4")
-
-
-@pytest.fixture
-def lesson() -> Session:
-    return CONTEXT.session("lesson")
-
-
-@pytest.fixture
-def rng():
-    """A seeded generator for test inputs, so every run grades the same inputs."""
-    import torch
-    return torch.Generator().manual_seed(1234)
+# One fixture per milestone id (m1, m2, ..., lesson): pytest finds them as module attributes.
+globals().update({m: _milestone_fixture(m) for m in MILESTONES})
