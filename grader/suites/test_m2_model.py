@@ -191,6 +191,8 @@ def test_count_parameters_of_any_model(m2, tied):
     try:
         count = m2.call("count_parameters", m2.standin(23, 12, 5, seed=0, tied=tied))
     except StudentError as e:
+        if e.type == "NotImplementedError":
+            raise
         checks.fail(f"count_parameters failed on {what}: {e}. Sum p.numel() over model.parameters(), "
                     "whatever the model is")
     hint = ("a shared Parameter counts once: model.parameters() already lists it once" if tied else
