@@ -72,6 +72,8 @@ CONTAINED = [
     # 3. os._exit(0) inside causal_attention: every call kills the worker.
     pytest.param(m1_variant("os-exit-in-call", "os._exit or sys.exit", A.in_call(A.OS_EXIT)), (),
                  id="3-os-exit-in-call"),
+    # 3b. sys.exit(0) inside causal_attention (SystemExit, a BaseException).
+    pytest.param(m1_variant("sys-exit-in-call", "SystemExit", A.in_call(A.SYS_EXIT)), (), id="3b-sys-exit-in-call"),
     # 4. raise KeyboardInterrupt inside causal_attention (a BaseException, not an Exception).
     pytest.param(m1_variant("keyboard-interrupt", "KeyboardInterrupt", A.in_call(A.KEYBOARD_INTERRUPT)), (),
                  id="4-keyboard-interrupt-in-call"),
