@@ -215,7 +215,7 @@ def describe(e: BaseException) -> dict:
         message = "<the exception's message could not be printed>"
     where = []
     for frame in traceback.extract_tb(e.__traceback__):
-        if os.path.dirname(os.path.abspath(frame.filename)) == os.getcwd():
+        if os.path.isfile(frame.filename) and os.path.dirname(os.path.abspath(frame.filename)) == os.getcwd():
             where.append(f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}")
     if isinstance(e, SyntaxError) and e.filename:
         where.append(f"{os.path.basename(e.filename)}:{e.lineno}")
