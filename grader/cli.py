@@ -4,6 +4,7 @@ from __future__ import annotations
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import click
@@ -47,6 +48,8 @@ def main(ctx: click.Context) -> None:
 def check(submission: Path, milestones: list[str] | None = None, fmt: str = "text", output: Path | None = None,
           verbose: bool = False, timeout: float = 40.0, memory_mb: int = 3072) -> None:
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
+    # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     from grader.sandbox.client import GraderError, Limits, Zygote
     from grader.submission import SubmissionError, prepared
 
