@@ -249,11 +249,6 @@ class Worker:
     def close(self) -> None:
         self._end(grace=0)
 
-    def output_tail(self, n: int = 2000) -> str:
-        with open(self.output, "rb") as f:
-            f.seek(max(0, self.output.stat().st_size - n))
-            return f.read().decode(errors="replace")
-
 
 def _no_handle(obj: Any) -> dict:
     if isinstance(obj, Remote):
