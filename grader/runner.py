@@ -82,8 +82,7 @@ def _clean_pytest_env():
 
 
 def milestone_of(item: pytest.Item) -> str:
-    name = Path(str(item.path)).name
-    return next(m.id for m in MILESTONES.values() if m.suite == name)
+    return next(m.id for m in MILESTONES.values() if m.suite == item.path.name)
 
 
 def check_name(item: pytest.Item) -> str:

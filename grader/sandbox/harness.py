@@ -75,9 +75,9 @@ def enter_namespaces(hide: list[str]) -> list[str]:
         _write("/proc/self/gid_map", f"0 {gid} 1")
     done = ["no-network"]
     if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0:
-        hidden = [p for p in hide if os.path.exists(p) and
-                  _libc.mount(b"tmpfs", p.encode(), b"tmpfs", 0, b"size=4k,mode=000") == 0]
-        if len(hidden) == len([p for p in hide if os.path.exists(p)]):
+        present = [p for p in hide if os.path.exists(p)]
+        mounted = [p for p in present if _libc.mount(b"tmpfs", p.encode(), b"tmpfs", 0, b"size=4k,mode=000") == 0]
+        if mounted == present:
             done.append("grader-files-hidden")
     return done
 

@@ -33,14 +33,6 @@ DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
 
 @dataclass(frozen=True)
-class Handle:
-    """An object that lives in the worker; the grader only knows its id and type."""
-
-    id: int
-    type: str
-
-
-@dataclass(frozen=True)
 class TensorInfo:
     """A tensor whose data did not travel (not on the CPU, or an odd dtype)."""
 
@@ -75,7 +67,7 @@ def encode(obj: Any, blobs: list[bytes], to_handle: Callable[[Any], dict]) -> di
     return to_handle(obj)
 
 
-def decode(enc: Any, blobs: list[bytes], make_handle: Callable[[int, str], Any] = Handle,
+def decode(enc: Any, blobs: list[bytes], make_handle: Callable[[int, str], Any],
            depth: int = 0, make_info: Callable[[TensorInfo], Any] = lambda info: info) -> Any:
     """Rebuild a value sent by the other side, trusting nothing about it."""
     if depth > MAX_DEPTH or not isinstance(enc, dict):
