@@ -20,4 +20,15 @@ MILESTONES: dict[str, Milestone] = {m.id: m for m in (
     Milestone("m4", "Greedy generation", "test_m4_generate.py", ("m4_generate",)),
     Milestone("lesson", "The lesson's numbers, end to end", "test_lesson.py",
               ("m2_model", "m3_train", "m4_generate", "m1_attention")),
+    Milestone("scaling", "Parameter counts, GPT-2 sizes, Chinchilla", "test_scaling.py", ("m5_scaling",)),
+    Milestone("tying", "Weight tying and the library-layer GPT", "test_tying.py", ("m6_tying",),
+              trusted=("m1_attention", "m2_model")),
+    Milestone("kvcache", "Generation with a KV cache", "test_kvcache.py", ("m7_kvcache",),
+              trusted=("m1_attention", "m2_model")),
+    Milestone("sampling", "Temperature, top-k and top-p sampling", "test_sampling.py", ("m8_sampling",)),
+    Milestone("padding", "Padded batches", "test_padding.py", ("m9_padding",), trusted=("m3_train",)),
+    Milestone("quiz", "Check yourself: short questions", "test_quiz.py", ("quiz",)),
 )}
+
+# Every file a submission may hold, in lesson order.
+STUDENT_MODULES: tuple[str, ...] = tuple(dict.fromkeys(name for m in MILESTONES.values() for name in m.modules))

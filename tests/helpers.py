@@ -10,10 +10,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from grader.milestones import MILESTONES as ALL_MILESTONES
+
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"
 EXERCISES = REPO / "exercises"
-MILESTONES = ("m1", "m2", "m3", "m4")
+# Every milestone a single bug may cost points in (the `lesson` group spans all four core files).
+MILESTONES = tuple(m for m in ALL_MILESTONES if m != "lesson")
+CORE = ("m1", "m2", "m3", "m4")
 
 
 @dataclass
@@ -31,6 +35,19 @@ class Variant:
     files: dict[str, str] = field(default_factory=dict)
     drop: tuple[str, ...] = ()
 
+    @property
+    def touched(self) -> set[str]:
+        """The submission's modules this variant changes."""
+        return {Path(f).stem for f in (*self.edits, *self.files, *self.drop)}
+
+    def affected(self) -> list[str]:
+        """The milestones that import a file this variant changes (lesson included).
+
+        Every other milestone never reads those files: ``test_corpus`` proves it once per
+        milestone by grading it with every other file broken.
+        """
+        return [m for m, spec in ALL_MILESTONES.items() if self.touched & set(spec.modules)]
+
     def build(self, folder: Path) -> Path:
         shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
         for file, replacements in self.edits.items():
@@ -44,6 +61,16 @@ class Variant:
         for file in self.drop:
             (folder / file).unlink()
         return folder
+
+
+def bug(name: str, milestone: str, expect: str, file: str, *edits: tuple[str, str]) -> Variant:
+    """One realistic bug: exact text edits to one reference file."""
+    return Variant(name, milestone, expect, edits={file: list(edits)})
+
+
+def ok(name: str, edits: dict[str, list[tuple[str, str]]]) -> Variant:
+    """A correct submission written differently from the reference."""
+    return Variant(name, None, edits=edits)
 
 
 @dataclass

@@ -3,7 +3,8 @@
 For every attack the grader must finish (exit 0, a JSON report) in bounded time, the attacked
 milestone must lose points with a message that says what happened, and every other milestone
 among m1..m4 must keep full marks (the ``lesson`` integration group runs the student's files
-together, so it may drop; nothing here asserts on it). The hostile texts live in attacks.py.
+together, so it may drop; nothing here asserts on it). Only m1..m4 are graded: the later
+exercises run in workers of their own exactly like these. The hostile texts live in attacks.py.
 """
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import attacks as A
 import pytest
 
-from helpers import MILESTONES, Graded, Variant, explain, grade
+from helpers import CORE, Graded, Variant, explain, grade
 
 BOUND_S = 150.0         # wall time the whole grading may take, even for hang attacks
 HANG_GUARD_S = 300.0    # the grading command is killed after this; the test then fails with a clear message
@@ -29,7 +30,7 @@ def attack(tmp_path):
     def run(variant: Variant, *args: str) -> Graded:
         submission = variant.build(tmp_path / "submission")
         try:
-            return grade(submission, *args, timeout=HANG_GUARD_S)
+            return grade(submission, *args, *(a for m in CORE for a in ("-m", m)), timeout=HANG_GUARD_S)
         except subprocess.TimeoutExpired:
             pytest.fail(f"{variant.name}: `grade check` was still running after {HANG_GUARD_S:.0f} s and was killed")
     return run
@@ -45,7 +46,7 @@ def assert_contained(result: Graded, milestone: str, expect: str, bound: float =
     assert m["score"] < m["max_score"], f"{milestone} kept full marks\n{why}"
     messages = result.messages(milestone)
     assert any(expect in msg for msg in messages), f"no failing {milestone} check says {expect!r}\n{why}"
-    for other in MILESTONES:
+    for other in CORE:
         if other != milestone:
             assert result.full(other), f"{other} lost points\n{why}"
 

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from grader.milestones import STUDENT_MODULES
+
 from . import wire
 from .wire import ProtocolError
 
@@ -74,7 +76,7 @@ class Zygote:
         self._count = 0
         ours, theirs = socket.socketpair()
         config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())],
-                  "hide": [str(p) for p in self._private_paths()]}
+                  "hide": [str(p) for p in self._private_paths()], "student_modules": list(STUDENT_MODULES)}
         env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(self.tmp),
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         self._log = open(self.tmp / "zygote.log", "wb")
@@ -292,3 +294,11 @@ class Remote:
 
     def input_grad(self, x: Any, via: str | None = None) -> Any:
         return self._ask("input_grad", x, via=via)
+
+    def grads(self, x: Any, w: Any) -> Any:
+        """Each parameter's gradient of ``(self(x) * w).sum()``, by name (a shared one once)."""
+        return self._ask("grads", x, w)
+
+    def count_positions(self, via: str) -> Remote:
+        """A counter (read its ``positions`` attribute) of the positions fed to submodule ``via``."""
+        return self._ask("count_positions", via=via, keep=True)

@@ -5,7 +5,8 @@ file descriptor named in the config. It puts itself in private namespaces where
 the machine allows it (no network, the grader's files hidden behind empty
 mounts), imports torch once, then forks one worker per request. Each worker
 imports the student's modules and answers a small menu of requests (import,
-call, getattr, state_dict, load, input_grad, standin) with plain data.
+call, getattr, value, state_dict, describe, load, input_grad, grads, count_positions,
+standin) with plain data.
 
 Nothing here decides a grade: the grading process checks every value it gets.
 This file imports nothing from the ``grader`` package.
@@ -28,7 +29,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
 MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
 PR_SET_PDEATHSIG = 1
-STUDENT_MODULES = ("m1_attention", "m2_model", "m3_train", "m4_generate")
+STUDENT_MODULES: tuple[str, ...] = ()  # every file a submission may hold; set from the config
 
 
 def _load(name: str):
@@ -141,11 +142,19 @@ class Worker:
         kwargs = {k: self.value(v, blobs) for k, v in req.get("kwargs", {}).items()}
         if req.get("seed") is not None:
             torch.manual_seed(req["seed"])
-        with torch.set_grad_enabled(req.get("grad", True)):
+        # meta: build a large model without its memory (shapes and parameter counts only)
+        with torch.set_grad_enabled(req.get("grad", True)), torch.device("meta" if req.get("meta") else "cpu"):
             return fn(*args, **kwargs)
 
     def op_getattr(self, req, blobs):
         return getattr(self.handles[req["handle"]], req["name"])
+
+    def op_value(self, req, blobs):
+        """A module-level name of a student's file (the quiz's answers)."""
+        module = sys.modules[req["module"]]
+        if not hasattr(module, req["name"]):
+            raise MissingName(f"{req['module']}.py defines no {req['name']}")
+        return getattr(module, req["name"])
 
     def op_state_dict(self, req, blobs):
         return {k: v.detach() for k, v in self.handles[req["handle"]].state_dict().items()}
@@ -198,9 +207,36 @@ class Worker:
             rows.append(g.abs().sum(dim=tuple(i for i in range(g.dim()) if i != 1)))
         return torch.stack(rows).detach()
 
+    def op_grads(self, req, blobs):
+        """Gradients of ``(module(x) * w).sum()`` for each distinct parameter, by name."""
+        module = self.handles[req["handle"]]
+        x, w = (self.value(a, blobs) for a in req["args"])
+        module.zero_grad(set_to_none=True)
+        (module(x) * w).sum().backward()
+        return {k: None if p.grad is None else p.grad.detach() for k, p in module.named_parameters()}
+
+    def op_count_positions(self, req, blobs):
+        """Count the positions (size of the second-to-last axis) fed to a submodule from now on."""
+        counter = PositionCounter()
+        self.handles[req["handle"]].get_submodule(req["via"]).register_forward_pre_hook(counter)
+        return counter
+
     def op_standin(self, req, blobs):
         return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"],
                                          bool(req.get("tied")))
+
+
+class PositionCounter:
+    """Positions fed to a submodule, and how many of its calls ran with gradients enabled."""
+
+    def __init__(self) -> None:
+        self.positions = 0
+        self.calls_with_grad = 0
+
+    def __call__(self, _module, inputs) -> None:
+        import torch
+        self.positions += int(inputs[0].shape[-2]) if inputs and inputs[0].dim() >= 2 else 0
+        self.calls_with_grad += int(torch.is_grad_enabled())
 
 
 class MissingName(LookupError):
@@ -356,7 +392,9 @@ def run_worker(config: dict, sock: socket.socket, out_fd: int, wire, protocol, s
 
 
 def main() -> None:
+    global STUDENT_MODULES
     config = json.loads(sys.argv[1])
+    STUDENT_MODULES = tuple(config["student_modules"])
     control = socket.socket(fileno=config["control_fd"])
     _die_with_parent()
     sys.path[:] = [p for p in sys.path if p] + config["sys_path"]

@@ -33,6 +33,13 @@ DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
 
 @dataclass(frozen=True)
+class SeededGenerator:
+    """Sent as a seed; arrives as a fresh ``torch.Generator`` seeded with it."""
+
+    seed: int
+
+
+@dataclass(frozen=True)
 class TensorInfo:
     """A tensor whose data did not travel (not on the CPU, or an odd dtype)."""
 
@@ -62,6 +69,8 @@ def encode(obj: Any, blobs: list[bytes], to_handle: Callable[[Any], dict]) -> di
         return {"t": "dict", "items": {k: encode(v, blobs, to_handle) for k, v in obj.items()}}
     if kind is TensorInfo:
         return {"t": "info", "dtype": obj.dtype, "shape": list(obj.shape), "device": obj.device}
+    if kind is SeededGenerator:
+        return {"t": "generator", "seed": obj.seed}
     if kind in (torch.device, torch.dtype, torch.Size):
         return {"t": "py", "v": str(obj).removeprefix("torch.")}
     return to_handle(obj)
@@ -93,6 +102,8 @@ def decode(enc: Any, blobs: list[bytes], make_handle: Callable[[int, str], Any],
         if not isinstance(items, dict):
             raise ProtocolError("malformed mapping")
         return {str(k): decode(v, blobs, make_handle, depth + 1, make_info) for k, v in items.items()}
+    if tag == "generator" and type(enc.get("seed")) is int:
+        return torch.Generator().manual_seed(enc["seed"])
     if tag == "handle" and type(enc.get("id")) is int:
         return make_handle(enc["id"], str(enc.get("type")))
     raise ProtocolError(f"unknown value tag {tag!r}")

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.reference import SOLUTIONS
+
 from .client import Remote, StudentError, Worker, WorkerCrash, Zygote
 
 MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail at once
@@ -60,10 +62,13 @@ class Session:
         return f"importing the submission's files failed: {e}"
 
     def call(self, name: str, *args: Any, seed: int | None = None, grad: bool = True,
-             keep: bool = False, module: str | None = None, **kwargs: Any) -> Any:
-        """Call ``name`` from a milestone module with plain data; returns plain data or a Remote."""
+             keep: bool = False, module: str | None = None, meta: bool = False, **kwargs: Any) -> Any:
+        """Call ``name`` from a milestone module with plain data; returns plain data or a Remote.
+
+        With ``meta``, tensors created during the call live on PyTorch's data-less meta device.
+        """
         header = {"op": "call", "module": module or self.module, "name": name, "seed": seed,
-                  "grad": grad, "keep": keep}
+                  "grad": grad, "keep": keep, "meta": meta}
         try:
             return self.worker().request(header, args, kwargs)
         except StudentError as e:
@@ -71,9 +76,19 @@ class Session:
                 raise MissingName(e.message) from None
             raise
 
-    def new(self, cls: str, *args: Any, seed: int | None = None, module: str | None = None) -> Remote:
+    def new(self, cls: str, *args: Any, seed: int | None = None, module: str | None = None,
+            meta: bool = False) -> Remote:
         """Construct ``cls(*args)`` in the worker (after ``manual_seed(seed)`` if given)."""
-        return self.call(cls, *args, seed=seed, keep=True, module=module)
+        return self.call(cls, *args, seed=seed, keep=True, module=module, meta=meta)
+
+    def value(self, name: str) -> Any:
+        """A module-level value of the milestone's file, as plain data."""
+        try:
+            return self.worker().request({"op": "value", "module": self.module, "name": name})
+        except StudentError as e:
+            if e.type == "MissingName":
+                raise MissingName(e.message) from None
+            raise
 
     def standin(self, vocab_size: int, d: int, max_T: int, seed: int, tied: bool = False) -> Remote:
         """The grader's trusted stand-in language model, built inside the worker."""
@@ -86,8 +101,13 @@ class Session:
 
 
 def trusted_source(module: str) -> str:
-    """The grader's own version of an earlier milestone, sent only to the worker that needs it."""
-    return (Path(__file__).parent / f"trusted_{module}.py").read_text()
+    """The grader's own version of an earlier milestone, sent only to the worker that needs it.
+
+    A dedicated ``trusted_*.py`` where one exists (it differs from the reference, so the worker
+    never holds the reference's attention); otherwise the reference file itself.
+    """
+    own = Path(__file__).parent / f"trusted_{module}.py"
+    return (own if own.is_file() else SOLUTIONS / f"{module}.py").read_text()
 
 
 class ImportFailure(Exception):

@@ -18,6 +18,20 @@ LEAK_HINT = ("information leaks from the future: is the mask lower-triangular (t
              "applied to the scores before the softmax, and sliced to the input's length?")
 
 
+def random_tokens(seed: int, B: int, T: int, vocab: int) -> torch.Tensor:
+    return torch.randint(0, vocab, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+def token_perturbation(vocab: int) -> Perturb:
+    """A Perturb for token ids: every token from position t on becomes a different id."""
+    def perturb(x: torch.Tensor, t: int) -> torch.Tensor:
+        x = x.clone()
+        shift = torch.randint(0, vocab - 1, x[:, t:].shape, generator=torch.Generator().manual_seed(t))
+        x[:, t:] = (x[:, t:] + 1 + shift) % vocab
+        return x
+    return perturb
+
+
 def _out(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str) -> torch.Tensor:
     return tensor(forward(x), what, shape)
 

@@ -11,7 +11,7 @@ from typing import Any, NoReturn
 
 import torch
 
-from grader.sandbox.client import Remote
+from grader.sandbox.client import Remote, StudentError
 from grader.sandbox.protocol import TensorInfo
 
 BTC = ("batch", "position", "channel")
@@ -81,6 +81,35 @@ def divmod_index(flat: int, shape: Sequence[int]) -> list[int]:
         flat, i = divmod(flat, size)
         index.append(i)
     return index[::-1]
+
+
+def number(value: Any, what: str, integer: bool = False) -> float:
+    """``value`` must be a plain Python number (an ``int`` where ``integer``), not a tensor or a string."""
+    if type(value) is bool or not isinstance(value, int | float):
+        fail(f"{what} should be a plain Python {'int' if integer else 'number'}, but your code returned "
+             f"{describe(value)}" + (": use .item() on a tensor" if isinstance(value, torch.Tensor) else ""))
+    if integer and not float(value).is_integer():
+        fail(f"{what} should be a whole number (a count), but it is {value!r}")
+    return value
+
+
+def relative_close(actual: float, expected: float, what: str, rtol: float, hint: str = "") -> None:
+    if abs(actual - expected) > rtol * abs(expected):
+        fail(f"{what} is {actual:.6g}, expected {expected:.6g} (within {rtol:.0e} relative)"
+             + (f"; {hint}" if hint else ""))
+
+
+def raises_value_error(thunk: Callable[[], Any], call: str, why: str) -> None:
+    """``thunk()`` (a call into the worker) must raise ValueError; ``why`` says what makes the call invalid."""
+    try:
+        got = thunk()
+    except StudentError as e:
+        if e.type == "NotImplementedError":
+            raise
+        if e.type != "ValueError":
+            fail(f"{call} raised {e.type}: raise ValueError with a message that says what is wrong ({why})")
+        return
+    fail(f"{call} returned {describe(got)}: it should raise ValueError ({why})")
 
 
 def equal(actual: Any, expected: Any, what: str, hint: str = "") -> None:

@@ -8,12 +8,11 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
 from grader.milestones import MILESTONES
-from grader.reference import load_reference
+from grader.reference import Reference, load_reference
 from grader.sandbox.client import Limits, Zygote
 from grader.sandbox.session import Session
 
@@ -51,7 +50,7 @@ def _time_budget():
 
 
 @pytest.fixture(scope="session")
-def ref() -> SimpleNamespace:
+def ref() -> Reference:
     """The reference modules, in this (the grading) process only."""
     return load_reference()
 

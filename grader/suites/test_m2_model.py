@@ -30,15 +30,7 @@ def loaded_model(m2, ref, config=(V, D, HEADS, LAYERS, T_MAX), seed=0):
 
 
 def tokens(seed: int, B: int = 3, T: int = 7, vocab: int = V) -> torch.Tensor:
-    return torch.randint(0, vocab, (B, T), generator=torch.Generator().manual_seed(seed))
-
-
-def perturb_tokens(x: torch.Tensor, t: int) -> torch.Tensor:
-    """Change every token from position t on, each to a different id."""
-    x = x.clone()
-    shift = torch.randint(0, V - 1, x[:, t:].shape, generator=torch.Generator().manual_seed(t))
-    x[:, t:] = (x[:, t:] + 1 + shift) % V
-    return x
+    return causality.random_tokens(seed, B, T, vocab)
 
 
 # ---------------------------------------------------------------- GPTBlock
@@ -128,7 +120,7 @@ def test_model_is_causal(m2, check):
     model = m2.new("TinyGPT", V, D, HEADS, LAYERS, T_MAX, seed=1)
     x, other, shape = tokens(1, 3, T_MAX), tokens(2, 3, T_MAX), (3, T_MAX, V)
     if check == "no_future_leak":
-        causality.no_future_leak(model, x, perturb_tokens, shape, "TinyGPT")
+        causality.no_future_leak(model, x, causality.token_perturbation(V), shape, "TinyGPT")
     elif check == "prefix_consistent":
         causality.prefix_consistent(model, x, shape, "TinyGPT")
     else:

@@ -6,7 +6,7 @@ breaks loudly (Variant.build asserts) if the reference it patches changes.
 the grader's message for that milestone should contain when it fails for the right
 reason. Correct variants have ``milestone=None`` and must score full marks everywhere.
 """
-from helpers import Variant
+from helpers import bug, ok
 
 M1, M2, M3, M4 = "m1_attention.py", "m2_model.py", "m3_train.py", "m4_generate.py"
 
@@ -83,14 +83,6 @@ def generate(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.T
         idx = torch.cat([idx, next_token], dim=1)
     return idx
 '''
-
-
-def bug(name: str, milestone: str, expect: str, file: str, *edits: tuple[str, str]) -> Variant:
-    return Variant(name, milestone, expect, edits={file: list(edits)})
-
-
-def ok(name: str, edits: dict[str, list[tuple[str, str]]]) -> Variant:
-    return Variant(name, None, edits=edits)
 
 
 # ------------------------------------------------------------------ buggy: one realistic bug each

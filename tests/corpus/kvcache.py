@@ -1,0 +1,117 @@
+"""Variants for the `kvcache` exercise (generation with a key/value cache)."""
+from helpers import bug, ok
+
+M7 = "m7_kvcache.py"
+
+# ------------------------------------------------------------------ reference snippets patched below
+
+LENGTH_CHECK = "if t + max_new - 1 > model.T:"
+RAISE = """    if t + max_new - 1 > model.T:
+        raise ValueError(f"t + max_new - 1 = {t + max_new - 1} positions needed, but model.T = {model.T}: "
+                         "a cache cannot crop the sequence")
+"""
+NEWEST = "logits = feed(model, idx[:, -1:], t + i - 1, cache)"
+LAYER = "out, cache[i] = cached_attention(block.attn, block.ln1(x), cache[i])"
+RETURN_CACHE = "return attn.proj(out.transpose(1, 2).reshape(B, t, d)), (k, v)"
+SCALE = "scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])"
+MASK = """    scores = scores.masked_fill(~visible, float("-inf"))
+"""
+ATTEND = """    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    # new position i is position n - t + i: it may see every key up to and including its own
+    visible = torch.ones(t, n, dtype=torch.bool, device=x.device).tril(diagonal=n - t)
+    scores = scores.masked_fill(~visible, float("-inf"))
+    out = F.softmax(scores, dim=-1) @ v
+"""
+CACHED_COUNT = "return prompt_len + max_new - 1"
+UNCACHED_COUNT = "return sum(prompt_len + i for i in range(max_new))"
+DECORATED = """@torch.no_grad()
+def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.Tensor:"""
+LOOP = """    cache = [None] * len(model.blocks)
+    idx = start
+    for i in range(max_new):
+        if i == 0:
+            logits = feed(model, start, 0, cache)  # the whole prompt, positions 0 .. t - 1
+        else:
+            logits = feed(model, idx[:, -1:], t + i - 1, cache)  # only the newest token, at its position
+        next_token = logits.argmax(dim=-1, keepdim=True)
+        idx = torch.cat([idx, next_token], dim=1)
+    return idx
+"""
+
+# ------------------------------------------------------------------ correct, written differently
+
+# The cache as two preallocated tensors per model, (layers, B, heads, T, d_head), filled by index; q, k and v
+# split in one view, as the grader's own attention does; every step written out in one loop.
+PREALLOCATED = """    B = start.shape[0]
+    d = model.tok.embedding_dim
+    heads = model.blocks[0].attn.n_heads
+    keys = torch.zeros(len(model.blocks), B, heads, model.T, d // heads, device=start.device)
+    values = torch.zeros_like(keys)
+    idx, new, n = start, start, 0  # n: positions cached so far
+    for _ in range(max_new):
+        s = new.shape[1]
+        x = model.tok(new) + model.pos(torch.arange(n, n + s, device=start.device))
+        for layer, block in enumerate(model.blocks):
+            q, k, v = block.attn.qkv(block.ln1(x)).view(B, s, 3, heads, d // heads).permute(2, 0, 3, 1, 4)
+            keys[layer, :, :, n:n + s] = k
+            values[layer, :, :, n:n + s] = v
+            weights = q @ keys[layer, :, :, :n + s].transpose(-2, -1) / (d // heads) ** 0.5
+            allowed = torch.ones(s, n + s, dtype=torch.bool, device=start.device).tril(n)
+            weights = weights.masked_fill(~allowed, float("-inf")).softmax(dim=-1)
+            out = (weights @ values[layer, :, :, :n + s]).transpose(1, 2).reshape(B, s, d)
+            x = x + block.attn.proj(out)
+            x = x + block.ffn(block.ln2(x))
+        n += s
+        new = model.head(model.ln(x[:, -1:])).argmax(dim=-1)
+        idx = torch.cat([idx, new], dim=1)
+    return idx
+"""
+
+# The prompt fed before the loop (nothing at all for max_new = 0), a with-block instead of the decorator.
+PROMPT_FIRST = """    with torch.no_grad():
+        if max_new == 0:
+            return start
+        cache = [None] * len(model.blocks)
+        logits = feed(model, start, 0, cache)
+        idx = torch.cat([start, logits.argmax(dim=-1, keepdim=True)], dim=1)
+        for position in range(t, t + max_new - 1):
+            logits = feed(model, idx[:, position:position + 1], position, cache)
+            idx = torch.cat([idx, logits.argmax(dim=-1, keepdim=True)], dim=1)
+        return idx
+"""
+
+BUGGY = [
+    bug("position-not-advanced", "kvcache", "position index is not advanced", M7,
+        (NEWEST, "logits = feed(model, idx[:, -1:], t, cache)")),
+    bug("cache-never-stored", "kvcache", "cache is never updated", M7,
+        (LAYER, "out, _ = cached_attention(block.attn, block.ln1(x), cache[i])")),
+    bug("cache-keeps-only-the-prompt", "kvcache", "not appended to the cache", M7,
+        (RETURN_CACHE, "return attn.proj(out.transpose(1, 2).reshape(B, t, d)), past or (k, v)")),
+    bug("one-cache-for-all-layers", "kvcache", "empty cache of its own", M7,
+        (LAYER, "out, cache[i] = cached_attention(block.attn, block.ln1(x), cache[0])")),
+    bug("no-cache-whole-sequence", "kvcache", "fed the whole sequence each step", M7,
+        (NEWEST, "logits = feed(model, idx, 0, [None] * len(model.blocks))")),
+    bug("no-mask-on-prompt", "kvcache", "prompt pass has no causal mask", M7, (MASK, "")),
+    bug("unscaled-scores", "kvcache", "sqrt(d_head)", M7, (SCALE, "scores = q @ k.transpose(-2, -1)")),
+    bug("last-token-counted", "kvcache", "counted the last new token", M7,
+        (CACHED_COUNT, "return prompt_len + max_new")),
+    bug("uncached-count-without-prompt", "kvcache", "forgot the prompt", M7,
+        (UNCACHED_COUNT, "return sum(range(max_new))")),
+    bug("no-length-check", "kvcache", "a clear ValueError is expected", M7, (RAISE, "")),
+    bug("length-check-off-by-one", "kvcache", "fits, but your code raised ValueError", M7,
+        (LENGTH_CHECK, "if t + max_new > model.T:")),
+    bug("gradients-recorded", "kvcache", "gradients enabled", M7,
+        (DECORATED, "def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.Tensor:")),
+]
+
+CORRECT = [
+    ok("kvcache-preallocated-cache", {M7: [(LOOP, PREALLOCATED)]}),
+    ok("kvcache-fused-attention", {M7: [
+        (ATTEND, "    visible = torch.ones(t, k.shape[2], dtype=torch.bool).tril(diagonal=k.shape[2] - t)\n"
+                 "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=visible)\n"),
+        ("    n = k.shape[2]  # every position so far: the cached ones, then the t new ones\n", ""),
+        (UNCACHED_COUNT, "return max_new * prompt_len + max_new * (max_new - 1) // 2"),
+    ]}),
+    ok("kvcache-prompt-before-loop", {M7: [
+        (DECORATED, DECORATED.removeprefix("@torch.no_grad()\n")), (LOOP, PROMPT_FIRST)]}),
+]
