@@ -103,6 +103,22 @@ def grade(submission: Path, *args: str, timeout: float = 600) -> Graded:
     return Graded(proc.returncode, seconds, proc.stderr, report)
 
 
+def grade_many(jobs: list[tuple[Path, list[str]]], workdir: Path, timeout: float = 1800) -> list[Graded]:
+    """Grade several submissions in one grader process (tests/grade_many.py): one Graded each, in order.
+
+    A submission whose report is missing (the process died first) gets an empty report and the stderr.
+    """
+    specs = [{"submission": str(s), "milestones": ms, "out": str(workdir / f"report{i}.json")}
+             for i, (s, ms) in enumerate(jobs)]
+    (workdir / "jobs.json").write_text(json.dumps(specs))
+    started = time.monotonic()
+    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("grade_many.py")), str(workdir / "jobs.json")],
+                          capture_output=True, text=True, timeout=timeout)
+    seconds = (time.monotonic() - started) / max(len(jobs), 1)
+    return [Graded(proc.returncode, seconds, proc.stderr,
+                   json.loads(Path(s["out"]).read_text()) if Path(s["out"]).exists() else {}) for s in specs]
+
+
 def explain(graded: Graded) -> str:
     """A compact summary for assertion messages: each milestone's score and first failure."""
     lines = [f"exit {graded.returncode}; stderr: {graded.stderr[-500:]}"]

@@ -5,6 +5,7 @@ import sys
 
 import pytest
 
+from grader.milestones import STUDENT_MODULES
 from helpers import REPO, SOLUTIONS, explain, grade
 
 
@@ -56,7 +57,7 @@ def notebook(cells: list[str]) -> str:
 
 
 def test_notebook_of_the_reference_scores_full_marks(tmp_path):
-    cells = [(SOLUTIONS / f"{m}.py").read_text() for m in ("m1_attention", "m2_model", "m3_train", "m4_generate")]
+    cells = [(SOLUTIONS / f"{m}.py").read_text() for m in STUDENT_MODULES]
     path = tmp_path / "lesson.ipynb"
     path.write_text(notebook(["%matplotlib inline\n!echo hi", *cells]))
     result = grade(path)
