@@ -1,4 +1,14 @@
-"""Turn what a student hands in (a folder or a notebook) into a folder of exercise files."""
+"""Turn what a student hands in (a folder or a notebook) into a folder of exercise files.
+
+A notebook becomes one file per code cell, run in order into one namespace the
+way a kernel runs them: a cell that raises does not stop the next one, so a
+leftover demo call or a broken cell costs only the names it should have
+defined. Where cells carry nbgrader metadata, the grader's own test cells are
+left out and a ``grade_id`` that appears twice keeps its last version. Cell
+magics and shell lines are dropped; kernel tricks (``get_ipython()``) find no
+kernel and fail inside their own cell. The result is graded like a folder,
+through the same isolated workers.
+"""
 from __future__ import annotations
 
 import contextlib
@@ -7,16 +17,49 @@ import re
 import shutil
 import tempfile
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.reference import MODULES
 
 # In a notebook every milestone shares one namespace: imports between the exercise files go.
 SIBLING_IMPORT = re.compile(rf"^\s*(from\s+({'|'.join(MODULES)})\s+import\b|import\s+({'|'.join(MODULES)})\b)")
+# Cell magics whose body is Python (kept); any other cell magic (%%bash, %%html, ...) drops the cell.
+PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
+MAX_NOTEBOOK_BYTES = 20 << 20
+
+RUNNER = '''\
+"""The notebook's code cells, run in order into this one namespace, as a kernel would."""
+import sys as _sys
+import traceback as _traceback
+
+__notebook__ = []  # (cell, error) for each cell that raised: shown when a name is missing
+
+
+def _run_cells(cells):
+    for cell in cells:
+        path = f"{{__file__.rsplit('/', 1)[0]}}/{{cell}}.py"
+        try:
+            with open(path) as f:
+                exec(compile(f.read(), path, "exec"), globals())
+        except Exception as e:  # noqa: BLE001 - like a kernel, go on with the next cell
+            __notebook__.append(f"{{cell}} raised {{type(e).__name__}}: {{str(e)[:200]}}")
+
+
+_run_cells({cells!r})
+del _run_cells
+'''
 
 
 class SubmissionError(Exception):
     """The path cannot be graded at all (not a folder or a readable notebook)."""
+
+
+@dataclass(frozen=True)
+class Cell:
+    number: int           # its place among the notebook's cells, from 1
+    source: str
+    grade_id: str | None
 
 
 @contextlib.contextmanager
@@ -27,27 +70,74 @@ def prepared(path: Path) -> Iterator[Path]:
         return
     if path.suffix != ".ipynb":
         raise SubmissionError(f"{path} is neither a folder nor a notebook (.ipynb)")
-    source = notebook_source(path)
+    cells = notebook_cells(path)
     folder = Path(tempfile.mkdtemp(prefix="gptkit-nb-"))
     try:
-        (folder / "notebook_code.py").write_text(source)
-        for name in MODULES:  # every milestone's names come from the notebook's one namespace
-            (folder / f"{name}.py").write_text("from notebook_code import *  # noqa: F403\n")
+        write_notebook_folder(cells, folder)
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def notebook_source(path: Path) -> str:
-    """The notebook's code cells as one Python file; IPython magics and shell lines are dropped."""
+def write_notebook_folder(cells: list[Cell], folder: Path) -> None:
+    names = [re.sub(r"\W", "_", f"cell_{c.number:03d}" + (f"_{c.grade_id}" if c.grade_id else "")) for c in cells]
+    for name, cell in zip(names, cells):
+        (folder / f"{name}.py").write_text(cell.source)
+    (folder / "notebook_code.py").write_text(RUNNER.format(cells=names))
+    for module in MODULES:  # every milestone's names come from the notebook's one namespace
+        (folder / f"{module}.py").write_text("from notebook_code import *  # noqa: F403\n"
+                                             "from notebook_code import __notebook__  # noqa: F401\n")
+
+
+def notebook_cells(path: Path) -> list[Cell]:
+    """The student's code cells, cleaned, in notebook order (a duplicated grade_id keeps its last version)."""
     try:
-        cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-        code = ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-                for c in cells if c.get("cell_type") == "code"]
-    except (OSError, ValueError, KeyError, TypeError) as e:
-        raise SubmissionError(f"{path} is not a readable Jupyter notebook ({e})") from None
-    lines = [line for cell in code for line in cell.splitlines() + [""]
-             if not line.lstrip().startswith(("%", "!")) and not SIBLING_IMPORT.match(line)]
-    if not any(line.strip() and not line.lstrip().startswith("#") for line in lines):
+        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+            raise SubmissionError(f"{path} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
+        raw = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        if not isinstance(raw, list):
+            raise TypeError("its 'cells' is not a list")
+        cells = [(i, c) for i, c in enumerate(raw, 1) if isinstance(c, dict) and c.get("cell_type") == "code"]
+        parsed = [Cell(i, clean(_text(c["source"])), _grade_id(c)) for i, c in cells if not _is_test_cell(c)]
+    except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
+        raise SubmissionError(f"{path} is not a readable Jupyter notebook ({type(e).__name__}: {e})") from None
+    last = {cell.grade_id: cell.number for cell in parsed if cell.grade_id}
+    kept = [c for c in parsed if c.source.strip() and (c.grade_id is None or last[c.grade_id] == c.number)]
+    if not any(line.strip() and not line.lstrip().startswith("#") for c in kept for line in c.source.splitlines()):
         raise SubmissionError(f"{path} has no code in its code cells")
-    return "\n".join(lines)
+    return kept
+
+
+def clean(source: str) -> str:
+    """Drop shell lines, line magics and sibling imports; a non-Python cell magic empties the cell."""
+    lines = source.splitlines()
+    if lines and lines[0].lstrip().startswith("%%"):
+        if lines[0].split()[0] not in PYTHON_CELL_MAGICS:
+            return ""
+        lines = lines[1:]
+    return "\n".join(line for line in lines
+                     if not line.lstrip().startswith(("%", "!")) and not SIBLING_IMPORT.match(line)) + "\n"
+
+
+def _text(source) -> str:
+    if isinstance(source, list) and all(isinstance(s, str) for s in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise TypeError("a cell's source is neither text nor a list of lines")
+
+
+def _nbgrader(cell: dict) -> dict:
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return meta if isinstance(meta, dict) else {}
+
+
+def _grade_id(cell: dict) -> str | None:
+    grade_id = _nbgrader(cell).get("grade_id")
+    return grade_id if isinstance(grade_id, str) and grade_id else None
+
+
+def _is_test_cell(cell: dict) -> bool:
+    """nbgrader's autograder-test cells hold the instructor's checks, not the student's code."""
+    meta = _nbgrader(cell)
+    return bool(meta.get("grade")) and not meta.get("solution")

@@ -1,12 +1,11 @@
-"""The command line as a user meets it: usage errors, output formats, notebooks."""
+"""The command line as a user meets it: usage errors and output formats (notebooks: test_notebooks.py)."""
 import json
 import subprocess
 import sys
 
 import pytest
 
-from grader.milestones import STUDENT_MODULES
-from helpers import REPO, SOLUTIONS, explain, grade
+from helpers import REPO
 
 
 def run(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
@@ -48,26 +47,3 @@ def test_gradescope_results_schema(tmp_path):
         assert {"name", "score", "max_score", "output", "visibility", "tags"} <= test.keys()
         assert test["tags"] == ["m4"] and test["score"] == test["max_score"] > 0
     assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
-
-
-def notebook(cells: list[str]) -> str:
-    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
-                       "cells": [{"cell_type": "code", "metadata": {}, "source": c, "outputs": [],
-                                  "execution_count": None} for c in cells]})
-
-
-def test_notebook_of_the_reference_scores_full_marks(tmp_path):
-    cells = [(SOLUTIONS / f"{m}.py").read_text() for m in STUDENT_MODULES]
-    path = tmp_path / "lesson.ipynb"
-    path.write_text(notebook(["%matplotlib inline\n!echo hi", *cells]))
-    result = grade(path)
-    assert result.returncode == 0 and result.report["score"] == result.report["max_score"], explain(result)
-
-
-@pytest.mark.parametrize("text,phrase", [("{not json", "not a readable Jupyter notebook"),
-                                         (notebook(["# only a comment"]), "has no code")])
-def test_unusable_notebooks_are_usage_errors(tmp_path, text, phrase):
-    path = tmp_path / "bad.ipynb"
-    path.write_text(text)
-    proc = run("check", str(path))
-    assert proc.returncode == 2 and phrase in proc.stderr, proc.stderr

@@ -120,11 +120,14 @@ class Worker:
 
     # --- the menu
     def op_import(self, req, blobs):
+        trusted = []
         for name, source in req.get("trusted", {}).items():  # the grader's own earlier milestones
             module = sys.modules[name] = types.ModuleType(name)
             exec(compile(source, f"<grader's {name}>", "exec"), module.__dict__)
+            trusted.append(module)
         for name in req["modules"]:
             import_student_module(name)
+        override_notebook(trusted)
         return None
 
     def op_call(self, req, blobs):
@@ -132,7 +135,7 @@ class Worker:
         if "module" in req:
             module = sys.modules[req["module"]]
             if not hasattr(module, req["name"]):
-                raise MissingName(f"{req['module']}.py defines no {req['name']}")
+                raise missing(module, req["name"])
             fn = getattr(module, req["name"])
         else:
             fn = self.handles[req["handle"]]
@@ -153,7 +156,7 @@ class Worker:
         """A module-level name of a student's file (the quiz's answers)."""
         module = sys.modules[req["module"]]
         if not hasattr(module, req["name"]):
-            raise MissingName(f"{req['module']}.py defines no {req['name']}")
+            raise missing(module, req["name"])
         return getattr(module, req["name"])
 
     def op_state_dict(self, req, blobs):
@@ -226,6 +229,19 @@ class Worker:
                                          bool(req.get("tied")))
 
 
+def override_notebook(trusted: list[types.ModuleType]) -> None:
+    """In a notebook every milestone shares one namespace (``notebook_code``, see grader/submission.py),
+    so the student's GPTBlock would find the student's own CausalSelfAttention there: put the grader's
+    trusted definitions in its place, as a folder submission gets them through its imports."""
+    notebook = sys.modules.get("notebook_code")
+    if notebook is None:
+        return
+    for module in trusted:
+        for name, value in list(vars(module).items()):
+            if getattr(value, "__module__", None) == module.__name__:
+                setattr(notebook, name, value)
+
+
 class PositionCounter:
     """Positions fed to a submodule, and how many of its calls ran with gradients enabled."""
 
@@ -241,6 +257,15 @@ class PositionCounter:
 
 class MissingName(LookupError):
     """The contract's name is not defined in the student's file."""
+
+
+def missing(module: types.ModuleType, name: str) -> MissingName:
+    """A contract name is absent; for a notebook, say which cells raised (they may have held it)."""
+    failed = module.__dict__.get("__notebook__")
+    if isinstance(failed, list):
+        raised = f"; cells that raised while the notebook ran: {'; '.join(map(str, failed[:3]))}" if failed else ""
+        return MissingName(f"the notebook defines no {name}{raised}")
+    return MissingName(f"{module.__name__}.py defines no {name}")
 
 
 def describe(e: BaseException) -> dict:
