@@ -89,3 +89,19 @@ def write_atomically(path: Path, text: str) -> None:
         f.flush()
         os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+@main.command()
+@click.argument("out", type=click.Path(dir_okay=False, path_type=Path), default="gradescope-autograder.zip")
+def gradescope(out: Path) -> None:
+    """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
+
+    Upload it as the assignment's autograder; students submit their exercise files or one notebook.
+    """
+    from grader.bundles import gradescope as bundle
+
+    try:
+        names = bundle.build(out)
+    except FileNotFoundError as e:
+        raise click.UsageError(str(e)) from None
+    click.echo(f"wrote {out} ({len(names)} files); upload it as the autograder of a Gradescope assignment", err=True)

@@ -61,7 +61,7 @@ class Report:
             "visibility": "visible",
             "stdout_visibility": "hidden",
             "tests": [{"name": f"{c.milestone}: {c.name}", "number": str(i + 1),
-                       "score": round(c.score, 4), "max_score": round(c.max_score, 4),
+                       "score": c.score, "max_score": c.max_score,
                        "status": "passed" if c.passed else "failed",
                        "output": "passed" if c.passed else c.message, "output_format": "text",
                        "visibility": "visible", "tags": [c.milestone]} for i, c in enumerate(self.checks)],

@@ -1,0 +1,1 @@
+"""What the kit hands to other systems: a Gradescope autograder, a student release, an nbgrader course."""
