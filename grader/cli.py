@@ -45,8 +45,10 @@ def main(ctx: click.Context) -> None:
               help="Seconds each check may take in your code before it counts as hung.")
 @click.option("--memory-mb", type=click.IntRange(256), default=3072, show_default=True,
               help="Memory your code may use, in MiB.")
+@click.option("--public", is_flag=True,
+              help="Run only the public checks (what a student release runs; its only choice).")
 def check(submission: Path, milestones: list[str] | None = None, fmt: str = "text", output: Path | None = None,
-          verbose: bool = False, timeout: float = 40.0, memory_mb: int = 3072) -> None:
+          verbose: bool = False, timeout: float = 40.0, memory_mb: int = 3072, public: bool = False) -> None:
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -58,7 +60,7 @@ def check(submission: Path, milestones: list[str] | None = None, fmt: str = "tex
         with prepared(submission) as folder, Zygote(limits) as zygote:
             from grader.runner import grade  # loads torch here while the worker loads it there
 
-            report = grade(folder, milestones or list(MILESTONES), limits, zygote)
+            report = grade(folder, milestones or list(MILESTONES), limits, zygote, public=public)
         report.submission = str(submission)
     except SubmissionError as e:
         raise click.UsageError(str(e)) from None
@@ -105,3 +107,19 @@ def gradescope(out: Path) -> None:
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
     click.echo(f"wrote {out} ({len(names)} files); upload it as the autograder of a Gradescope assignment", err=True)
+
+
+@main.command()
+@click.argument("out", type=click.Path(path_type=Path), default="gptkit-release")
+def release(out: Path) -> None:
+    """Write the student release to OUT (a new folder, or a .zip): stubs, public checks, a grader, a README.
+
+    No reference solution and no hidden check goes in; in the release, `grade` runs the public checks.
+    """
+    from grader.bundles import release as bundle
+
+    try:
+        names = bundle.build(out)
+    except (FileNotFoundError, FileExistsError) as e:
+        raise click.UsageError(str(e)) from None
+    click.echo(f"wrote {out} ({len(names)} files): hand it to your students", err=True)

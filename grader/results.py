@@ -26,6 +26,7 @@ class Report:
     checks: list[CheckResult] = field(default_factory=list)
     protections: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    public: bool = False  # only the public checks ran (a student release, or --public)
 
     @property
     def milestones(self) -> list[str]:
@@ -47,6 +48,7 @@ class Report:
         return {
             "submission": self.submission, "grader_version": __version__,
             "score": score, "max_score": max_score, "seconds": round(self.seconds, 2),
+            "checks": "public" if self.public else "all",
             "protections": self.protections,
             "milestones": [{"id": m, "title": MILESTONES[m].title,
                             "score": self.score(m)[0], "max_score": self.score(m)[1],

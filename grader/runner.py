@@ -23,7 +23,9 @@ from grader.results import CheckResult, Report
 from grader.sandbox.client import GraderError, Limits, StudentError, WorkerCrash, Zygote
 from grader.sandbox.session import ImportFailure, MissingName
 
-SUITES = Path(__file__).with_name("suites")
+SUITES = Path(__file__).with_name("suites")   # the hidden suites (and the helpers every suite shares)
+PUBLIC = Path(__file__).with_name("public")   # the public checks, the only ones in a student release
+HIDDEN_AVAILABLE = (SUITES / MILESTONES["m1"].suite).is_file()
 # Built-in plugins the suites do not need; some (unraisableexception) cost a gc.collect per test.
 UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "faulthandler", "warnings",
                   "doctest", "junitxml", "pastebin", "legacypath", "debugging", "logging", "capture")
@@ -31,8 +33,13 @@ EXPLAINED = (AssertionError, StudentError, WorkerCrash, ImportFailure, MissingNa
 
 
 def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = None,
-          zygote: Zygote | None = None) -> Report:
-    """Grade ``submission`` (a folder of exercise files) on the given milestone ids."""
+          zygote: Zygote | None = None, public: bool = False) -> Report:
+    """Grade ``submission`` (a folder of exercise files) on the given milestone ids.
+
+    With ``public`` (always, in a student release), only the public checks run.
+    """
+    public = public or not HIDDEN_AVAILABLE
+    suites = PUBLIC if public else SUITES
     limits, milestones = limits or Limits(), list(milestones)
     started = time.monotonic()
     from grader.suites import fixtures
@@ -41,8 +48,8 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
     zygote = zygote or Zygote(limits)  # torch loads there while this process loads it too
     collector = Collector()
     context = fixtures.CONTEXT = fixtures.GradingContext(zygote, submission.resolve(), limits)
-    args = [str(SUITES / MILESTONES[m].suite) for m in milestones] + [
-        "-c", str(SUITES / "pytest.ini"), "--rootdir", str(SUITES), "--noconftest",
+    args = [str(suites / MILESTONES[m].suite) for m in milestones] + [
+        "-c", str(SUITES / "pytest.ini"), "--rootdir", str(suites), "--noconftest",
         "--import-mode=importlib", "--assert=plain", "-q",
         *(f"-pno:{p}" for p in UNUSED_PLUGINS)]
     if {"m3", "lesson"} & set(milestones):
@@ -56,7 +63,8 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not collector.results:
             raise GraderError(f"the hidden suites did not run (pytest exit code {int(code)}):\n"
                               + log.getvalue()[-3000:])
-        return Report(str(submission), collector.results, zygote.protections, time.monotonic() - started)
+        return Report(str(submission), collector.results, zygote.protections, time.monotonic() - started,
+                      public=public)
     finally:
         context.close()
         fixtures.CONTEXT = None
@@ -83,6 +91,7 @@ def _clean_pytest_env():
 
 def milestone_of(item: pytest.Item) -> str:
     return next(m.id for m in MILESTONES.values() if m.suite == item.path.name)
+
 
 
 def check_name(item: pytest.Item) -> str:

@@ -11,7 +11,9 @@ from grader.results import Report
 
 
 def render_text(report: Report, verbose: bool = False, color: bool = True) -> str:
-    table = Table(title=f"Grading {report.submission}", title_justify="left")
+    title = f"Grading {report.submission}" + (": PUBLIC checks only (your instructor's grader runs more)"
+                                              if report.public else "")
+    table = Table(title=title, title_justify="left")
     table.add_column("Milestone")
     table.add_column("Points", justify="right")
     table.add_column("Checks", justify="right")

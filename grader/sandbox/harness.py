@@ -133,6 +133,8 @@ class Worker:
     def op_call(self, req, blobs):
         import torch
         if "module" in req:
+            if req["module"] not in sys.modules and req["module"] in STUDENT_MODULES:
+                import_student_module(req["module"])  # an earlier milestone the public checks build on
             module = sys.modules[req["module"]]
             if not hasattr(module, req["name"]):
                 raise missing(module, req["name"])

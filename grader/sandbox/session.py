@@ -45,8 +45,8 @@ class Session:
             self._worker = self.zygote.spawn(self.submission)
             self._worker.deadline = self.deadline
             try:
-                self._worker.request({"op": "import", "modules": list(self.modules),
-                                      "trusted": {name: trusted_source(name) for name in self.trusted}})
+                trusted = {name: source for name in self.trusted if (source := trusted_source(name)) is not None}
+                self._worker.request({"op": "import", "modules": list(self.modules), "trusted": trusted})
             except (StudentError, WorkerCrash) as e:
                 self._import_failure = ImportFailure(self._explain_import(e))
                 raise self._import_failure from None
@@ -100,14 +100,17 @@ class Session:
             self._worker.close()
 
 
-def trusted_source(module: str) -> str:
+def trusted_source(module: str) -> str | None:
     """The grader's own version of an earlier milestone, sent only to the worker that needs it.
 
     A dedicated ``trusted_*.py`` where one exists (it differs from the reference, so the worker
-    never holds the reference's attention); otherwise the reference file itself.
+    never holds the reference's attention); otherwise the reference file itself. None in a
+    student release, which has neither: the student's own earlier files are used.
     """
-    own = Path(__file__).parent / f"trusted_{module}.py"
-    return (own if own.is_file() else SOLUTIONS / f"{module}.py").read_text()
+    for path in (Path(__file__).parent / f"trusted_{module}.py", SOLUTIONS / f"{module}.py"):
+        if path.is_file():
+            return path.read_text()
+    return None
 
 
 class ImportFailure(Exception):

@@ -1,0 +1,33 @@
+"""Public checks for milestone 3: teacher forcing on a small example, and the lesson's losses."""
+import torch
+
+from grader.suites import checks
+
+LESSON_LOSSES = {1: 4.0511, 5: 3.4078, 10: 2.7282, 20: 1.5836}
+# The lesson's data: torch.randint(0, 50, (8, 8)) right after torch.manual_seed(42) and TinyGPT(50, 64, 4, 2, 8).
+LESSON_DATA = [[37, 36, 41, 36, 4, 7, 42, 33], [23, 11, 3, 33, 18, 0, 32, 43], [35, 27, 43, 43, 38, 23, 49, 5],
+               [8, 4, 0, 21, 1, 15, 32, 31], [45, 8, 30, 2, 32, 40, 22, 36], [6, 31, 2, 1, 30, 5, 13, 27],
+               [31, 44, 38, 13, 3, 2, 0, 38], [49, 37, 16, 24, 3, 30, 24, 44]]
+
+
+def test_public_inputs_targets(m3):
+    """(public) clm_inputs_targets([[1, 2, 3, 4]]) is ([[1, 2, 3]], [[2, 3, 4]])"""
+    pair = m3.call("clm_inputs_targets", torch.tensor([[1, 2, 3, 4]]))
+    if not (isinstance(pair, tuple | list) and len(pair) == 2):
+        checks.fail(f"clm_inputs_targets should return (inp, tgt), not {checks.describe(pair)}")
+    checks.equal(checks.tensor(pair[0], "inp", (1, 3), torch.long).tolist(), [[1, 2, 3]], "inp")
+    checks.equal(checks.tensor(pair[1], "tgt", (1, 3), torch.long).tolist(), [[2, 3, 4]], "tgt")
+
+
+def test_public_lesson_losses(m3):
+    """(public) seed 42, your TinyGPT(50, 64, 4, 2, 8): losses 4.0511, 3.4078, 2.7282, 1.5836 at steps 1, 5, 10, 20"""
+    model = m3.new("TinyGPT", 50, 64, 4, 2, 8, seed=42, module="m2_model")
+    data = torch.tensor(LESSON_DATA)
+    losses = m3.call("train", model, data, 20)
+    if not (isinstance(losses, list) and len(losses) == 20):
+        checks.fail(f"train(model, data, 20) should return 20 losses, not {checks.describe(losses)}")
+    for step, want in LESSON_LOSSES.items():
+        got = checks.number(losses[step - 1], f"step {step}'s loss")
+        if abs(got - want) > 2e-3:
+            checks.fail(f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
+                        "TinyGPT too: if milestone 2's checks fail, fix those first)")

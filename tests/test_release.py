@@ -1,0 +1,107 @@
+"""The student release holds no answer and no hidden check, and its `grade` runs the public checks."""
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from helpers import REPO, SOLUTIONS
+
+WORD = re.compile(r"[A-Za-z]{2,}")
+HIDDEN_SUITES = sorted((REPO / "grader" / "suites").glob("test_*.py"))
+
+
+def normalized(text: str) -> str:
+    """Lines stripped, blank lines dropped: indentation and spacing cannot hide a copy."""
+    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def function_bodies(path: Path) -> list[tuple[str, str]]:
+    """(name, body without its docstring) of every function and method in a reference file."""
+    source = path.read_text()
+    bodies = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            if body:
+                text = "\n".join(ast.get_source_segment(source, stmt) for stmt in body)
+                bodies.append((f"{path.name}:{node.name}", normalized(text)))
+    return bodies
+
+
+def hidden_phrases(path: Path) -> list[str]:
+    """Test names, check names and every message text (four words or more, not bare formulas) of a hidden suite."""
+    tree = ast.parse(path.read_text())
+    phrases = [n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name.startswith("test_")]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and len(WORD.findall(node.value)) >= 4:
+            phrases.append(node.value.strip().splitlines()[0])
+    return phrases
+
+
+@pytest.fixture(scope="module")
+def release(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("release") / "gptkit-release"
+    proc = subprocess.run([sys.executable, "-m", "grader", "release", str(out)], cwd=REPO, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return out
+
+
+@pytest.fixture(scope="module")
+def release_text(release) -> str:
+    return "\n".join(normalized(p.read_text(errors="replace")) for p in release.rglob("*") if p.is_file())
+
+
+def test_no_reference_file_and_no_hidden_suite(release):
+    names = {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
+    assert not any(n.startswith(("solutions/", "tests/")) for n in names), names
+    assert not any(n.startswith("grader/suites/test_") or "trusted_" in n for n in names), names
+    assert {"README.md", "pyproject.toml", "exercises/m1_attention.py", "grader/public/test_m1_attention.py"} <= names
+
+
+@pytest.mark.parametrize("name,body", [b for f in sorted(SOLUTIONS.glob("*.py")) for b in function_bodies(f)],
+                         ids=lambda x: x if ":" in str(x) else "")
+def test_no_solution_body(release_text, name, body):
+    assert body not in release_text, f"the body of {name} is in the release"
+
+
+@pytest.mark.parametrize("suite", HIDDEN_SUITES, ids=lambda p: p.name)
+def test_no_hidden_test_name_or_message(release_text, suite):
+    found = [p for p in hidden_phrases(suite) if normalized(p) in release_text]
+    assert not found, f"{suite.name}'s hidden text is in the release: {found[:5]}"
+
+
+def grade_in(release: Path, *args: str) -> dict:
+    proc = subprocess.run([sys.executable, "-m", "grader", "check", *args, "--format", "json"], cwd=release,
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_grade_in_the_release_runs_the_public_checks(release):
+    stubs = grade_in(release, "exercises")
+    assert stubs["checks"] == "public" and stubs["score"] == 0 < stubs["max_score"], stubs
+    assert all(c["message"].startswith("not implemented yet") for m in stubs["milestones"] for c in m["checks"])
+    shutil.copytree(SOLUTIONS, release / "finished", ignore=shutil.ignore_patterns("__pycache__"))
+    done = grade_in(release, "finished")
+    assert done["checks"] == "public" and done["score"] == done["max_score"], done
+    table = subprocess.run([sys.executable, "-m", "grader", "check", "exercises", "-m", "m1"], cwd=release,
+                           capture_output=True, text=True, timeout=300).stdout
+    assert "PUBLIC checks only" in table
+
+
+def test_the_scans_find_what_they_look_for():
+    """The other direction: the same scans flag the reference and the hidden suites themselves."""
+    for path in sorted(SOLUTIONS.glob("m*.py")):
+        bodies = function_bodies(path)
+        assert bodies and all(body in normalized(path.read_text()) for _, body in bodies), path.name
+    for suite in HIDDEN_SUITES:
+        phrases = hidden_phrases(suite)
+        assert len(phrases) >= 5 and all(normalized(p) in normalized(suite.read_text()) for p in phrases), suite.name
