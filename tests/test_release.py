@@ -24,13 +24,13 @@ def normalized(text: str) -> str:
 
 def function_bodies(path: Path) -> list[tuple[str, str]]:
     """(name, body without its docstring) of every function and method in a reference file."""
-    source = path.read_text()
+    lines = path.read_text().splitlines()
     bodies = []
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-            if body:
-                text = "\n".join(ast.get_source_segment(source, stmt) for stmt in body)
+            if body:  # whole lines, comments between statements included
+                text = "\n".join(lines[body[0].lineno - 1:body[-1].end_lineno])
                 bodies.append((f"{path.name}:{node.name}", normalized(text)))
     return bodies
 
