@@ -54,7 +54,7 @@ def explain_count(got: int, vocab: int, d: int, layers: int, max_T: int, tied: b
     causes = {vocab * d: "a tied head is the token table itself: count it once" if tied
               else "the head is vocab_size x d (it was counted twice?)",
               -vocab * d: "the head (vocab_size x d) is missing; only a tied head is free",
-              vocab: "the head has no bias (nn.Linear(d, vocab_size, bias=False))",
+              vocab: "the head is bias-free, so it adds no vocab_size vector of biases",
               -max_T * d: "the position table (max_T x d) is missing",
               -2 * d: "the final LayerNorm (2 d) is missing",
               -vocab * d - max_T * d: "the embeddings (vocab_size x d and max_T x d) are missing"}

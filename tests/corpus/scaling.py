@@ -12,7 +12,7 @@ BUGGY = [
     bug("block-without-layernorms", "scaling", "LayerNorms are missing", M5, (LAYER_NORMS, "layer_norms = 0")),
     bug("ffn-2x-wide", "scaling", "4x wide", M5, (FFN, "ffn = (d * 2 * d + 2 * d) + (2 * d * d + d)")),
     bug("tied-head-counted-twice", "scaling", "count it once", M5, (HEAD, "head = vocab_size * d")),
-    bug("head-with-bias", "scaling", "the head has no bias", M5,
+    bug("head-with-bias", "scaling", "the head is bias-free", M5,
         (HEAD, "head = 0 if tied else vocab_size * d + vocab_size")),
     bug("no-position-table", "scaling", "position table", M5, (EMBEDDINGS, "embeddings = vocab_size * d")),
     bug("chinchilla-without-20", "scaling", "the 20 is missing", M5, (OPTIMAL_N, "n_params = math.sqrt(compute / 6)")),
