@@ -123,3 +123,31 @@ def release(out: Path) -> None:
     except (FileNotFoundError, FileExistsError) as e:
         raise click.UsageError(str(e)) from None
     click.echo(f"wrote {out} ({len(names)} files): hand it to your students", err=True)
+
+
+@main.command()
+@click.argument("out", type=click.Path(file_okay=False, path_type=Path), default="nbgrader-course")
+def nbgrader(out: Path) -> None:
+    """Write an nbgrader course to OUT: nbgrader_config.py and source/lesson/tinygpt.ipynb.
+
+    Then, in OUT: `nbgrader generate_assignment lesson`, collect submissions into
+    submitted/STUDENT/lesson/, and `nbgrader autograde lesson`.
+    """
+    from grader.bundles import nbgrader as course
+    from grader.runner import HIDDEN_AVAILABLE, grade
+    from grader.sandbox.client import GraderError
+
+    if not HIDDEN_AVAILABLE or not (course.PROJECT / "solutions").is_dir():
+        raise click.UsageError("an nbgrader course is built from a checkout of the kit (solutions and hidden suites)")
+    try:
+        report = grade(course.PROJECT / "solutions", list(MILESTONES))  # each milestone's points, and a sanity check
+    except GraderError as e:
+        click.echo(f"grade: the grader itself failed: {e}", err=True)
+        sys.exit(1)
+    if report.score() != (report.score()[1], report.score()[1]):
+        raise click.ClickException("the reference does not score full marks; the course would be wrong")
+    try:
+        notebook = course.build(out, {m: report.score(m)[1] for m in MILESTONES})
+    except FileExistsError as e:
+        raise click.UsageError(str(e)) from None
+    click.echo(f"wrote {notebook}; next, in {out}: nbgrader generate_assignment {course.ASSIGNMENT}", err=True)

@@ -1,7 +1,9 @@
 """Build submissions from the reference and grade them through the real command line."""
 from __future__ import annotations
 
+import ast
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -117,6 +119,29 @@ def grade_many(jobs: list[tuple[Path, list[str]]], workdir: Path, timeout: float
     seconds = (time.monotonic() - started) / max(len(jobs), 1)
     return [Graded(proc.returncode, seconds, proc.stderr,
                    json.loads(Path(s["out"]).read_text()) if Path(s["out"]).exists() else {}) for s in specs]
+
+
+def normalized(text: str) -> str:
+    """Lines stripped, blank lines dropped: indentation and spacing cannot hide a copy."""
+    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def squashed(text: str) -> str:
+    """Letters, digits and underscores only (string prefixes dropped): a message split over literals still matches."""
+    return re.sub(r"\W+", "", re.sub(r"\b[rfbuRFBU]{1,2}(?=[\"'])", "", text))
+
+
+def function_bodies(path: Path) -> list[tuple[str, str]]:
+    """(name, body without its docstring) of every function and method in a reference file."""
+    lines = path.read_text().splitlines()
+    bodies = []
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
+            if body:  # whole lines, comments between statements included
+                text = "\n".join(lines[body[0].lineno - 1:body[-1].end_lineno])
+                bodies.append((f"{path.name}:{node.name}", normalized(text)))
+    return bodies
 
 
 def explain(graded: Graded) -> str:

@@ -11,36 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EXERCISES, REPO, SOLUTIONS
+from helpers import EXERCISES, REPO, SOLUTIONS, function_bodies, normalized, squashed
 
 WORD = re.compile(r"[A-Za-z]{2,}")
 HIDDEN_SUITES = sorted((REPO / "grader" / "suites").glob("test_*.py"))
 
 
-def normalized(text: str) -> str:
-    """Lines stripped, blank lines dropped: indentation and spacing cannot hide a copy."""
-    return "\n".join(line.strip() for line in text.splitlines() if line.strip())
-
-
-def squashed(text: str) -> str:
-    """Letters, digits and underscores only (string prefixes dropped): a message split over literals still matches."""
-    return re.sub(r"\W+", "", re.sub(r"\b[rfbuRFBU]{1,2}(?=[\"'])", "", text))
-
-
 CONTRACT = squashed("\n".join(p.read_text() for p in (*sorted(EXERCISES.glob("*.py")), REPO / "docs/exercises.md")))
-
-
-def function_bodies(path: Path) -> list[tuple[str, str]]:
-    """(name, body without its docstring) of every function and method in a reference file."""
-    lines = path.read_text().splitlines()
-    bodies = []
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
-            body = node.body[1:] if ast.get_docstring(node) is not None else node.body
-            if body:  # whole lines, comments between statements included
-                text = "\n".join(lines[body[0].lineno - 1:body[-1].end_lineno])
-                bodies.append((f"{path.name}:{node.name}", normalized(text)))
-    return bodies
 
 
 def hidden_phrases(path: Path) -> list[str]:
