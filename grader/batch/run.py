@@ -1,0 +1,63 @@
+"""Grade many submissions in parallel: one process per worker slot, each with its own warm fork server.
+
+The parent only schedules and writes the gradebook (the single writer); each
+result is committed as soon as it arrives, so nothing graded is ever lost.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import multiprocessing.util
+from collections.abc import Callable
+from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
+from pathlib import Path
+
+from grader import __version__
+from grader.sandbox.client import Limits
+
+from .discover import Found, unpacked
+from .gradebook import Gradebook
+
+_zygote = None  # one fork server per worker process, started on its first submission
+
+
+def grade_one(path: str, milestones: list[str], limits: Limits) -> dict:
+    """In a worker process: grade one submission; an error that is not the student's becomes {"error": ...}."""
+    global _zygote
+    from grader.runner import grade
+    from grader.sandbox.client import Zygote
+    from grader.submission import prepared
+
+    try:
+        if _zygote is None:
+            _zygote = Zygote(limits)
+            multiprocessing.util.Finalize(None, _zygote.close, exitpriority=10)  # atexit does not run here
+        with unpacked(Path(path)) as inner, prepared(inner) as folder:
+            return grade(folder, milestones, limits, _zygote).to_json()
+    except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
+        return {"error": f"{type(e).__name__}: {e}"}
+
+
+def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits: Limits, workers: int,
+              regrade: bool = False, executor: Executor | None = None,
+              progress: Callable[[Found, dict], None] = lambda f, r: None) -> tuple[int, int]:
+    """Grade what is not already current in ``book``; returns (graded, skipped)."""
+    digests = {f.student: f.digest() for f in found}
+    todo = [f for f in found if regrade or not book.is_current(f.student, digests[f.student], __version__, milestones)]
+    own = executor is None
+    executor = executor or ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    try:
+        futures = {executor.submit(grade_one, str(f.path), milestones, limits): f for f in todo}
+        for future in as_completed(futures):
+            f = futures[future]
+            try:
+                result = future.result()
+            except Exception as e:  # noqa: BLE001 - a worker process that died (memory, signal)
+                result = {"error": f"the grading process died: {type(e).__name__}: {e}"}
+            error = result.get("error")
+            book.record(f.student, str(f.path), digests[f.student], __version__, milestones,
+                        None if error else result, error)
+            progress(f, result)
+    finally:
+        if own:
+            executor.shutdown(cancel_futures=True)
+    return len(todo), len(found) - len(todo)

@@ -1,0 +1,150 @@
+"""`grade batch`: every layout found, parallel grading into SQLite, resume, and nothing lost to kill -9."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.batch.discover import discover, unpacked
+from helpers import EXERCISES, REPO, SOLUTIONS
+
+QUICK = ("-m", "m1", "-m", "m4")
+
+
+def reference(folder: Path) -> Path:
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def notebook_of(folder: Path, path: Path) -> Path:
+    cells = [{"cell_type": "code", "metadata": {}, "source": p.read_text(), "outputs": [], "execution_count": None}
+             for p in sorted(folder.glob("m[1-4]_*.py"))]
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    return path
+
+
+def zip_of(folder: Path, path: Path, extra: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for p in sorted(folder.glob("*.py")):
+            zf.write(p, f"work/{p.name}")
+        for name, text in (extra or {}).items():
+            zf.writestr(name, text)
+    return path
+
+
+def batch(*args: str, **kwargs) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", "batch", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=900, **kwargs)
+
+
+def rows(db: Path) -> dict[str, dict]:
+    with sqlite3.connect(db) as con:
+        con.row_factory = sqlite3.Row
+        subs = {r["student"]: dict(r) for r in con.execute("SELECT * FROM submissions")}
+        for student, count in con.execute("SELECT student, COUNT(*) FROM checks GROUP BY student"):
+            subs[student]["checks_stored"] = count
+    return subs
+
+
+# ---------------------------------------------------------------- finding submissions
+
+def test_discovers_folders_notebooks_zips(tmp_path):
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(EXERCISES, root / "bob" / "inner")          # one level down
+    notebook_of(SOLUTIONS, root / "carol.ipynb")
+    zip_of(SOLUTIONS, root / "dave.zip")
+    (root / "empty").mkdir()
+    (root / ".hidden").mkdir()
+    found = {f.student: f.path.relative_to(root).as_posix() for f in discover(root)}
+    assert found == {"alice": "alice", "bob": "bob/inner", "carol": "carol.ipynb", "dave": "dave.zip"}
+
+
+def test_discovers_nbgrader_layout(tmp_path):
+    submitted = tmp_path / "course" / "submitted"
+    (submitted / "alice" / "lesson").mkdir(parents=True)
+    notebook_of(SOLUTIONS, submitted / "alice" / "lesson" / "tinygpt.ipynb")
+    for assignment in ("lesson", "extra"):
+        reference(submitted / "bob" / assignment)
+    found = {f.student: f.path.relative_to(submitted).as_posix() for f in discover(tmp_path / "course")}
+    assert found == {"alice": "alice/lesson/tinygpt.ipynb", "bob/extra": "bob/extra", "bob/lesson": "bob/lesson"}
+
+
+def test_zip_members_cannot_escape(tmp_path):
+    bundle = zip_of(SOLUTIONS, tmp_path / "evil.zip", {"../escaped.py": "x = 1", "/abs.py": "x = 1"})
+    with unpacked(bundle) as inner:
+        assert (inner / "m1_attention.py").is_file()
+    assert not (tmp_path / "escaped.py").exists() and not Path("/abs.py").exists()
+
+
+# ---------------------------------------------------------------- grading, resuming, regrading
+
+def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(EXERCISES, root / "bob")
+    notebook_of(SOLUTIONS, root / "carol.ipynb")
+    zip_of(SOLUTIONS, root / "dave.zip")
+    db = root / "grades.sqlite"
+    proc = batch(str(root), "--workers", "2", *QUICK)
+    assert proc.returncode == 0 and "4 graded, 0 already" in proc.stderr, proc.stderr
+    first = rows(db)
+    assert {s: (r["score"], r["max_score"]) for s, r in first.items()} == {
+        "alice": (36, 36), "bob": (0, 36), "carol": (36, 36), "dave": (36, 36)}, first
+    assert all(r["checks_stored"] == r["n_checks"] > 0 and r["status"] == "graded" for r in first.values())
+
+    proc = batch(str(root), *QUICK)
+    assert "0 graded, 4 already" in proc.stderr and rows(db) == first, proc.stderr
+
+    (root / "bob" / "m4_generate.py").write_text((SOLUTIONS / "m4_generate.py").read_text())
+    proc = batch(str(root), *QUICK)
+    assert "1 graded, 3 already" in proc.stderr, proc.stderr
+    assert rows(db)["bob"]["score"] == 9 and rows(db)["alice"] == first["alice"]
+
+    proc = batch(str(root), "--regrade", "-m", "m4")
+    assert "4 graded, 0 already" in proc.stderr and rows(db)["alice"]["max_score"] == 9, proc.stderr
+
+    out = tmp_path / "grades.csv"
+    proc = subprocess.run([sys.executable, "-m", "grader", "export", str(db), "--csv", str(out)], cwd=REPO,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and out.read_text().splitlines()[0] == "student,score,max_score,status,m4"
+
+
+def test_kill_9_loses_nothing_and_a_rerun_finishes(tmp_path):
+    root = tmp_path / "class"
+    for i in range(6):
+        reference(root / f"s{i}")
+    db = root / "grades.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1",
+                             "-m", "m2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if db.exists() and 1 <= len(rows(db)) < 6:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = rows(db)
+    assert 1 <= len(before) < 6, "the kill came too late to test anything"
+    assert all(r["checks_stored"] == r["n_checks"] > 0 for r in before.values()), before
+    rerun = batch(str(root), "--workers", "1", "-m", "m1", "-m", "m2")
+    assert f"{6 - len(before)} graded, {len(before)} already" in rerun.stderr, rerun.stderr
+    after = rows(db)
+    assert len(after) == 6 and all(r["score"] == r["max_score"] for r in after.values())
+    assert all(after[s]["graded_at"] == r["graded_at"] for s, r in before.items()), "a committed result was redone"
+
+
+@pytest.mark.parametrize("args,phrase", [(["--workers", "0"], "--workers"), ([], "no submissions found")])
+def test_batch_usage_errors(tmp_path, args, phrase):
+    proc = batch(str(tmp_path), *args)
+    assert proc.returncode == 2 and phrase in proc.stderr, proc.stderr
