@@ -1,24 +1,16 @@
 """The ``grade`` command: grade a submission folder or notebook, print or write the results."""
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 import warnings
 from pathlib import Path
 
 import click
 
 from grader.milestones import MILESTONES
+from grader.options import milestone_ids, write_atomically
 
 FORMATS = ("text", "json", "gradescope")
-
-
-def _milestone_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
-    for m in value:
-        if m not in MILESTONES:
-            raise click.BadParameter(f"unknown milestone {m!r}; choose from {', '.join(MILESTONES)}")
-    return list(dict.fromkeys(value)) or list(MILESTONES)
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -34,7 +26,7 @@ def main(ctx: click.Context) -> None:
 
 @main.command()
 @click.argument("submission", type=click.Path(exists=True, path_type=Path), default=".")
-@click.option("-m", "--milestone", "milestones", multiple=True, callback=_milestone_ids, metavar="ID",
+@click.option("-m", "--milestone", "milestones", multiple=True, callback=milestone_ids, metavar="ID",
               help=f"Grade only this milestone (repeatable): {', '.join(MILESTONES)}. Default: all.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="text: a table; json: every check; gradescope: Gradescope's results.json.")
@@ -80,17 +72,6 @@ def check(submission: Path, milestones: list[str] | None = None, fmt: str = "tex
     if report.internal_errors:
         click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
         sys.exit(1)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Readers see the old file or the whole new one, never half of it."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 @main.command()
@@ -153,82 +134,7 @@ def nbgrader(out: Path) -> None:
     click.echo(f"wrote {notebook}; next, in {out}: nbgrader generate_assignment {course.ASSIGNMENT}", err=True)
 
 
-@main.command()
-@click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("-m", "--milestone", "milestones", multiple=True, callback=_milestone_ids, metavar="ID",
-              help="Grade only this milestone (repeatable). Default: all.")
-@click.option("--workers", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="the cores",
-              help="Submissions graded at once.")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
-              help="The SQLite gradebook. Default: SUBMISSIONS/grades.sqlite.")
-@click.option("--regrade", is_flag=True, help="Grade again even what the gradebook already holds.")
-@click.option("--timeout", type=click.FloatRange(1, 600), default=40.0, show_default=True,
-              help="Seconds each check may take in a submission's code.")
-@click.option("--memory-mb", type=click.IntRange(256), default=3072, show_default=True,
-              help="Memory each submission's code may use, in MiB.")
-def batch(submissions: Path, milestones: list[str], workers: int, db: Path | None, regrade: bool,
-          timeout: float, memory_mb: int) -> None:
-    """Grade every submission under SUBMISSIONS into a gradebook; run again to resume.
+from grader.batch.commands import batch, export, report  # noqa: E402 - the group must exist first
 
-    SUBMISSIONS holds per-student folders, notebooks or zip files, or nbgrader's
-    submitted/STUDENT/ASSIGNMENT/ layout. Each graded submission is committed at once;
-    a rerun skips those whose files, grader version and milestones are unchanged.
-    """
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
-    from grader.batch.discover import discover
-    from grader.batch.gradebook import Gradebook
-    from grader.batch.run import grade_all
-    from grader.sandbox.client import Limits
-
-    db = db or submissions / "grades.sqlite"
-    found = discover(submissions, skip=(db,))
-    if not found:
-        raise click.UsageError(f"no submissions found in {submissions}")
-    limits = Limits(call_seconds=min(20.0, timeout), test_seconds=timeout, memory_bytes=memory_mb << 20)
-    book = Gradebook(db)
-    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-               TimeRemainingColumn())
-    with Progress(*columns, console=_stderr_console()) as bar:
-        task = bar.add_task("grading", total=len(found), rate="")
-
-        def advance(_found, _result) -> None:
-            bar.advance(task)
-            elapsed = bar.tasks[task].elapsed or 1e-9
-            bar.update(task, rate=f"{60 * bar.tasks[task].completed / elapsed:.1f}/min")
-        try:
-            graded, skipped = grade_all(found, book, milestones, limits, workers, regrade, progress=advance)
-        finally:
-            book.close()
-    click.echo(f"{graded} graded, {skipped} already in {db} (unchanged)", err=True)
-
-
-@main.command()
-@click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), required=True,
-              help="Write one row per submission: student, score, max_score, status, then each milestone's score.")
-def export(db: Path, csv_out: Path) -> None:
-    """Export a batch gradebook (grade batch's SQLite file) as CSV."""
-    import csv
-    import io
-
-    from grader.batch.gradebook import Gradebook
-
-    book = Gradebook(db)
-    rows, by_milestone = book.rows(), book.milestone_scores()
-    book.close()
-    ids = [m for m in MILESTONES if any(m in s for s in by_milestone.values())]
-    buffer = io.StringIO()
-    writer = csv.writer(buffer)
-    writer.writerow(["student", "score", "max_score", "status", *ids])
-    for row in rows:
-        scores = by_milestone.get(row["student"], {})
-        writer.writerow([row["student"], row["score"], row["max_score"], row["status"],
-                         *(round(scores[m][0], 4) if m in scores else "" for m in ids)])
-    write_atomically(csv_out, buffer.getvalue())
-    click.echo(f"wrote {csv_out} ({len(rows)} submissions)", err=True)
-
-
-def _stderr_console():
-    from rich.console import Console
-    return Console(stderr=True)
+for command in (batch, export, report):
+    main.add_command(command)

@@ -113,10 +113,33 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     proc = batch(str(root), "--regrade", "-m", "m4")
     assert "4 graded, 0 already" in proc.stderr and rows(db)["alice"]["max_score"] == 9, proc.stderr
 
-    out = tmp_path / "grades.csv"
-    proc = subprocess.run([sys.executable, "-m", "grader", "export", str(db), "--csv", str(out)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0 and out.read_text().splitlines()[0] == "student,score,max_score,status,m4"
+    out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
+    proc = grade("export", str(db), "--csv", str(out), "--gradescope", str(gradescope))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().splitlines()[:2] == ["student,score,max_score,status,m4", "alice,9.0,9.0,graded,9.0"]
+    results = json.loads((gradescope / "bob" / "results.json").read_text())
+    assert results["score"] == 9 and all(t["tags"] == ["m4"] and t["status"] == "passed" for t in results["tests"])
+
+    proc = grade("report", str(db), "--png", str(tmp_path / "charts"))
+    assert proc.returncode == 0 and "4 submissions, 4 graded" in proc.stdout, proc.stderr
+    for chart in ("score-distribution.png", "check-failure-rates.png"):
+        assert (tmp_path / "charts" / chart).read_bytes().startswith(b"\x89PNG")
+
+
+def test_report_names_the_most_failed_check(tmp_path):
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(SOLUTIONS, root / "bob", ignore=shutil.ignore_patterns("__pycache__"))
+    generate = root / "bob" / "m4_generate.py"
+    generate.write_text(generate.read_text().replace("logits[:, -1, :]", "logits[:, 0, :]"))
+    assert batch(str(root), "-m", "m4").returncode == 0
+    proc = grade("report", str(root / "grades.sqlite"), "--top", "1")
+    assert "50.0%  m4: each new token is the argmax" in proc.stdout, proc.stdout
+
+
+def grade(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
 
 
 def test_kill_9_loses_nothing_and_a_rerun_finishes(tmp_path):
@@ -148,3 +171,17 @@ def test_kill_9_loses_nothing_and_a_rerun_finishes(tmp_path):
 def test_batch_usage_errors(tmp_path, args, phrase):
     proc = batch(str(tmp_path), *args)
     assert proc.returncode == 2 and phrase in proc.stderr, proc.stderr
+
+
+def test_batch_on_a_dask_cluster(tmp_path):
+    """--scheduler: the same gradebook and resume, with the grading done by a LocalCluster's workers."""
+    distributed = pytest.importorskip("distributed")
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(EXERCISES, root / "bob")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        proc = batch(str(root), "--scheduler", cluster.scheduler_address, *QUICK)
+        assert proc.returncode == 0 and "2 graded, 0 already" in proc.stderr, proc.stderr
+        again = batch(str(root), "--scheduler", cluster.scheduler_address, *QUICK)
+        assert "0 graded, 2 already" in again.stderr, again.stderr
+    assert {s: r["score"] for s, r in rows(root / "grades.sqlite").items()} == {"alice": 36, "bob": 0}

@@ -58,9 +58,7 @@ class Gradebook:
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor]
 
-    def milestone_scores(self) -> dict[str, dict[str, tuple[float, float]]]:
-        scores: dict[str, dict[str, tuple[float, float]]] = {}
-        for student, milestone, score, top in self.db.execute(
-                "SELECT student, milestone, SUM(score), SUM(max_score) FROM checks GROUP BY student, milestone"):
-            scores.setdefault(student, {})[milestone] = (score, top)
-        return scores
+    def checks(self) -> list[dict]:
+        cursor = self.db.execute("SELECT * FROM checks ORDER BY student, rowid")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor]

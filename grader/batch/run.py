@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import multiprocessing
 import multiprocessing.util
+import threading
 from collections.abc import Callable
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
@@ -18,6 +19,7 @@ from .discover import Found, unpacked
 from .gradebook import Gradebook
 
 _zygote = None  # one fork server per worker process, started on its first submission
+_one_at_a_time = threading.Lock()  # pytest and the fork server serve one grading at a time per process
 
 
 def grade_one(path: str, milestones: list[str], limits: Limits) -> dict:
@@ -27,14 +29,15 @@ def grade_one(path: str, milestones: list[str], limits: Limits) -> dict:
     from grader.sandbox.client import Zygote
     from grader.submission import prepared
 
-    try:
-        if _zygote is None:
-            _zygote = Zygote(limits)
-            multiprocessing.util.Finalize(None, _zygote.close, exitpriority=10)  # atexit does not run here
-        with unpacked(Path(path)) as inner, prepared(inner) as folder:
-            return grade(folder, milestones, limits, _zygote).to_json()
-    except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
-        return {"error": f"{type(e).__name__}: {e}"}
+    with _one_at_a_time:
+        try:
+            if _zygote is None:
+                _zygote = Zygote(limits)
+                multiprocessing.util.Finalize(None, _zygote.close, exitpriority=10)  # atexit does not run here
+            with unpacked(Path(path)) as inner, prepared(inner) as folder:
+                return grade(folder, milestones, limits, _zygote).to_json()
+        except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
+            return {"error": f"{type(e).__name__}: {e}"}
 
 
 def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits: Limits, workers: int,
