@@ -1,0 +1,115 @@
+"""Batch grading throughput, three ways on the same submissions, side by side in one run.
+
+    python benchmarks/batch_speed.py [--n 50] [--workers 2] [--skip-nbgrader]
+
+The submissions cycle through the reference, the stubs and buggy variants from the
+corpus. Timed: `grade batch --workers N` on the folder; a sequential loop of
+`grade check` on each folder; and `nbgrader autograde` on the same submissions as
+nbgrader notebooks (the course from `grade nbgrader`). Each line gives submissions
+per minute and CPU seconds per submission (the process tree's user + system time).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+
+def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of the children) for one command."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.perf_counter() - started, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def submissions(n: int, folder: Path) -> list[Path]:
+    from corpus import BUGGY
+
+    variants = [None, "stubs", *BUGGY[:: max(1, len(BUGGY) // 16)]]
+    out = []
+    for i in range(n):
+        v = variants[i % len(variants)]
+        target = folder / f"s{i:03d}"
+        if v is None:
+            shutil.copytree(ROOT / "solutions", target, ignore=shutil.ignore_patterns("__pycache__"))
+        elif v == "stubs":
+            shutil.copytree(ROOT / "exercises", target, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            v.build(target)
+        out.append(target)
+    return out
+
+
+def nbgrader_course(subs: list[Path], tmp: Path) -> Path:
+    """The same submissions as notebooks of the generated course, in submitted/STUDENT/lesson/."""
+    course = tmp / "course"
+    subprocess.run([sys.executable, "-m", "grader", "nbgrader", str(course)], cwd=ROOT, check=True,
+                   capture_output=True)
+    notebook = json.loads((course / "source/lesson/tinygpt.ipynb").read_text())
+    for sub in subs:
+        cells = []
+        for cell in notebook["cells"]:
+            grade_id = cell["metadata"]["nbgrader"]["grade_id"]
+            if cell["metadata"]["nbgrader"].get("solution") and (sub / _module(grade_id)).is_file():
+                cell = dict(cell, source=(sub / _module(grade_id)).read_text())
+            cells.append(cell)
+        target = course / "submitted" / sub.name / "lesson"
+        target.mkdir(parents=True)
+        (target / "tinygpt.ipynb").write_text(json.dumps(dict(notebook, cells=cells)))
+    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "lesson"], cwd=course, check=True,
+                   capture_output=True, env=nbgrader_env())
+    return course
+
+
+def nbgrader_env() -> dict:
+    return {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
+
+
+def _module(grade_id: str) -> str:
+    from grader.milestones import MILESTONES
+    return f"{MILESTONES[grade_id.removesuffix('-answer')].modules[0]}.py"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=50, help="submissions (default 50)")
+    parser.add_argument("--workers", type=int, default=2, help="grade batch --workers (default 2)")
+    parser.add_argument("--skip-nbgrader", action="store_true", help="leave out nbgrader autograde")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        subs = submissions(args.n, tmp / "class")
+        results = {"grade batch": timed([sys.executable, "-m", "grader", "batch", str(tmp / "class"),
+                                         "--workers", str(args.workers)], ROOT)}
+        wall = cpu = 0.0
+        for sub in subs:
+            w, c = timed([sys.executable, "-m", "grader", "check", str(sub), "--format", "json"], ROOT)
+            wall, cpu = wall + w, cpu + c
+        results["grade check loop"] = (wall, cpu)
+        if not args.skip_nbgrader:
+            course = nbgrader_course(subs, tmp)
+            results["nbgrader autograde"] = timed([sys.executable, "-m", "nbgrader", "autograde", "lesson"],
+                                                  course, nbgrader_env())
+    for name, (wall, cpu) in results.items():
+        print(f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission"
+              f"   ({wall:.0f} s wall for {args.n})")
+    base = results["grade batch"][0]
+    for name, (wall, _) in results.items():
+        if name != "grade batch":
+            print(f"grade batch vs {name}: {wall / base:.1f}x the throughput")
+
+
+if __name__ == "__main__":
+    main()
