@@ -24,10 +24,10 @@ Q4 = None
 
 # Parameter counts ---------------------------------------------------------------
 
-# Q5. How many parameters does one GPTBlock with d = 64 have (LayerNorms, attention, 4x feed-forward)?
+# Q5. How many parameters does one GPTBlock with d = 128 have (LayerNorms, attention, 4x feed-forward)?
 Q5 = None
 
-# Q6. How many parameters does weight tying save in GPT-2 small (vocabulary 50,257, d = 768)?
+# Q6. How many parameters does weight tying save in GPT-2 medium (vocabulary 50,257, d = 1024)?
 Q6 = None
 
 # Chinchilla (C = 6 N D, D = 20 N) ---------------------------------------------

@@ -16,11 +16,11 @@ Q4 = "before"
 
 # Parameter counts ---------------------------------------------------------------
 
-# Q5. How many parameters does one GPTBlock with d = 64 have (LayerNorms, attention, 4x feed-forward)?
-Q5 = 49_984  # 12 d^2 + 13 d
+# Q5. How many parameters does one GPTBlock with d = 128 have (LayerNorms, attention, 4x feed-forward)?
+Q5 = 198_272  # 12 d^2 + 13 d
 
-# Q6. How many parameters does weight tying save in GPT-2 small (vocabulary 50,257, d = 768)?
-Q6 = 38_597_376  # 50,257 x 768
+# Q6. How many parameters does weight tying save in GPT-2 medium (vocabulary 50,257, d = 1024)?
+Q6 = 51_463_168  # 50,257 x 1024
 
 # Chinchilla (C = 6 N D, D = 20 N) ---------------------------------------------
 

@@ -94,3 +94,13 @@ def test_the_scans_find_what_they_look_for():
     for suite in HIDDEN_SUITES:
         phrases = hidden_phrases(suite)
         assert len(phrases) >= 5 and all(squashed(p) in squashed(suite.read_text()) for p in phrases), suite.name
+
+
+def test_no_quiz_answer_in_the_release(release_text):
+    """The quiz's whole-number answers (plain or with thousands separators) appear nowhere a student can read."""
+    tree = ast.parse((SOLUTIONS / "quiz.py").read_text())
+    answers = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+               and type(n.value.value) is int and n.value.value >= 1000]
+    assert len(answers) >= 3
+    found = [a for a in answers if str(a) in release_text or f"{a:,}" in release_text]
+    assert not found, f"quiz answers printed in the release: {found}"

@@ -34,12 +34,12 @@ QUESTIONS = [
     Question("Q4", "before", synonyms=("before the softmax",),
              wrong={"after": "zeroing weights after the softmax leaves rows that no longer sum to 1"},
              why="scores set to -inf before the softmax come out exactly 0, and each row still sums to 1"),
-    Question("Q5", 49_984, why="12 d^2 + 13 d: two LayerNorms (2 d each), qkv 3 d^2 + 3 d, proj d^2 + d, and the "
+    Question("Q5", 198_272, why="12 d^2 + 13 d: two LayerNorms (2 d each), qkv 3 d^2 + 3 d, proj d^2 + d, and the "
              "feed-forward 4 d^2 + 4 d and 4 d^2 + d",
-             wrong={49_152: "that is 12 d^2: add the biases and the LayerNorms",
-                    33_472: "the feed-forward is 4x wide, not 2x"}),
-    Question("Q6", 38_597_376, why="the tied matrix is vocab x d = 50,257 x 768",
-             wrong={124_439_808: "that is GPT-2 small's total: the saving is the one shared matrix"}),
+             wrong={196_608: "that is 12 d^2: add the biases and the LayerNorms",
+                    132_480: "the feed-forward is 4x wide, not 2x"}),
+    Question("Q6", 51_463_168, why="the tied matrix is vocab x d = 50,257 x 1024",
+             wrong={354_823_168: "that is GPT-2 medium's total: the saving is the one shared matrix"}),
     Question("Q7", 1e10, rtol=0.02, why="C = 6 N (20 N) = 120 N^2, so N = sqrt(1.2e22 / 120)",
              wrong={4.47e10: "D = 20 N is missing: C = 120 N^2, not 6 N^2", 1e20: "take the square root"}),
     Question("Q8", 2_488_796_160, rtol=0.02, why="D = 20 N = 20 x 124,439,808",

@@ -6,15 +6,15 @@ QUIZ = "quiz.py"
 BUGGY = [
     bug("mask-without-diagonal", "quiz", "strictly lower triangle", QUIZ, ("Q1 = 36", "Q1 = 28")),
     bug("mask-after-softmax", "quiz", "no longer sum to 1", QUIZ, ('Q4 = "before"', 'Q4 = "after"')),
-    bug("block-without-biases", "quiz", "add the biases", QUIZ, ("Q5 = 49_984", "Q5 = 49_152")),
+    bug("block-without-biases", "quiz", "add the biases", QUIZ, ("Q5 = 198_272", "Q5 = 196_608")),
     bug("chinchilla-without-20", "quiz", "D = 20 N is missing", QUIZ, ("Q7 = 1e10", "Q7 = 4.47e10")),
-    bug("not-a-number", "quiz", "should be a number", QUIZ, ("Q6 = 38_597_376", 'Q6 = "about 38 million"')),
+    bug("not-a-number", "quiz", "should be a number", QUIZ, ("Q6 = 51_463_168", 'Q6 = "about 51 million"')),
 ]
 
 CORRECT = [
     ok("quiz-answers-as-strings-and-approximations", {QUIZ: [
         ('Q3 = "above"', 'Q3 = "Above the diagonal"'),
-        ("Q6 = 38_597_376", 'Q6 = "38,597,376"'),
+        ("Q6 = 51_463_168", 'Q6 = "51,463,168"'),
         ("Q7 = 1e10", "Q7 = 1.0e10 + 1e7"),
         ("Q8 = 2_488_796_160", "Q8 = 2.49e9"),
     ]}),
