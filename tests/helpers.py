@@ -93,13 +93,18 @@ class Graded:
         return [c["message"] for c in self.milestone(m)["checks"] if not c["passed"]]
 
 
+def cli(*args: str, cwd: Path = REPO, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``python -m grader ARGS`` as a user runs it, output captured as text."""
+    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
+                          timeout=timeout)
+
+
 def grade(submission: Path, *args: str, timeout: float = 600) -> Graded:
     """``grade check SUBMISSION --format json`` in a fresh process, as a user would run it."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report.json"
         started = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "grader", "check", str(submission), "--format", "json",
-                               "-o", str(out), *args], capture_output=True, text=True, timeout=timeout)
+        proc = cli("check", str(submission), "--format", "json", "-o", str(out), *args, timeout=timeout)
         seconds = time.monotonic() - started
         report = json.loads(out.read_text()) if out.exists() else {}
     return Graded(proc.returncode, seconds, proc.stderr, report)

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from grader.batch.discover import discover, unpacked
-from helpers import EXERCISES, REPO, SOLUTIONS
+from helpers import EXERCISES, REPO, SOLUTIONS, cli
 
 QUICK = ("-m", "m1", "-m", "m4")
 
@@ -41,9 +41,8 @@ def zip_of(folder: Path, path: Path, extra: dict[str, str] | None = None) -> Pat
     return path
 
 
-def batch(*args: str, **kwargs) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", "batch", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=900, **kwargs)
+def batch(*args: str) -> subprocess.CompletedProcess:
+    return cli("batch", *args)
 
 
 def rows(db: Path) -> dict[str, dict]:
@@ -114,13 +113,13 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     assert "4 graded, 0 already" in proc.stderr and rows(db)["alice"]["max_score"] == 9, proc.stderr
 
     out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
-    proc = grade("export", str(db), "--csv", str(out), "--gradescope", str(gradescope))
+    proc = cli("export", str(db), "--csv", str(out), "--gradescope", str(gradescope))
     assert proc.returncode == 0, proc.stderr
     assert out.read_text().splitlines()[:2] == ["student,score,max_score,status,m4", "alice,9.0,9.0,graded,9.0"]
     results = json.loads((gradescope / "bob" / "results.json").read_text())
     assert results["score"] == 9 and all(t["tags"] == ["m4"] and t["status"] == "passed" for t in results["tests"])
 
-    proc = grade("report", str(db), "--png", str(tmp_path / "charts"))
+    proc = cli("report", str(db), "--png", str(tmp_path / "charts"))
     assert proc.returncode == 0 and "4 submissions, 4 graded" in proc.stdout, proc.stderr
     for chart in ("score-distribution.png", "check-failure-rates.png"):
         assert (tmp_path / "charts" / chart).read_bytes().startswith(b"\x89PNG")
@@ -133,13 +132,9 @@ def test_report_names_the_most_failed_check(tmp_path):
     generate = root / "bob" / "m4_generate.py"
     generate.write_text(generate.read_text().replace("logits[:, -1, :]", "logits[:, 0, :]"))
     assert batch(str(root), "-m", "m4").returncode == 0
-    proc = grade("report", str(root / "grades.sqlite"), "--top", "1")
+    proc = cli("report", str(root / "grades.sqlite"), "--top", "1")
     assert "50.0%  m4: each new token is the argmax" in proc.stdout, proc.stdout
 
-
-def grade(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=REPO, capture_output=True, text=True,
-                          timeout=300)
 
 
 def test_kill_9_loses_nothing_and_a_rerun_finishes(tmp_path):

@@ -1,16 +1,9 @@
 """The command line as a user meets it: usage errors and output formats (notebooks: test_notebooks.py)."""
 import json
-import subprocess
-import sys
 
 import pytest
 
-from helpers import REPO
-
-
-def run(*args: str, cwd=REPO) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=cwd,
-                          timeout=300)
+from helpers import cli as run
 
 
 @pytest.mark.parametrize("args,phrase", [

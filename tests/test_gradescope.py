@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EXERCISES, REPO, SOLUTIONS, Variant
+from helpers import EXERCISES, SOLUTIONS, Variant, cli
 
 
 @pytest.fixture(scope="module")
@@ -19,8 +19,7 @@ def autograder(tmp_path_factory) -> Path:
     """/autograder with the zip unpacked into source/, as Gradescope does (setup.sh's install is this venv)."""
     root = tmp_path_factory.mktemp("autograder")
     bundle = root / "autograder.zip"
-    proc = subprocess.run([sys.executable, "-m", "grader", "gradescope", str(bundle)], cwd=REPO,
-                          capture_output=True, text=True, timeout=120)
+    proc = cli("gradescope", str(bundle))
     assert proc.returncode == 0, proc.stderr
     with zipfile.ZipFile(bundle) as zf:
         zf.extractall(root / "source")

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, SOLUTIONS, function_bodies, normalized
+from helpers import SOLUTIONS, cli, function_bodies, normalized
 
 pytest.importorskip("nbgrader", reason="nbgrader is a dev dependency: pip install -e '.[dev]'")
 
@@ -35,8 +35,7 @@ def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     course = tmp_path_factory.mktemp("nbgrader") / "course"
-    proc = subprocess.run([sys.executable, "-m", "grader", "nbgrader", str(course)], cwd=REPO, capture_output=True,
-                          text=True, timeout=600)
+    proc = cli("nbgrader", str(course))
     assert proc.returncode == 0, proc.stderr
     nbgrader(course, "generate_assignment", "lesson")
     return course

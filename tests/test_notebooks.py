@@ -2,15 +2,13 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import attacks as A
 import pytest
 
 from grader.milestones import STUDENT_MODULES
-from helpers import CORE, REPO, SOLUTIONS, Graded, explain, grade
+from helpers import CORE, SOLUTIONS, Graded, cli, explain, grade
 
 CORE_ARGS = [a for m in CORE for a in ("-m", m)]
 
@@ -97,11 +95,6 @@ def test_kernel_tricks_earn_nothing(tmp_path, trick):
     assert all(result.full(m) for m in ("m2", "m3", "m4")), explain(result)
 
 
-def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "grader", *args], capture_output=True, text=True, cwd=REPO,
-                          timeout=300)
-
-
 @pytest.mark.parametrize("text,phrase", [
     ("{not json", "not a readable Jupyter notebook"),
     (json.dumps({"cells": "nope"}), "not a readable Jupyter notebook"),
@@ -110,5 +103,5 @@ def run(*args: str) -> subprocess.CompletedProcess:
 def test_unusable_notebooks_are_usage_errors(tmp_path, text, phrase):
     path = tmp_path / "bad.ipynb"
     path.write_text(text)
-    proc = run("check", str(path))
+    proc = cli("check", str(path))
     assert proc.returncode == 2 and phrase in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

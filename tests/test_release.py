@@ -5,13 +5,11 @@ import ast
 import json
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from helpers import EXERCISES, REPO, SOLUTIONS, function_bodies, normalized, squashed
+from helpers import EXERCISES, REPO, SOLUTIONS, cli, function_bodies, normalized, squashed
 
 WORD = re.compile(r"[A-Za-z]{2,}")
 HIDDEN_SUITES = sorted((REPO / "grader" / "suites").glob("test_*.py"))
@@ -36,8 +34,7 @@ def hidden_phrases(path: Path) -> list[str]:
 @pytest.fixture(scope="module")
 def release(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("release") / "gptkit-release"
-    proc = subprocess.run([sys.executable, "-m", "grader", "release", str(out)], cwd=REPO, capture_output=True,
-                          text=True, timeout=120)
+    proc = cli("release", str(out))
     assert proc.returncode == 0, proc.stderr
     return out
 
@@ -68,8 +65,7 @@ def test_no_hidden_test_name_or_message(release_text, suite):
 
 
 def grade_in(release: Path, *args: str) -> dict:
-    proc = subprocess.run([sys.executable, "-m", "grader", "check", *args, "--format", "json"], cwd=release,
-                          capture_output=True, text=True, timeout=300)
+    proc = cli("check", *args, "--format", "json", cwd=release)
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -81,8 +77,7 @@ def test_grade_in_the_release_runs_the_public_checks(release):
     shutil.copytree(SOLUTIONS, release / "finished", ignore=shutil.ignore_patterns("__pycache__"))
     done = grade_in(release, "finished")
     assert done["checks"] == "public" and done["score"] == done["max_score"], done
-    table = subprocess.run([sys.executable, "-m", "grader", "check", "exercises", "-m", "m1"], cwd=release,
-                           capture_output=True, text=True, timeout=300).stdout
+    table = cli("check", "exercises", "-m", "m1", cwd=release).stdout
     assert "PUBLIC checks only" in table
 
 

@@ -32,9 +32,9 @@ def discover(root: Path, skip: tuple[Path, ...] = ()) -> list[Found]:
     """Every submission under ``root``, sorted by student."""
     if (root / "submitted").is_dir():
         return _nbgrader(root / "submitted")
-    found = []
+    found, skipped = [], {s.resolve() for s in skip}
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith((".", "_")) or entry.resolve() in {s.resolve() for s in skip}:
+        if entry.name.startswith((".", "_")) or entry.resolve() in skipped:
             continue
         if entry.is_file() and entry.suffix in (".ipynb", ".zip"):
             found.append(Found(entry.stem, entry))

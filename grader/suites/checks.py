@@ -107,9 +107,10 @@ def raises_value_error(thunk: Callable[[], Any], call: str, why: str) -> None:
         if e.type == "NotImplementedError":
             raise
         if e.type != "ValueError":
-            fail(f"{call} raised {e.type}: raise ValueError with a message that says what is wrong ({why})")
+            fail(f"{call} raised {e.type} ({e.message:.120}): {why}, so it must raise ValueError, with a message "
+                 "that says what is wrong")
         return
-    fail(f"{call} returned {describe(got)}: it should raise ValueError ({why})")
+    fail(f"{call} returned {describe(got)}: {why}, so it must raise ValueError")
 
 
 def equal(actual: Any, expected: Any, what: str, hint: str = "") -> None:

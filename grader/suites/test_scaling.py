@@ -202,4 +202,4 @@ INVALID = [("chinchilla_optimal", (0,)), ("chinchilla_optimal", (-1e20,)), ("tra
 def test_invalid_arguments_raise_value_error(scaling, name, args):
     """a non-positive budget or count, or an unknown GPT-2 size, raises a clear ValueError"""
     checks.raises_value_error(lambda: scaling.call(name, *args), f"{name}({', '.join(map(repr, args))})",
-                              "budgets and counts must be positive; GPT-2 comes in small, medium, large and xl")
+                              "budgets and counts must be positive and GPT-2 comes in small, medium, large and xl")

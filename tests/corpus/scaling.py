@@ -18,7 +18,7 @@ BUGGY = [
     bug("chinchilla-without-20", "scaling", "the 20 is missing", M5, (OPTIMAL_N, "n_params = math.sqrt(compute / 6)")),
     bug("flops-forward-only", "scaling", "forward pass only", M5,
         ("return 6 * n_params * n_tokens", "return 2 * n_params * n_tokens")),
-    bug("budget-not-validated", "scaling", "should raise ValueError", M5, ("    _positive(compute=compute)\n", "")),
+    bug("budget-not-validated", "scaling", "must raise ValueError", M5, ("    _positive(compute=compute)\n", "")),
 ]
 
 CORRECT = [
