@@ -6,7 +6,9 @@ The submissions cycle through the reference, the stubs and buggy variants from t
 corpus. Timed: `grade batch --workers N` on the folder; a sequential loop of
 `grade check` on each folder; and `nbgrader autograde` on the same submissions as
 nbgrader notebooks (the course from `grade nbgrader`). Each line gives submissions
-per minute and CPU seconds per submission (the process tree's user + system time).
+per minute and CPU seconds per submission (the process tree's user + system time), and,
+where the grader measured it, how much of that CPU was the grader's own: everything but
+the submissions' code in their workers (which the reports record as worker_cpu_seconds).
 """
 from __future__ import annotations
 
@@ -15,6 +17,7 @@ import json
 import os
 import resource
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -93,17 +96,22 @@ def main() -> None:
         subs = submissions(args.n, tmp / "class")
         results = {"grade batch": timed([sys.executable, "-m", "grader", "batch", str(tmp / "class"),
                                          "--workers", str(args.workers)], ROOT)}
-        wall = cpu = 0.0
+        with sqlite3.connect(tmp / "class" / "grades.sqlite") as db:
+            own = {"grade batch": db.execute("SELECT SUM(worker_cpu) FROM submissions").fetchone()[0]}
+        wall = cpu = own["grade check loop"] = 0.0
         for sub in subs:
-            w, c = timed([sys.executable, "-m", "grader", "check", str(sub), "--format", "json"], ROOT)
+            out = tmp / f"{sub.name}.json"
+            w, c = timed([sys.executable, "-m", "grader", "check", str(sub), "--format", "json", "-o", str(out)], ROOT)
             wall, cpu = wall + w, cpu + c
+            own["grade check loop"] += json.loads(out.read_text())["worker_cpu_seconds"]
         results["grade check loop"] = (wall, cpu)
         if not args.skip_nbgrader:
             course = nbgrader_course(subs, tmp)
             results["nbgrader autograde"] = timed([sys.executable, "-m", "nbgrader", "autograde", "lesson"],
                                                   course, nbgrader_env())
     for name, (wall, cpu) in results.items():
-        print(f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission"
+        grader = f"   of which the grader's {(cpu - own[name]) / args.n:5.2f}" if name in own else ""
+        print(f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission{grader}"
               f"   ({wall:.0f} s wall for {args.n})")
     base = results["grade batch"][0]
     for name, (wall, _) in results.items():

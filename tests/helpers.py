@@ -93,10 +93,11 @@ class Graded:
         return [c["message"] for c in self.milestone(m)["checks"] if not c["passed"]]
 
 
-def cli(*args: str, cwd: Path = REPO, timeout: float = 900) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path = REPO, timeout: float = 900,
+        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
     """``python -m grader ARGS`` as a user runs it, output captured as text."""
     return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, env=env)
 
 
 def grade(submission: Path, *args: str, timeout: float = 600) -> Graded:

@@ -188,3 +188,19 @@ def test_batch_on_a_dask_cluster(tmp_path):
         again = batch(str(root), "--scheduler", cluster.scheduler_address, *QUICK)
         assert "0 graded, 2 already" in again.stderr, again.stderr
     assert {s: r["score"] for s, r in rows(root / "grades.sqlite").items()} == {"alice": 36, "bob": 0}
+
+
+def test_submission_time_limit_fails_the_checks_past_it(tmp_path):
+    """--submission-timeout: a submission whose every call sleeps 0.3 s runs out of its 4 s; the checks after
+    that fail unrun, saying why, and the submission's grading ends soon after its limit."""
+    root = tmp_path / "class"
+    slow = reference(root / "slow") / "m1_attention.py"
+    first_line = "    T, d_k = q.shape[-2], q.shape[-1]\n"
+    slow.write_text(slow.read_text().replace(first_line, "    __import__('time').sleep(0.3)\n" + first_line))
+    proc = batch(str(root), "-m", "m1", "--submission-timeout", "4")
+    assert proc.returncode == 0, proc.stderr
+    row = rows(root / "grades.sqlite")["slow"]
+    with sqlite3.connect(root / "grades.sqlite") as con:
+        unrun = [m for (m,) in con.execute("SELECT message FROM checks WHERE NOT passed") if "time limit of 4 s" in m]
+    assert unrun and row["score"] < row["max_score"], row
+    assert row["seconds"] < 4 + 20 + 5, f"the submission took {row['seconds']:.0f} s with a 4 s limit"

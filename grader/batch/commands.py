@@ -25,13 +25,17 @@ from grader.options import milestone_ids, write_atomically
 @click.option("--regrade", is_flag=True, help="Grade again even what the gradebook already holds.")
 @click.option("--timeout", type=click.FloatRange(1, 600), default=40.0, show_default=True,
               help="Seconds each check may take in a submission's code.")
+@click.option("--submission-timeout", type=click.FloatRange(1), metavar="SECONDS",
+              help="Seconds all of one submission's checks may take together; checks past it fail, "
+                   "unrun. Default: no limit beyond --timeout per check.")
 @click.option("--memory-mb", type=click.IntRange(256), default=3072, show_default=True,
-              help="Memory each submission's code may use, in MiB.")
+              help="Memory each submission's code may use, in MiB (per process, and for its whole process "
+                   "tree where cgroups are available).")
 @click.option("--scheduler", metavar="ADDRESS",
               help="Grade on a Dask cluster (tcp://host:8786) instead of local processes. Its workers need the "
                    "kit installed, the submissions at the same path, and one thread each.")
 def batch(submissions: Path, milestones: list[str], workers: int, db: Path | None, regrade: bool,
-          timeout: float, memory_mb: int, scheduler: str | None) -> None:
+          timeout: float, submission_timeout: float | None, memory_mb: int, scheduler: str | None) -> None:
     """Grade every submission under SUBMISSIONS into a gradebook; run again to resume.
 
     SUBMISSIONS holds per-student folders, notebooks or zip files, or nbgrader's
@@ -50,7 +54,8 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
     found = discover(submissions, skip=(db,))
     if not found:
         raise click.UsageError(f"no submissions found in {submissions}")
-    limits = Limits(call_seconds=min(20.0, timeout), test_seconds=timeout, memory_bytes=memory_mb << 20)
+    limits = Limits(call_seconds=min(20.0, timeout), test_seconds=timeout, memory_bytes=memory_mb << 20,
+                    submission_seconds=submission_timeout)
     client = _dask_client(scheduler) if scheduler else None
     book = Gradebook(db)
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),

@@ -15,7 +15,7 @@ SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
     student TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL, grader_version TEXT NOT NULL,
     milestones TEXT NOT NULL, status TEXT NOT NULL, error TEXT, score REAL, max_score REAL,
-    n_checks INTEGER NOT NULL, seconds REAL, protections TEXT, graded_at TEXT NOT NULL);
+    n_checks INTEGER NOT NULL, seconds REAL, protections TEXT, graded_at TEXT NOT NULL, worker_cpu REAL);
 CREATE TABLE IF NOT EXISTS checks (
     student TEXT NOT NULL, milestone TEXT NOT NULL, name TEXT NOT NULL, score REAL NOT NULL,
     max_score REAL NOT NULL, passed INTEGER NOT NULL, message TEXT NOT NULL, seconds REAL);
@@ -30,6 +30,9 @@ class Gradebook:
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(submissions)")}
+        if "worker_cpu" not in columns:  # a gradebook from an earlier version
+            self.db.execute("ALTER TABLE submissions ADD COLUMN worker_cpu REAL")
 
     def close(self) -> None:
         self.db.close()
@@ -47,10 +50,14 @@ class Gradebook:
                    c.get("seconds")) for m in (report or {}).get("milestones", []) for c in m["checks"]]
         with self.db:
             self.db.execute("DELETE FROM checks WHERE student = ?", (student,))
-            self.db.execute("INSERT OR REPLACE INTO submissions VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (
-                student, source, digest, version, json.dumps(milestones), "error" if error else "graded", error,
-                report and report["score"], report and report["max_score"], len(checks), report and report["seconds"],
-                report and json.dumps(report["protections"]), time.strftime("%Y-%m-%dT%H:%M:%S")))
+            self.db.execute(
+                "INSERT OR REPLACE INTO submissions (student, source, hash, grader_version, milestones, status, "
+                "error, score, max_score, n_checks, seconds, protections, graded_at, worker_cpu) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", (
+                    student, source, digest, version, json.dumps(milestones), "error" if error else "graded", error,
+                    report and report["score"], report and report["max_score"], len(checks),
+                    report and report["seconds"], report and json.dumps(report["protections"]),
+                    time.strftime("%Y-%m-%dT%H:%M:%S"), report and report.get("worker_cpu_seconds")))
             self.db.executemany("INSERT INTO checks VALUES (?, ?, ?, ?, ?, ?, ?, ?)", checks)
 
     def rows(self) -> list[dict]:

@@ -38,6 +38,9 @@ class Limits:
     memory_bytes: int = 3 << 30
     output_bytes: int = 8 << 20
     cpu_seconds: int = 300
+    processes: int = 64
+    submission_seconds: float | None = None  # all of one submission's checks together
+    open_files: int = 256
 
 
 class StudentError(Exception):
@@ -72,11 +75,14 @@ class Zygote:
     def __init__(self, limits: Limits = Limits()):
         self.limits = limits
         self.tmp = Path(tempfile.mkdtemp(prefix="gptkit-"))
+        self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
         self._workers: list[Worker] = []
         self._count = 0
+        self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         ours, theirs = socket.socketpair()
-        config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())],
-                  "hide": [str(p) for p in self._private_paths()], "student_modules": list(STUDENT_MODULES)}
+        config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())], "scratch": str(self.tmp),
+                  "binds": [str(p) for p in _site_dirs()], "hide": [str(p) for p in self._private_paths()],
+                  "student_modules": list(STUDENT_MODULES)}
         env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(self.tmp),
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         self._log = open(self.tmp / "zygote.log", "wb")
@@ -92,8 +98,8 @@ class Zygote:
     def _site_view(self) -> Path:
         view = self.tmp / "site"
         view.mkdir()
-        for site in (p for p in sys.path if p.endswith(("site-packages", "dist-packages"))):
-            for entry in Path(site).iterdir() if Path(site).is_dir() else ():
+        for site in _site_dirs():
+            for entry in site.iterdir():
                 name = entry.name
                 if name.startswith(PRIVATE_NAMES) or name.endswith(".pth") or (view / name).exists():
                     continue
@@ -102,7 +108,8 @@ class Zygote:
 
     @staticmethod
     def _private_paths() -> list[Path]:
-        return [PACKAGE_DIR] + [PROJECT_DIR / n for n in ("solutions", "tests", "benchmarks", ".git")]
+        return [PACKAGE_DIR] + [PROJECT_DIR / n for n in ("solutions", "exercises", "tests", "benchmarks", "stretch",
+                                                          ".git")]
 
     def hello(self) -> dict:
         """Wait for the fork server to be ready; says which protections took."""
@@ -128,8 +135,8 @@ class Zygote:
         ours, theirs = socket.socketpair()
         out_path = self.tmp / f"out{self._count}.txt"
         out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        limits = {"output_bytes": self.limits.output_bytes, "memory_bytes": self.limits.memory_bytes,
-                  "cpu_seconds": self.limits.cpu_seconds}
+        limits = {name: getattr(self.limits, name) for name in
+                  ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files")}
         wire.send(self.control, {"op": "spawn", "submission": str(copy), "limits": limits})
         socket.send_fds(self.control, [b"x"], [theirs.fileno(), out])
         theirs.close()
@@ -142,6 +149,7 @@ class Zygote:
     def reap(self, pid: int, grace: float) -> dict:
         wire.send(self.control, {"op": "reap", "pid": pid, "grace": grace})
         reply, _ = wire.recv(self.control)
+        self.worker_cpu += float(reply.get("cpu", 0.0))
         return reply
 
     def close(self) -> None:
@@ -155,12 +163,28 @@ class Zygote:
             self.proc.wait()
         self._log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
+        _remove_cgroups(f"gptkit-{self.proc.pid}")
 
     def __enter__(self) -> Zygote:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _remove_cgroups(name: str) -> None:
+    """The fork server's cgroup folders (v2, or v1's memory and pids), once it has gone: empty ones only."""
+    for parent in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/pids")):
+        folder = parent / name
+        for worker in [*folder.glob("w*"), folder] if folder.is_dir() else ():
+            try:
+                worker.rmdir()
+            except OSError:
+                pass
+
+
+def _site_dirs() -> list[Path]:
+    return [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
 
 
 def copy_submission(src: Path, dst: Path) -> None:
@@ -249,7 +273,7 @@ class Worker:
         return self.zygote.reap(self.pid, grace)
 
     def close(self) -> None:
-        self._end(grace=0)
+        self._end(grace=1.0)  # a worker ends by itself on EOF: its CPU time then reaches the fork server
 
 
 def _no_handle(obj: Any) -> dict:

@@ -13,12 +13,10 @@ This file imports nothing from the ``grader`` package.
 """
 from __future__ import annotations
 
-import ctypes
 import importlib
 import importlib.util
 import json
 import os
-import resource
 import signal
 import socket
 import sys
@@ -26,10 +24,10 @@ import traceback
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
-MS_NOSUID, MS_NODEV, MS_NOEXEC, MS_REC, MS_PRIVATE = 2, 4, 8, 0x4000, 1 << 18
-PR_SET_PDEATHSIG = 1
 STUDENT_MODULES: tuple[str, ...] = ()  # every file a submission may hold; set from the config
+OWN_UIDS = False  # whether each worker gets a user id of its own (as root); set by start_server()
+jail = CGROUPS = None  # jail.py and this server's cgroups, set up by main()
+NAMES: dict[int, str] = {}  # worker pid -> its cgroup name
 
 
 def _load(name: str):
@@ -38,49 +36,6 @@ def _load(name: str):
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
-
-
-# ------------------------------------------------------------------ sandbox
-
-class _Libc:
-    """libc's Linux-only calls; elsewhere (macOS) each one simply reports failure."""
-
-    def __init__(self) -> None:
-        self._lib = ctypes.CDLL(None, use_errno=True)
-
-    def __getattr__(self, name: str):
-        return getattr(self._lib, name, lambda *_args: -1)
-
-
-_libc = _Libc()
-
-
-def _die_with_parent() -> None:
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "w") as f:
-        f.write(text)
-
-
-def enter_namespaces(hide: list[str]) -> list[str]:
-    """Private mount and network namespaces; returns the protections that took."""
-    uid, gid = os.geteuid(), os.getegid()
-    flags = CLONE_NEWNS | CLONE_NEWNET | (0 if uid == 0 else CLONE_NEWUSER)
-    if _libc.unshare(flags) != 0:
-        return []
-    if uid != 0:
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"0 {uid} 1")
-        _write("/proc/self/gid_map", f"0 {gid} 1")
-    done = ["no-network"]
-    if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) == 0:
-        present = [p for p in hide if os.path.exists(p)]
-        mounted = [p for p in present if _libc.mount(b"tmpfs", p.encode(), b"tmpfs", 0, b"size=4k,mode=000") == 0]
-        if mounted == present:
-            done.append("grader-files-hidden")
-    return done
 
 
 # ------------------------------------------------------------------ worker
@@ -339,23 +294,25 @@ def _placeholder(name: str, e: BaseException) -> types.ModuleType:
 def spawn(config: dict, sock: socket.socket, out_fd: int, wire, protocol, standin) -> None:
     """In the forked child: a reaper that owns fresh namespaces, then the worker.
 
-    The reaper enters a new user, mount and PID namespace (where the machine allows): the
-    worker is then root only inside them, so the empty mounts hiding the grader are locked
-    in place, and it sees only its own processes in /proc. Killing the reaper's process
-    group (or the reaper, whose namespace's init then dies) takes down everything the
-    student started.
+    The reaper joins the worker's cgroup and enters new mount and PID namespaces (see
+    ``jail``): killing the reaper's process group, or the reaper, whose namespace's
+    init then dies, takes down everything the student started.
     """
     os.setsid()
-    _die_with_parent()
-    isolated = enter_worker_namespaces()
-    pidns = isolated or _libc.unshare(CLONE_NEWPID) == 0
+    jail.die_with_parent()
+    CGROUPS.join(config["name"], config["limits"]["memory_bytes"] + (512 << 20), config["limits"]["processes"])
+    CGROUPS.close()
+    if OWN_UIDS:
+        jail.give_to(config["uid"], config["submission"])
+    isolated = jail.enter_worker_namespaces(OWN_UIDS)
+    pidns = isolated or jail.libc.unshare(jail.CLONE_NEWPID) == 0
     child = os.fork()
     if child:
         _, status = os.waitpid(child, 0)
         os._exit(_exit_code(status))
-    _die_with_parent()
+    jail.die_with_parent()
     if isolated:
-        _libc.mount(b"proc", b"/proc", b"proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, None)
+        jail.mount_proc()
     if pidns:  # we are init of the namespace: fork once more so the worker is an ordinary process
         worker = os.fork()
         if worker:
@@ -363,29 +320,8 @@ def spawn(config: dict, sock: socket.socket, out_fd: int, wire, protocol, standi
                 pid, status = os.wait()
                 if pid == worker:
                     os._exit(_exit_code(status))
-        _die_with_parent()
+        jail.die_with_parent()
     run_worker(config, sock, out_fd, wire, protocol, standin)
-
-
-def enter_worker_namespaces() -> bool:
-    uid, gid = os.geteuid(), os.getegid()
-    if _libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0:
-        return False
-    try:
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"0 {uid} 1")
-        _write("/proc/self/gid_map", f"0 {gid} 1")
-    except OSError:
-        pass  # unmapped ids: the worker runs as the overflow user, which is stricter still
-    return True
-
-
-def probe_worker_namespaces() -> bool:
-    """Can a worker get its own user, mount and PID namespaces here? Tried once in a throwaway child."""
-    pid = os.fork()
-    if pid == 0:
-        os._exit(0 if enter_worker_namespaces() else 1)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
 def _exit_code(status: int) -> int:
@@ -400,15 +336,10 @@ def run_worker(config: dict, sock: socket.socket, out_fd: int, wire, protocol, s
     os.close(out_fd)
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # flooding output kills the worker, visibly
     signal.signal(signal.SIGINT, signal.SIG_DFL)
-    limits = config["limits"]
-    for kind, soft, hard in ((resource.RLIMIT_CORE, 0, 0),
-                             (resource.RLIMIT_FSIZE, limits["output_bytes"], limits["output_bytes"]),
-                             (resource.RLIMIT_DATA, limits["memory_bytes"], limits["memory_bytes"]),
-                             (resource.RLIMIT_CPU, limits["cpu_seconds"], limits["cpu_seconds"] + 5)):
-        try:
-            resource.setrlimit(kind, (soft, hard))
-        except (ValueError, OSError):  # a platform that refuses a limit still grades, without it
-            pass
+    jail.set_limits(config["limits"], own_uid=OWN_UIDS)
+    if OWN_UIDS and not jail.drop_privileges(config["uid"]):
+        os._exit(70)  # never run a submission as root
+    os.environ["HOME"] = os.environ["TMPDIR"] = config["submission"]
     os.chdir(config["submission"])
     sys.path.insert(0, config["submission"])
     sys.argv = ["submission"]
@@ -418,23 +349,41 @@ def run_worker(config: dict, sock: socket.socket, out_fd: int, wire, protocol, s
         os._exit(0)
 
 
+def start_server(config: dict) -> list[str]:
+    """Enter the fork server's sandbox (the order matters: /sys and the real root go away last)."""
+    global CGROUPS, OWN_UIDS
+    OWN_UIDS = jail.can_drop_privileges()
+    protections = jail.enter_server_namespaces()
+    CGROUPS = jail.Cgroups(f"gptkit-{os.getpid()}")
+    protections += CGROUPS.protections
+    import torch  # before the private root: it reads /sys once, at import
+    torch.set_num_threads(1)
+    import torch._dynamo  # noqa: F401 - optimisers and meta-device ops load it on first use: once here for all
+    binds = [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix, *config["binds"]]
+    if protections and jail.private_root(config["scratch"], binds):
+        protections.append("private-root")
+    if protections and jail.hide(config["hide"]):
+        protections.append("grader-files-hidden")
+    if jail.probe_worker_namespaces(OWN_UIDS):
+        protections += ["own-pid-namespace", "own-proc"] + (["locked-mounts"] if not OWN_UIDS else [])
+    if OWN_UIDS:
+        protections += ["unprivileged-user", "no-new-privileges"]
+    return protections
+
+
 def main() -> None:
-    global STUDENT_MODULES
+    global STUDENT_MODULES, jail
     config = json.loads(sys.argv[1])
     STUDENT_MODULES = tuple(config["student_modules"])
     control = socket.socket(fileno=config["control_fd"])
-    _die_with_parent()
     sys.path[:] = [p for p in sys.path if p] + config["sys_path"]
-    wire = _load("wire")
-    protocol, standin = _load("protocol"), _load("standin")
-    protections = enter_namespaces(config["hide"])
-    if probe_worker_namespaces():
-        protections += ["own-pid-namespace", "own-proc", "locked-mounts"]
+    wire, protocol, standin, jail = _load("wire"), _load("protocol"), _load("standin"), _load("jail")
+    jail.die_with_parent()
+    protections = start_server(config)
     import torch
-    torch.set_num_threads(1)
-    import torch._dynamo  # noqa: F401 - optimisers and meta-device ops load it on first use: once here for all
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     wire.send(control, {"ready": True, "protections": protections, "torch": torch.__version__})
+    count = 0
     while True:
         try:
             request, _ = wire.recv(control)
@@ -442,23 +391,26 @@ def main() -> None:
             os._exit(0)
         if request["op"] == "spawn":
             _, fds, _, _ = socket.recv_fds(control, 1, 2)
+            count += 1
+            request.update(name=f"w{count}", uid=jail.WORKER_UID_BASE + (os.getpid() % 1000) * 1000 + count % 1000)
             pid = os.fork()
             if pid == 0:
                 control.close()
                 spawn(request, socket.socket(fileno=fds[0]), fds[1], wire, protocol, standin)
             for fd in fds:
                 os.close(fd)
+            NAMES[pid] = request["name"]
             wire.send(control, {"pid": pid})
         elif request["op"] == "reap":
-            wire.send(control, reap(request["pid"], request.get("grace", 0.0)))
-
-
+            reply = reap(request["pid"], request.get("grace", 0.0))
+            CGROUPS.remove(NAMES.pop(request["pid"], ""))
+            wire.send(control, reply)
 def reap(pid: int, grace: float) -> dict:
     """Wait up to `grace` seconds for a worker to end by itself, then kill its whole tree."""
     import time
     deadline = time.monotonic() + grace
     while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status, usage = os.wait4(pid, os.WNOHANG)
         if done or time.monotonic() >= deadline:
             break
         time.sleep(0.01)
@@ -468,9 +420,10 @@ def reap(pid: int, grace: float) -> dict:
             os.killpg(pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        _, status = os.waitpid(pid, 0)
+        _, status, usage = os.wait4(pid, 0)
     code = os.waitstatus_to_exitcode(status)
-    return {"killed": killed, "exit": code}
+    # The reaper's usage includes every process of its tree that was waited for: the submission's own CPU.
+    return {"killed": killed, "exit": code, "cpu": usage.ru_utime + usage.ru_stime}
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ class GradingContext:
     limits: Limits
     sessions: dict[str, Session] = field(default_factory=dict)
     deadline: float = 0.0
+    ends: float = float("inf")  # the whole submission's time limit, when there is one
 
     def session(self, milestone: str) -> Session:
         if milestone not in self.sessions:
@@ -43,10 +44,14 @@ CONTEXT: GradingContext | None = None
 
 @pytest.fixture(autouse=True)
 def _time_budget():
-    """Each test gets its own time budget, shared by all its calls into the worker."""
-    CONTEXT.deadline = time.monotonic() + CONTEXT.limits.test_seconds
+    """Each test gets its own time budget, shared by all its calls into the worker, within the submission's."""
+    now = time.monotonic()
+    if now >= CONTEXT.ends:
+        pytest.fail(f"not run: this submission used up its time limit of {CONTEXT.limits.submission_seconds:g} s "
+                    "before this check (the checks before it took too long)")
+    CONTEXT.deadline = min(now + CONTEXT.limits.test_seconds, CONTEXT.ends)
     for session in CONTEXT.sessions.values():
-        session.start_test(CONTEXT.limits.test_seconds)
+        session.start_test(CONTEXT.deadline - now)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,316 @@
+"""Linux isolation for the fork server and its workers, every step best-effort.
+
+Loaded by path into the fork server (imports nothing from ``grader``). Each
+function returns or records the protections that took, so a machine that
+refuses one (no root, no user namespaces, macOS) still grades, and the report
+says what was missing.
+
+The fork server:
+  * gets private mount and network namespaces (no network);
+  * pivots into a *private root*: a tmpfs holding read-only binds of the system
+    (``/usr``, ``/etc``, the Python installation and its site-packages) and its
+    own scratch folder, nothing else: the project, the reference, the suites,
+    other submissions and the gradebook do not exist in it;
+  * covers whatever of the grader is still inside a bound folder with empty mounts.
+Each worker:
+  * gets its own PID namespace (its whole process tree dies with it) and /proc;
+  * when the server runs as root, runs as a user id of its own, without
+    capabilities or a way to regain them (``no_new_privs``); elsewhere, it is
+    root only inside a user namespace of its own, whose mounts it cannot undo;
+  * sits in its own cgroup (memory and process count) where the machine lets us
+    make one, on top of its rlimits.
+"""
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import resource
+import signal
+
+CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
+MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
+MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 1 << 18
+MNT_DETACH = 2
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
+SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+WORKER_UID_BASE = 2_000_000  # far above any real account; one id per worker, so RLIMIT_NPROC is per worker
+
+
+class _Libc:
+    """libc's Linux-only calls; elsewhere (macOS) each one simply reports failure."""
+
+    def __init__(self) -> None:
+        self._lib = ctypes.CDLL(None, use_errno=True)
+
+    def __getattr__(self, name: str):
+        return getattr(self._lib, name, lambda *_args: -1)
+
+
+libc = _Libc()
+
+
+def die_with_parent() -> None:
+    libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "w") as f:
+        f.write(text)
+
+
+def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
+    def enc(text: str | None) -> bytes | None:
+        return None if text is None else text.encode()
+    return libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) == 0
+
+
+# ------------------------------------------------------------------ the fork server
+
+def enter_server_namespaces() -> list[str]:
+    """Private mount and network namespaces (and a user namespace when not root)."""
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWNS | CLONE_NEWNET | (0 if uid == 0 else CLONE_NEWUSER)) != 0:
+        return []
+    if uid != 0:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"0 {uid} 1")
+        _write("/proc/self/gid_map", f"0 {gid} 1")
+    _mount("none", "/", None, MS_REC | MS_PRIVATE)
+    return ["no-network"]
+
+
+def private_root(scratch: str, binds: list[str]) -> bool:
+    """Pivot into a tmpfs that holds only the system, ``binds`` (read-only) and ``scratch`` (writable)."""
+    if SYS_PIVOT_ROOT is None:
+        return False
+    new = os.path.join(scratch, "root")
+    os.makedirs(new, exist_ok=True)
+    if not _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m"):
+        return False
+    try:
+        for path in _minimal(list(SYSTEM) + binds):
+            _bind(path, new + path, readonly=True)
+        _dev(new)
+        os.makedirs(new + "/tmp", mode=0o1777)
+        os.chmod(new + "/tmp", 0o1777)
+        _bind(scratch, new + scratch, readonly=False, recursive=False)  # not the new root inside it
+        _bind("/proc", new + "/proc", readonly=False)
+        os.mkdir(new + "/.old")
+    except OSError:
+        libc.umount2(new.encode(), MNT_DETACH)
+        return False
+    os.chdir(new)
+    if libc.syscall(SYS_PIVOT_ROOT, b".", b".old") != 0:
+        os.chdir("/")
+        libc.umount2(new.encode(), MNT_DETACH)
+        return False
+    os.chdir("/")
+    libc.umount2(b"/.old", MNT_DETACH)
+    os.rmdir("/.old")
+    return True
+
+
+def _minimal(paths: list[str]) -> list[str]:
+    """Existing paths, resolved, without those already inside another one; top-level links kept as links."""
+    out: list[str] = []
+    for path in sorted({p if os.path.islink(p) and os.path.dirname(p) == "/" else os.path.realpath(p)
+                        for p in paths if os.path.lexists(p)}):
+        if not any(path.startswith(kept.rstrip("/") + "/") for kept in out):
+            out.append(path)
+    return out
+
+
+def _bind(source: str, target: str, readonly: bool, recursive: bool = True) -> None:
+    if os.path.islink(source):  # /bin -> usr/bin on merged-/usr systems
+        os.symlink(os.readlink(source), target)
+        return
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        open(target, "a").close()
+    if not _mount(source, target, None, MS_BIND | (MS_REC if recursive else 0)):
+        raise OSError(f"cannot bind {source}")
+    if readonly:  # may fail inside a user namespace (locked flags): the files stay protected by their modes
+        _mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+
+
+def _dev(new: str) -> None:
+    os.makedirs(new + "/dev")
+    for name in DEVICES:
+        _bind("/dev/" + name, new + "/dev/" + name, readonly=False)
+    os.symlink("/proc/self/fd", new + "/dev/fd")
+    os.makedirs(new + "/dev/shm", mode=0o1777)
+    os.chmod(new + "/dev/shm", 0o1777)
+
+
+def hide(paths: list[str]) -> bool:
+    """Cover each existing path with an empty, unreadable tmpfs; True if all of them are covered."""
+    present = [p for p in paths if os.path.isdir(p)]
+    return all(_mount("tmpfs", p, "tmpfs", 0, "size=4k,mode=000") for p in present)
+
+
+# ------------------------------------------------------------------ cgroups
+
+class Cgroups:
+    """Per-worker memory and process-count limits, in cgroup v2 or v1, when the machine lets us write them.
+
+    Directory descriptors are opened before the server leaves the real root, so
+    nothing under /sys needs to be visible inside it.
+    """
+
+    def __init__(self, name: str):
+        self.dirs: dict[str, int] = {}  # "v2" or a v1 controller -> fd of our parent folder
+        v2 = "/sys/fs/cgroup"
+        if os.path.exists(v2 + "/cgroup.controllers"):
+            fd = self._make(v2, name)
+            if fd is not None and self._enable_v2(fd):
+                self.dirs["v2"] = fd
+        else:
+            for controller in ("memory", "pids"):
+                fd = self._make(f"{v2}/{controller}", name)
+                if fd is not None:
+                    self.dirs[controller] = fd
+
+    @staticmethod
+    def _make(parent: str, name: str) -> int | None:
+        try:
+            os.mkdir(os.path.join(parent, name))
+            return os.open(os.path.join(parent, name), os.O_RDONLY | os.O_DIRECTORY)
+        except OSError:
+            return None
+
+    @staticmethod
+    def _enable_v2(fd: int) -> bool:
+        try:
+            _write_at(fd, "cgroup.subtree_control", "+memory +pids")
+            return True
+        except OSError:
+            return False
+
+    @property
+    def protections(self) -> list[str]:
+        kinds = {"memory", "pids"} if "v2" in self.dirs else set(self.dirs)
+        return [f"cgroup-{k}" for k in sorted(kinds)]
+
+    def join(self, worker: str, memory_bytes: int, pids: int) -> None:
+        """Make ``worker``'s cgroup(s) with these limits and move the calling process into them."""
+        limits = {"memory": [("memory.max", memory_bytes), ("memory.swap.max", 0)], "pids": [("pids.max", pids)]}
+        v1_names = {"memory.max": "memory.limit_in_bytes", "memory.swap.max": None}
+        for key, fd in self.dirs.items():
+            try:
+                os.mkdir(worker, dir_fd=fd)
+                for file, value in (limits["memory"] + limits["pids"] if key == "v2" else limits[key]):
+                    file = file if key == "v2" else v1_names.get(file, file)
+                    if file:
+                        _write_at(fd, f"{worker}/{file}", str(value), missing_ok=file == "memory.swap.max")
+                _write_at(fd, f"{worker}/cgroup.procs", "0")
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        """In a worker: let go of the folders (their files are root's, but hold nothing needlessly)."""
+        for fd in self.dirs.values():
+            os.close(fd)
+        self.dirs = {}
+
+    def remove(self, worker: str) -> None:
+        for fd in self.dirs.values():
+            try:
+                os.rmdir(worker, dir_fd=fd)
+            except OSError:
+                pass
+
+
+def _write_at(dir_fd: int, path: str, text: str, missing_ok: bool = False) -> None:
+    try:
+        fd = os.open(path, os.O_WRONLY, dir_fd=dir_fd)
+    except FileNotFoundError:
+        if missing_ok:
+            return
+        raise
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+# ------------------------------------------------------------------ one worker
+
+def enter_worker_namespaces(as_root: bool) -> bool:
+    """New mount and PID namespaces; as a non-root user, inside a new user namespace too."""
+    if as_root:
+        return libc.unshare(CLONE_NEWNS | CLONE_NEWPID) == 0
+    uid, gid = os.geteuid(), os.getegid()
+    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0:
+        return False
+    try:
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"0 {uid} 1")
+        _write("/proc/self/gid_map", f"0 {gid} 1")
+    except OSError:
+        pass  # unmapped ids: the worker runs as the overflow user, which is stricter still
+    return True
+
+
+def probe_worker_namespaces(as_root: bool) -> bool:
+    """Can a worker get its own namespaces here? Tried once in a throwaway child."""
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if enter_worker_namespaces(as_root) else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def mount_proc() -> None:
+    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+
+
+def give_to(uid: int, folder: str) -> None:
+    """Hand a worker's private copy of its submission to its user id, readable by nobody else."""
+    for root, dirs, files in os.walk(folder):
+        for name in [root, *(os.path.join(root, n) for n in dirs + files)]:
+            os.lchown(name, uid, uid)
+    os.chmod(folder, 0o700)
+
+
+def can_drop_privileges() -> bool:
+    """Can workers get user ids of their own? Root on the host can; root inside a user namespace may not."""
+    if os.geteuid() != 0:
+        return False
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0 if drop_privileges(WORKER_UID_BASE) else 1)
+    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+
+
+def drop_privileges(uid: int) -> bool:
+    """Become ``uid`` with no supplementary groups, no capabilities, and no way back (setuid files included)."""
+    try:
+        os.setgroups([])
+        os.setresgid(uid, uid, uid)
+        os.setresuid(uid, uid, uid)
+    except OSError:
+        return False
+    return libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0
+
+
+def set_limits(limits: dict, own_uid: bool) -> None:
+    """rlimits for the worker; RLIMIT_NPROC only when the worker has a user id of its own (it counts per user)."""
+    wanted = [(resource.RLIMIT_CORE, 0),
+              (resource.RLIMIT_FSIZE, limits["output_bytes"]),
+              (resource.RLIMIT_DATA, limits["memory_bytes"]),
+              (resource.RLIMIT_NOFILE, limits.get("open_files", 256))]
+    if own_uid:
+        wanted.append((resource.RLIMIT_NPROC, limits.get("processes", 64)))
+    for kind, value in wanted:
+        try:
+            resource.setrlimit(kind, (value, value))
+        except (ValueError, OSError):  # a platform that refuses a limit still grades, without it
+            pass
+    try:
+        resource.setrlimit(resource.RLIMIT_CPU, (limits["cpu_seconds"], limits["cpu_seconds"] + 5))
+    except (ValueError, OSError):
+        pass
