@@ -101,7 +101,7 @@ class Worker:
         args = [self.value(a, blobs) for a in req.get("args", [])]
         kwargs = {k: self.value(v, blobs) for k, v in req.get("kwargs", {}).items()}
         if req.get("seed") is not None:
-            torch.manual_seed(req["seed"])
+            torch.default_generator.manual_seed(req["seed"])  # the CPU's: seeding absent GPUs costs ms
         # meta: build a large model without its memory (shapes and parameter counts only)
         with torch.set_grad_enabled(req.get("grad", True)), torch.device("meta" if req.get("meta") else "cpu"):
             return fn(*args, **kwargs)

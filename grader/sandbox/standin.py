@@ -47,5 +47,5 @@ class StandInLM(nn.Module):
 
 
 def make_standin(vocab_size: int, d: int, max_T: int, seed: int, tied: bool = False) -> StandInLM:
-    torch.manual_seed(seed)
+    torch.default_generator.manual_seed(seed)
     return StandInLM(vocab_size, d, max_T, tied)

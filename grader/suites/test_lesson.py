@@ -17,7 +17,7 @@ LESSON_TOKENS = [5, 12, 3, 42, 2, 38, 35, 35]
 
 def lesson_data(ref, config, seed: int, B: int = 8) -> torch.Tensor:
     """The data the lesson draws right after building the model: replay the generator here."""
-    torch.manual_seed(seed)
+    checks.seed(seed)
     ref.m2_model.TinyGPT(*config)
     return torch.randint(0, config[0], (B, config[4]))
 
@@ -56,7 +56,7 @@ def test_pipeline_matches_reference(lesson, ref, seed, config):
     start = data[:2, :3]
     tokens = lesson.call("generate", model, start, 12, module="m4_generate")
 
-    torch.manual_seed(seed)
+    checks.seed(seed)
     reference = ref.m2_model.TinyGPT(*config)
     want_losses = ref.m3_train.train(reference, data, steps=8, lr=3e-3)
     want_tokens = ref.m4_generate.generate(reference, start, 12)

@@ -16,7 +16,7 @@ LESSON = (50, 64, 4, 2, 8)
 
 
 def reference_model(ref, config=(V, D, HEADS, LAYERS, T_MAX), seed=0):
-    torch.manual_seed(seed)
+    checks.seed(seed)
     return ref.m2_model.TinyGPT(*config)
 
 
@@ -37,7 +37,7 @@ def tokens(seed: int, B: int = 3, T: int = 7, vocab: int = V) -> torch.Tensor:
 
 def test_block_parameters(m2, ref):
     """GPTBlock has ln1, attn, ln2 and a 4x ffn, with the lesson's shapes"""
-    torch.manual_seed(0)
+    checks.seed(0)
     checks.same_parameters(m2.new("GPTBlock", D, HEADS).describe(), ref.m2_model.GPTBlock(D, HEADS), "GPTBlock")
 
 
@@ -45,7 +45,7 @@ def test_block_parameters(m2, ref):
 @pytest.mark.parametrize("seed", [0, 1])
 def test_block_matches_reference(m2, ref, seed):
     """with the reference's weights, GPTBlock's output equals the reference's (pre-norm, GELU, residuals)"""
-    torch.manual_seed(seed)
+    checks.seed(seed)
     reference = ref.m2_model.GPTBlock(D, HEADS)
     block = m2.new("GPTBlock", D, HEADS)
     checks.same_parameters(block.describe(), reference, "GPTBlock")

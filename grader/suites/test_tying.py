@@ -126,7 +126,7 @@ def test_library_gpt_parameter_count(tying, ref, config):
 def test_library_gpt_matches_reference(tying, ref, seed):
     """with the reference's weights, LibraryGPT's logits equal the reference's (pre-norm, GELU, final LayerNorm)"""
     config = (V, 32, HEADS, LAYERS, T_MAX)
-    torch.manual_seed(seed)
+    checks.seed(seed)
     reference = ref.m6_tying.LibraryGPT(*config)
     model = library(tying, config)
     model.load(matched_state(model.state_dict(), reference.state_dict()))
