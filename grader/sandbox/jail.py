@@ -75,9 +75,12 @@ def enter_server_namespaces() -> list[str]:
     if libc.unshare(CLONE_NEWNS | CLONE_NEWNET | (0 if uid == 0 else CLONE_NEWUSER)) != 0:
         return []
     if uid != 0:
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"0 {uid} 1")
-        _write("/proc/self/gid_map", f"0 {gid} 1")
+        try:
+            _write("/proc/self/setgroups", "deny")
+            _write("/proc/self/uid_map", f"0 {uid} 1")
+            _write("/proc/self/gid_map", f"0 {gid} 1")
+        except OSError:  # a user namespace we may not map (some AppArmor policies): no mounts, but no network
+            return ["no-network"]
     _mount("none", "/", None, MS_REC | MS_PRIVATE)
     return ["no-network"]
 
