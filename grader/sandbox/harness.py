@@ -1,9 +1,10 @@
 """The worker side of the grader: a fork server that runs student code.
 
 Started as ``python -I -S harness.py CONFIG_JSON`` with the control socket on a
-file descriptor named in the config. It puts itself in private namespaces where
-the machine allows it (no network, the grader's files hidden behind empty
-mounts), imports torch once, then forks one worker per request. Each worker
+file descriptor named in the config. It isolates itself where the machine
+allows it (``jail.py``: no network, a private root without the grader, a user
+id and a cgroup per worker), imports torch once, then forks one worker per
+request. Each worker
 imports the student's modules and answers a small menu of requests (import,
 call, getattr, value, state_dict, describe, load, input_grad, grads, count_positions,
 standin) with plain data.
