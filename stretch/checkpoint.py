@@ -1,0 +1,44 @@
+"""Checkpoints: written atomically, read back with ``weights_only=True`` (plain tensors, numbers and strings only)."""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+import torch
+
+
+class CheckpointError(Exception):
+    """A checkpoint is missing or unreadable; the message says which and why."""
+
+
+def save(state: dict, path: Path) -> None:
+    """Write to a temp file beside path, then rename: a crash mid-write never leaves a torn checkpoint."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
+    os.close(fd)
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private (0600); a checkpoint is an ordinary file
+    try:
+        torch.save(state, tmp)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(path: str | Path) -> dict:
+    path = Path(path)
+    if path.is_dir():
+        path = path / "ckpt.pt"
+    if not path.is_file():
+        raise CheckpointError(f"no checkpoint at {path} (train one with `gptkit train --out-dir DIR`)")
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as err:  # a truncated or foreign file: report it, never a traceback
+        raise CheckpointError(f"{path} is not a readable gptkit checkpoint: {err}") from err
+    missing = {"model", "model_config", "chars"} - set(state if isinstance(state, dict) else ())
+    if missing:
+        raise CheckpointError(f"{path} is not a gptkit checkpoint (missing {', '.join(sorted(missing))})")
+    return state
