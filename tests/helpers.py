@@ -12,10 +12,17 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
+
 from grader.milestones import MILESTONES as ALL_MILESTONES
 
 REPO = Path(__file__).resolve().parents[1]
 SOLUTIONS = REPO / "solutions"
+# Tiny Shakespeare for the stretch's tests: CI keeps ../shared beside the clone; nothing here downloads it.
+SHARED_DATA = REPO.parent / "shared" / "datasets"
+SHAKESPEARE = SHARED_DATA / "tinyshakespeare.txt"
+needs_shakespeare = pytest.mark.skipif(not SHAKESPEARE.is_file(), reason=f"tiny Shakespeare is not at {SHAKESPEARE} "
+                                       "(CI keeps ../shared beside the clone); these tests never download it")
 EXERCISES = REPO / "exercises"
 # Every milestone a single bug may cost points in (the `lesson` group spans all four core files).
 MILESTONES = tuple(m for m in ALL_MILESTONES if m != "lesson")

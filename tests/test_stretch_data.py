@@ -1,16 +1,11 @@
 """The stretch corpora: tiny Shakespeare (checksummed, cached, never fetched here) and the stdlib Python corpus."""
 import shutil
-from pathlib import Path
 
 import pytest
 
+from helpers import SHAKESPEARE, needs_shakespeare
+from helpers import SHARED_DATA as SHARED
 from stretch import data
-
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-SHAKESPEARE = SHARED / "tinyshakespeare.txt"
-needs_shakespeare = pytest.mark.skipif(not SHAKESPEARE.is_file(),
-                                       reason=f"tiny Shakespeare is not at {SHAKESPEARE} (CI keeps ../shared beside "
-                                              "the clone); these tests never download it")
 
 
 @pytest.fixture(autouse=True)

@@ -1,18 +1,17 @@
 """A short training run lowers the loss, checkpoints, and resumes to exactly the uninterrupted result."""
 from dataclasses import replace
-from pathlib import Path
 
 import pytest
 import torch
 from click.testing import CliRunner
 
+from helpers import SHARED_DATA as SHARED
+from helpers import needs_shakespeare
 from stretch import checkpoint
 from stretch.cli import main
 from stretch.train import evaluate, lr_at, preset, resume, start, train
 
-SHARED = Path(__file__).resolve().parents[2] / "shared" / "datasets"
-pytestmark = pytest.mark.skipif(not (SHARED / "tinyshakespeare.txt").is_file(),
-                                reason=f"tiny Shakespeare is not at {SHARED} (CI keeps ../shared beside the clone)")
+pytestmark = needs_shakespeare
 
 
 
