@@ -8,14 +8,7 @@ from stretch.cli import main
 
 CFG = icl.TaskConfig()
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run far faster on one thread than on two spinning against each other on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def pairs(text: str) -> list[tuple[str, str]]:

@@ -11,15 +11,7 @@ from stretch.sample import Sampler, explain, generate, load_sampler
 
 CHARS = "\n !',.:;?abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run ~100x faster on one thread than on two spinning against each other on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):

@@ -11,17 +11,8 @@ from stretch import checkpoint
 from stretch.cli import main
 from stretch.train import evaluate, lr_at, preset, resume, start, train
 
-pytestmark = needs_shakespeare
+pytestmark = [needs_shakespeare, pytest.mark.usefixtures("one_torch_thread")]
 
-
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """Tiny models run ~100x faster on one thread than on two spinning against each other on a busy machine."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
 
 @pytest.fixture
 def cfg():
