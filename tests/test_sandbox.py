@@ -274,13 +274,14 @@ def test_the_worker_runs_unprivileged_in_a_private_root(tmp_path, protections, n
     """As root, each worker has its own user id, sees no project, no other submission and no gradebook."""
     probe = """
 import os
-_seen = {"uid": os.getuid(), "root": sorted(os.listdir("/")), "project": os.path.exists(%r),
+_seen = {"uid": os.getuid(), "root": sorted(os.listdir("/")), "project": any(map(os.path.exists, %r)),
          "class": os.path.exists(%r), "processes": sorted(p for p in os.listdir("/proc") if p.isdigit())}
 raise RuntimeError(f"seen: {_seen}")
 """
     root = tmp_path / "class"
     needs(protections, "unprivileged-user", "private-root", "own-pid-namespace")
-    klass = Class(root, attack_at_import(probe % (str(REPO), str(root))))
+    grader = [str(REPO / name) for name in ("grader", "solutions", "tests", "exercises", "README.md")]
+    klass = Class(root, attack_at_import(probe % (grader, str(root))))
     rows = klass.grade()
     seen = Class.messages(rows)
     assert "'project': False" in seen and "'class': False" in seen, seen

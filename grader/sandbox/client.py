@@ -81,7 +81,8 @@ class Zygote:
         self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         ours, theirs = socket.socketpair()
         config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())], "scratch": str(self.tmp),
-                  "binds": [str(p) for p in _site_dirs()], "hide": [str(p) for p in self._private_paths()],
+                  "binds": [str(p) for p in _site_dirs()] + [sys.prefix, os.path.dirname(sys.executable)],
+                  "hide": [str(p) for p in self._private_paths()],
                   "student_modules": list(STUDENT_MODULES)}
         env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(self.tmp),
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
