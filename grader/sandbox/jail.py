@@ -180,6 +180,7 @@ class Cgroups:
 
     @staticmethod
     def _make(parent: str, name: str) -> int | None:
+        _sweep(parent)
         try:
             os.mkdir(os.path.join(parent, name))
             return os.open(os.path.join(parent, name), os.O_RDONLY | os.O_DIRECTORY)
@@ -224,6 +225,27 @@ class Cgroups:
         for fd in self.dirs.values():
             try:
                 os.rmdir(worker, dir_fd=fd)
+            except OSError:
+                pass
+
+
+def _sweep(parent: str) -> None:
+    """Remove the empty cgroups of fork servers that are gone (killed before their grader could clean up)."""
+    try:
+        names = [n for n in os.listdir(parent) if n.startswith("gptkit-")]
+    except OSError:
+        return
+    for name in names:
+        pid = name.removeprefix("gptkit-")
+        if pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+            folder = os.path.join(parent, name)
+            for worker in (w for w in os.listdir(folder) if w.startswith("w")):
+                try:
+                    os.rmdir(os.path.join(folder, worker))
+                except OSError:  # still holds a process, or not ours to remove
+                    pass
+            try:
+                os.rmdir(folder)
             except OSError:
                 pass
 
