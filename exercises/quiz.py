@@ -1,7 +1,7 @@
 """Check yourself: eight short questions on the causal mask, parameter counts and Chinchilla.
 
-Replace each ``None`` with your answer: a number (``36``, ``1.5e9``; a
-string such as ``"1,234"`` works too) or a word (``"above"``). Numbers are
+Replace each ``None`` with your answer: a number (``42``, ``2.5e9``; a
+string such as ``"1,234"`` works too) or a word (``"yes"``). Numbers are
 graded with a small relative tolerance, words without regard to case. Work
 them out on paper first, then check with your code.
 

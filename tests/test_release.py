@@ -99,3 +99,16 @@ def test_no_quiz_answer_in_the_release(release_text):
     assert len(answers) >= 3
     found = [a for a in answers if str(a) in release_text or f"{a:,}" in release_text]
     assert not found, f"quiz answers printed in the release: {found}"
+
+
+def test_the_quiz_instructions_use_no_answer_as_an_example():
+    """The stub's instructions show the answer format with examples; none of them may be an answer (every
+    answer counts here, small numbers and words too: the questions themselves offer the word choices)."""
+    instructions = ast.get_docstring(ast.parse((EXERCISES / "quiz.py").read_text()))
+    tree = ast.parse((SOLUTIONS / "quiz.py").read_text())
+    answers = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
+    assert len(answers) == 8
+    forms = {a: {str(a).lower()} if isinstance(a, str) else {str(a), f"{a:,}", f"{a:g}"} for a in answers}
+    found = [a for a, texts in forms.items()
+             if any(re.search(rf"(?<![\w.,]){re.escape(t)}(?![\w.,])", instructions.lower()) for t in texts)]
+    assert not found, f"the quiz stub's instructions give these answers as examples: {found}"
