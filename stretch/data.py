@@ -83,15 +83,24 @@ def shakespeare_path(data_dir: str | Path | None = None) -> Path:
     else:
         path = cache_dir() / meta["filename"]
         if not path.is_file():
-            try:
-                download(meta["url"], path)
-            except OSError as err:
-                raise DataError(
-                    f"could not download {meta['url']} ({err}). Download it by hand and pass "
-                    f"--data-dir or set {ENV_VAR} to its folder."
-                ) from err
+            fetch(meta, path)
+            return path
     verify(path, meta)
     return path
+
+
+def fetch(meta: dict, path: Path) -> None:
+    """Download into the cache and verify; a bad download is removed, so the next run fetches it again."""
+    try:
+        download(meta["url"], path)
+    except OSError as err:
+        raise DataError(f"could not download {meta['url']} ({err}). Download it by hand and pass "
+                        f"--data-dir or set {ENV_VAR} to its folder.") from err
+    try:
+        verify(path, meta)
+    except DataError:
+        path.unlink()
+        raise
 
 
 def python_files() -> list[Path]:

@@ -77,6 +77,7 @@ def test_a_corrupt_download_is_refused(monkeypatch):
     monkeypatch.setattr(data, "download", lambda url, dest: (dest.parent.mkdir(parents=True), dest.write_text("x")))
     with pytest.raises(data.DataError, match="SHA-256"):
         data.shakespeare_path()
+    assert not (data.cache_dir() / "tinyshakespeare.txt").exists(), "a bad download must not stay in the cache"
 
 
 def test_a_failed_download_says_how_to_proceed(monkeypatch):

@@ -20,7 +20,7 @@ from typing import Any
 
 from grader.milestones import STUDENT_MODULES
 
-from . import wire
+from . import jail, wire
 from .wire import ProtocolError
 
 HARNESS = Path(__file__).with_name("harness.py")
@@ -39,8 +39,8 @@ class Limits:
     output_bytes: int = 8 << 20
     cpu_seconds: int = 300
     processes: int = 64
-    submission_seconds: float | None = None  # all of one submission's checks together
     open_files: int = 256
+    submission_seconds: float | None = None  # all of one submission's checks together
 
 
 class StudentError(Exception):
@@ -164,24 +164,14 @@ class Zygote:
             self.proc.wait()
         self._log.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
-        _remove_cgroups(f"gptkit-{self.proc.pid}")
+        for parent in jail.CGROUP_PARENTS:  # this server's cgroups, now that it is gone (and any stale ones)
+            jail.sweep(parent)
 
     def __enter__(self) -> Zygote:
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
-
-
-def _remove_cgroups(name: str) -> None:
-    """The fork server's cgroup folders (v2, or v1's memory and pids), once it has gone: empty ones only."""
-    for parent in (Path("/sys/fs/cgroup"), Path("/sys/fs/cgroup/memory"), Path("/sys/fs/cgroup/pids")):
-        folder = parent / name
-        for worker in [*folder.glob("w*"), folder] if folder.is_dir() else ():
-            try:
-                worker.rmdir()
-            except OSError:
-                pass
 
 
 def _site_dirs() -> list[Path]:

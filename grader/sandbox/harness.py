@@ -406,6 +406,8 @@ def main() -> None:
             reply = reap(request["pid"], request.get("grace", 0.0))
             CGROUPS.remove(NAMES.pop(request["pid"], ""))
             wire.send(control, reply)
+
+
 def reap(pid: int, grace: float) -> dict:
     """Wait up to `grace` seconds for a worker to end by itself, then kill its whole tree."""
     import time

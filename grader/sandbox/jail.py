@@ -36,6 +36,8 @@ PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 DEVICES = ("null", "zero", "full", "random", "urandom")
+CGROUP_ROOT = "/sys/fs/cgroup"
+CGROUP_PARENTS = (CGROUP_ROOT, CGROUP_ROOT + "/memory", CGROUP_ROOT + "/pids")  # v2, then v1's controllers
 WORKER_UID_BASE = 2_000_000  # far above any real account; one id per worker, so RLIMIT_NPROC is per worker
 
 
@@ -167,20 +169,30 @@ class Cgroups:
 
     def __init__(self, name: str):
         self.dirs: dict[str, int] = {}  # "v2" or a v1 controller -> fd of our parent folder
-        v2 = "/sys/fs/cgroup"
-        if os.path.exists(v2 + "/cgroup.controllers"):
-            fd = self._make(v2, name)
+        if os.path.exists(CGROUP_ROOT + "/cgroup.controllers"):
+            fd = self._make(CGROUP_ROOT, name)
             if fd is not None and self._enable_v2(fd):
                 self.dirs["v2"] = fd
         else:
             for controller in ("memory", "pids"):
-                fd = self._make(f"{v2}/{controller}", name)
+                fd = self._make(f"{CGROUP_ROOT}/{controller}", name)
                 if fd is not None:
                     self.dirs[controller] = fd
+        if self.dirs and not self._probe():  # claim no cgroup protection that a worker would not get
+            self.close()
+
+    def _probe(self) -> bool:
+        """Can a process join a worker cgroup with limits set? Tried once in a throwaway child."""
+        pid = os.fork()
+        if pid == 0:
+            os._exit(0 if self.join("probe", 1 << 30, 64) else 1)
+        joined = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        self.remove("probe")
+        return joined
 
     @staticmethod
     def _make(parent: str, name: str) -> int | None:
-        _sweep(parent)
+        sweep(parent)
         try:
             os.mkdir(os.path.join(parent, name))
             return os.open(os.path.join(parent, name), os.O_RDONLY | os.O_DIRECTORY)
@@ -200,20 +212,22 @@ class Cgroups:
         kinds = {"memory", "pids"} if "v2" in self.dirs else set(self.dirs)
         return [f"cgroup-{k}" for k in sorted(kinds)]
 
-    def join(self, worker: str, memory_bytes: int, pids: int) -> None:
-        """Make ``worker``'s cgroup(s) with these limits and move the calling process into them."""
-        limits = {"memory": [("memory.max", memory_bytes), ("memory.swap.max", 0)], "pids": [("pids.max", pids)]}
-        v1_names = {"memory.max": "memory.limit_in_bytes", "memory.swap.max": None}
+    def join(self, worker: str, memory_bytes: int, pids: int) -> bool:
+        """Make ``worker``'s cgroup(s) with these limits and move the calling process in; False if any step failed."""
+        files = {"v2": [("memory.max", memory_bytes), ("pids.max", pids)],
+                 "memory": [("memory.limit_in_bytes", memory_bytes)], "pids": [("pids.max", pids)]}
+        joined = True
         for key, fd in self.dirs.items():
             try:
                 os.mkdir(worker, dir_fd=fd)
-                for file, value in (limits["memory"] + limits["pids"] if key == "v2" else limits[key]):
-                    file = file if key == "v2" else v1_names.get(file, file)
-                    if file:
-                        _write_at(fd, f"{worker}/{file}", str(value), missing_ok=file == "memory.swap.max")
+                for file, value in files[key]:
+                    _write_at(fd, f"{worker}/{file}", str(value))
+                if key == "v2":  # no swapping past the cap, where the kernel has swap accounting
+                    _write_at(fd, f"{worker}/memory.swap.max", "0", missing_ok=True)
                 _write_at(fd, f"{worker}/cgroup.procs", "0")
             except OSError:
-                pass
+                joined = False
+        return joined
 
     def close(self) -> None:
         """In a worker: let go of the folders (their files are root's, but hold nothing needlessly)."""
@@ -229,7 +243,7 @@ class Cgroups:
                 pass
 
 
-def _sweep(parent: str) -> None:
+def sweep(parent: str) -> None:
     """Remove the empty cgroups of fork servers that are gone (killed before their grader could clean up)."""
     try:
         names = [n for n in os.listdir(parent) if n.startswith("gptkit-")]
