@@ -353,7 +353,6 @@ def run_worker(config: dict, sock: socket.socket, out_fd: int, wire, protocol, s
 def start_server(config: dict) -> list[str]:
     """Enter the fork server's sandbox (the order matters: /sys and the real root go away last)."""
     global CGROUPS, OWN_UIDS
-    OWN_UIDS = jail.can_drop_privileges()
     protections = jail.enter_server_namespaces()
     CGROUPS = jail.Cgroups(f"gptkit-{os.getpid()}")
     protections += CGROUPS.protections
@@ -365,6 +364,7 @@ def start_server(config: dict) -> list[str]:
         protections.append("private-root")
     if protections and jail.hide(config["hide"]):
         protections.append("grader-files-hidden")
+    OWN_UIDS = jail.can_drop_privileges([sys.executable, os.__file__, torch.__file__])
     if jail.probe_worker_namespaces(OWN_UIDS):
         protections += ["own-pid-namespace", "own-proc"] + (["locked-mounts"] if not OWN_UIDS else [])
     if OWN_UIDS:

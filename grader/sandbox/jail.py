@@ -96,11 +96,11 @@ def private_root(scratch: str, binds: list[str]) -> bool:
     if not _mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=16m"):
         return False
     try:
+        os.mkdir(new + "/tmp")  # first: binds may lie under /tmp (a clone's .venv, the scratch folder)
+        os.chmod(new + "/tmp", 0o1777)
         for path in _minimal(list(SYSTEM) + binds):
             _bind(path, new + path, readonly=True)
         _dev(new)
-        os.makedirs(new + "/tmp", mode=0o1777)
-        os.chmod(new + "/tmp", 0o1777)
         _bind(scratch, new + scratch, readonly=False, recursive=False)  # not the new root inside it
         _bind("/proc", new + "/proc", readonly=False)
         os.mkdir(new + "/.old")
@@ -315,13 +315,17 @@ def give_to(uid: int, folder: str) -> None:
     os.chmod(folder, 0o700)
 
 
-def can_drop_privileges() -> bool:
-    """Can workers get user ids of their own? Root on the host can; root inside a user namespace may not."""
+def can_drop_privileges(needed: list[str]) -> bool:
+    """Can workers get user ids of their own, and still read ``needed`` (the interpreter's and torch's files)?
+
+    Root on the host can switch ids; root inside a user namespace may not. And without the private root,
+    the interpreter may live where other users cannot go (a 0700 /root): then ids stay as they are.
+    """
     if os.geteuid() != 0:
         return False
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if drop_privileges(WORKER_UID_BASE) else 1)
+        os._exit(0 if drop_privileges(WORKER_UID_BASE) and all(os.access(p, os.R_OK) for p in needed) else 1)
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
