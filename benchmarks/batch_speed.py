@@ -8,7 +8,9 @@ corpus. Timed: `grade batch --workers N` on the folder; a sequential loop of
 nbgrader notebooks (the course from `grade nbgrader`). Each line gives submissions
 per minute and CPU seconds per submission (the process tree's user + system time), and,
 where the grader measured it, how much of that CPU was the grader's own: everything but
-the submissions' code in their workers (which the reports record as worker_cpu_seconds).
+the submissions' code in their workers (which the reports record as worker_cpu_seconds),
+plus the sandbox's set-up inside those workers (forks, namespaces, limits), measured here
+on empty workers and charged to the grader too.
 """
 from __future__ import annotations
 
@@ -85,6 +87,20 @@ def _module(grade_id: str) -> str:
     return f"{MILESTONES[grade_id.removesuffix('-answer')].modules[0]}.py"
 
 
+def sandbox_setup_seconds(n: int = 40) -> float:
+    """The CPU seconds of one empty worker's process tree: the sandbox's own cost, whatever the submission."""
+    from grader.sandbox.client import Limits, Zygote
+
+    with Zygote(Limits()) as zygote, tempfile.TemporaryDirectory() as empty:
+        for i in range(n + 1):
+            if i == 1:  # the first worker pays one-off costs that a batch spreads over all
+                before = zygote.worker_cpu
+            worker = zygote.spawn(Path(empty))
+            worker.request({"op": "import", "modules": []})
+            worker.close()
+        return (zygote.worker_cpu - before) / n
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=50, help="submissions (default 50)")
@@ -109,10 +125,14 @@ def main() -> None:
             course = nbgrader_course(subs, tmp)
             results["nbgrader autograde"] = timed([sys.executable, "-m", "nbgrader", "autograde", "lesson"],
                                                   course, nbgrader_env())
+    from grader.milestones import MILESTONES
+    sandbox = sandbox_setup_seconds() * len(MILESTONES)  # a worker per milestone
     for name, (wall, cpu) in results.items():
-        grader = f"   of which the grader's {(cpu - own[name]) / args.n:5.2f}" if name in own else ""
+        grader = f"   the grader's {(cpu - own[name]) / args.n + sandbox:5.2f}" if name in own else ""
         print(f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission{grader}"
               f"   ({wall:.0f} s wall for {args.n})")
+    print(f"(the grader's: everything but the submissions' own code; of it, {sandbox:.2f} s is the sandbox's "
+          f"set-up, {1000 * sandbox / len(MILESTONES):.0f} ms for each of {len(MILESTONES)} workers)")
     base = results["grade batch"][0]
     for name, (wall, _) in results.items():
         if name != "grade batch":

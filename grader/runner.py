@@ -28,7 +28,9 @@ PUBLIC = Path(__file__).with_name("public")   # the public checks, the only ones
 HIDDEN_AVAILABLE = (SUITES / MILESTONES["m1"].suite).is_file()
 # Built-in plugins the suites do not need; some (unraisableexception) cost a gc.collect per test.
 UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "faulthandler", "warnings",
-                  "doctest", "junitxml", "pastebin", "legacypath", "debugging", "logging", "capture")
+                  "doctest", "junitxml", "pastebin", "legacypath", "debugging", "logging", "capture",
+                  "terminal", "unittest", "skipping", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan",
+                  "stepwise", "subtests", "terminalprogress")
 EXPLAINED = (AssertionError, StudentError, WorkerCrash, ImportFailure, MissingName)
 
 
@@ -59,9 +61,7 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
         context.ends = started + limits.submission_seconds
     args = [str(suites / MILESTONES[m].suite) for m in milestones] + [
         "-c", str(SUITES / "pytest.ini"), "--rootdir", str(suites), "--noconftest",
-        "--import-mode=importlib", "--assert=plain", "-q",
-        "--tb=native",  # pytest's own failure report re-parses each frame's source: 60 ms a failed check
-        *(f"-pno:{p}" for p in UNUSED_PLUGINS)]
+        "--import-mode=importlib", "--assert=plain", *(f"-pno:{p}" for p in UNUSED_PLUGINS)]
     if {"m3", "lesson"} & set(milestones):
         # The reference's optimiser loads torch._dynamo on first use; load it now, while the
         # worker is still starting, rather than in the middle of a check.
@@ -137,6 +137,16 @@ class Collector:
 
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
         self._cases.update((str(i.path), i.originalname) for i in items)
+
+    @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
+    def pytest_runtest_makereport_explained(self, item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport | None:
+        """A failure that the grader explains needs no traceback: pytest's own report of one
+        re-reads and re-parses every frame's source, which costs more than most checks."""
+        if call.excinfo is None or not isinstance(call.excinfo.value, (*EXPLAINED, pytest.fail.Exception)):
+            return None  # passed, skipped, or the grader's own error: pytest reports it in full
+        return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
+                                 f"{call.excinfo.typename}: {call.excinfo.value}", call.when, [],
+                                 call.duration, call.start, call.stop)
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):

@@ -6,14 +6,16 @@ code returned in the worker.
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any, NoReturn
+import hashlib
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, NoReturn, TypeVar
 
 import torch
 
 from grader.sandbox.client import Remote, StudentError
 from grader.sandbox.protocol import TensorInfo
 
+T = TypeVar("T")
 BTC = ("batch", "position", "channel")
 BTV = ("batch", "position", "token id")
 
@@ -22,6 +24,30 @@ def seed(value: int) -> None:
     """``torch.manual_seed`` for the CPU alone: the same draws, without the 3 ms that seeding the
     absent accelerators (CUDA, XPU, MTIA) costs on every call while they are uninitialised."""
     torch.default_generator.manual_seed(value)
+
+
+_REMEMBERED: dict[Hashable, Any] = {}
+
+
+def remembered(key: Hashable, compute: Callable[[], T]) -> T:
+    """``compute()``, worked out once per grading process for each ``key``.
+
+    For the reference's answers that do not depend on the submission: a batch grades hundreds
+    in one process, and this module, unlike the suites, is not re-imported for each. The key
+    must name everything the answer depends on, and callers must not modify what comes back.
+    """
+    if key not in _REMEMBERED:
+        _REMEMBERED[key] = compute()
+    return _REMEMBERED[key]
+
+
+def fingerprint(*tensors: torch.Tensor) -> str:
+    """A digest of the tensors' shapes, dtypes and values: a key for ``remembered``."""
+    digest = hashlib.blake2b(digest_size=16)
+    for t in tensors:
+        digest.update(f"{tuple(t.shape)} {t.dtype};".encode())
+        digest.update(t.detach().contiguous().numpy().tobytes())
+    return digest.hexdigest()
 
 
 def fail(message: str) -> NoReturn:

@@ -17,9 +17,11 @@ LESSON_TOKENS = [5, 12, 3, 42, 2, 38, 35, 35]
 
 def lesson_data(ref, config, seed: int, B: int = 8) -> torch.Tensor:
     """The data the lesson draws right after building the model: replay the generator here."""
-    checks.seed(seed)
-    ref.m2_model.TinyGPT(*config)
-    return torch.randint(0, config[0], (B, config[4]))
+    def draw() -> torch.Tensor:
+        checks.seed(seed)
+        ref.m2_model.TinyGPT(*config)
+        return torch.randint(0, config[0], (B, config[4]))
+    return checks.remembered(("lesson data", config, seed, B), draw)
 
 
 @pytest.mark.points(3)
@@ -45,6 +47,13 @@ def test_lesson_generation(lesson):
     checks.equal(got[0].tolist(), LESSON_TOKENS, "the generated sequence")
 
 
+def reference_pipeline(ref, config, seed: int, data: torch.Tensor, start: torch.Tensor):
+    """The reference's losses and tokens for test_pipeline_matches_reference."""
+    checks.seed(seed)
+    reference = ref.m2_model.TinyGPT(*config)
+    return ref.m3_train.train(reference, data, steps=8, lr=3e-3), ref.m4_generate.generate(reference, start, 12)
+
+
 @pytest.mark.points(4)
 @pytest.mark.parametrize("seed,config", [(7, (37, 32, 4, 2, 10)), (123, (50, 64, 4, 2, 8))],
                          ids=["seed7-37-32-4-2-10", "seed123-lesson-size"])
@@ -56,10 +65,8 @@ def test_pipeline_matches_reference(lesson, ref, seed, config):
     start = data[:2, :3]
     tokens = lesson.call("generate", model, start, 12, module="m4_generate")
 
-    checks.seed(seed)
-    reference = ref.m2_model.TinyGPT(*config)
-    want_losses = ref.m3_train.train(reference, data, steps=8, lr=3e-3)
-    want_tokens = ref.m4_generate.generate(reference, start, 12)
+    want_losses, want_tokens = checks.remembered(("lesson pipeline", seed, config),
+                                                 lambda: reference_pipeline(ref, config, seed, data, start))
     if not isinstance(losses, list) or len(losses) != 8:
         checks.fail(f"train should return 8 losses, not {checks.describe(losses)}")
     checks.close(torch.tensor([float(x) for x in losses]), torch.tensor(want_losses), "the losses", ("step",),

@@ -35,6 +35,11 @@ BLOCK_BUGS = [
 
 def module_count(ref, vocab: int, d: int, heads: int, layers: int, max_T: int, tied: bool) -> int:
     """The parameters of the reference TinyGPT itself (a tied head counted once)."""
+    return checks.remembered(("module_count", vocab, d, heads, layers, max_T, tied),
+                             lambda: count_modules(ref, vocab, d, heads, layers, max_T, tied))
+
+
+def count_modules(ref, vocab: int, d: int, heads: int, layers: int, max_T: int, tied: bool) -> int:
     with torch.device("meta"):
         model = ref.m2_model.TinyGPT(vocab, d, heads, layers, max_T)
     if tied:
@@ -95,12 +100,23 @@ configs = st.tuples(st.integers(1, 300), st.integers(1, 4), st.integers(1, 12), 
                     st.integers(1, 64), st.booleans())
 
 
+def explore(check):
+    """``check`` on 60 configurations; the first that fails is shrunk to the simplest one that still does."""
+    return settings(max_examples=60, derandomize=True, database=None, deadline=None, report_multiple_bugs=False,
+                    phases=(Phase.explicit, Phase.generate, Phase.shrink),
+                    suppress_health_check=list(HealthCheck))(given(configs)(check))
+
+
+def drawn_configs() -> list[tuple]:
+    """The configurations ``explore`` tries on a check that passes: derandomized, always the same."""
+    drawn = []
+    explore(lambda config: drawn.append(config))()
+    return drawn
+
+
 @pytest.mark.points(4)
 def test_formula_matches_the_modules(scaling, ref):
     """gpt_parameter_count equals the parameters of a real TinyGPT, tied or not, for 60 random configurations"""
-    @settings(max_examples=60, derandomize=True, database=None, deadline=None, report_multiple_bugs=False,
-              phases=(Phase.explicit, Phase.generate, Phase.shrink), suppress_health_check=list(HealthCheck))
-    @given(configs)
     def check(config):
         vocab, heads, width, layers, max_T, tied = config
         d = heads * width
@@ -110,7 +126,13 @@ def test_formula_matches_the_modules(scaling, ref):
             checks.fail(f"gpt_parameter_count({vocab}, {d}, {layers}, {max_T}, tied={tied}) is {got:,}, but "
                         f"TinyGPT({vocab}, {d}, {heads}, {layers}, {max_T}){' with a tied head' if tied else ''} "
                         f"has {want:,} parameters: {explain_count(got, vocab, d, layers, max_T, tied)}")
-    check()
+    # Hypothesis itself costs more than the check; it is only needed to shrink a failure.
+    try:
+        for config in checks.remembered("scaling configs", drawn_configs):
+            check(config)
+    except AssertionError:
+        explore(check)()
+        raise  # hypothesis found no failure this time (a flaky submission): report the first one
 
 
 # ---------------------------------------------------------------- the GPT-2 family
