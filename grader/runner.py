@@ -72,7 +72,7 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
             code = pytest.main(args, plugins=[fixtures, collector])
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not collector.results:
             raise GraderError(f"the hidden suites did not run (pytest exit code {int(code)}):\n"
-                              + log.getvalue()[-3000:])
+                              + "\n".join([*collector.errors, log.getvalue()])[-3000:])
         report = Report(str(submission), collector.results, zygote.protections, public=public)
     finally:
         context.close()
@@ -130,6 +130,11 @@ class Collector:
     def __init__(self) -> None:
         self._by_id: dict[str, CheckResult] = {}
         self._cases: Counter[tuple[str, str]] = Counter()
+        self.errors: list[str] = []  # why a suite could not be collected (pytest's terminal report is off)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.errors.append(f"{report.nodeid}: {report.longreprtext}")
 
     @property
     def results(self) -> list[CheckResult]:

@@ -1,8 +1,12 @@
 """The command line as a user meets it: usage errors and output formats (notebooks: test_notebooks.py)."""
 import json
+import shutil
+import subprocess
+import sys
 
 import pytest
 
+from helpers import REPO, SOLUTIONS
 from helpers import cli as run
 
 
@@ -40,3 +44,21 @@ def test_gradescope_results_schema(tmp_path):
         assert {"name", "score", "max_score", "output", "visibility", "tags"} <= test.keys()
         assert test["tags"] == ["m4"] and test["score"] == test["max_score"] > 0
     assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
+
+
+def test_a_suite_that_cannot_be_collected_is_named(tmp_path):
+    """A broken hidden suite stops the grading with a message naming the file and the error, not a bare exit code"""
+    suites = tmp_path / "suites"
+    shutil.copytree(REPO / "grader" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
+    (suites / "test_m1_attention.py").write_text("def broken(:\n")
+    script = f"""
+from pathlib import Path
+import grader.runner as runner
+runner.SUITES = Path({str(suites)!r})
+try:
+    runner.grade(Path({str(SOLUTIONS)!r}), ["m1"])
+except runner.GraderError as e:
+    print(e)
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300).stdout
+    assert "the hidden suites did not run" in out and "test_m1_attention.py" in out and "SyntaxError" in out, out
