@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from grader.milestones import MILESTONES
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
@@ -83,7 +85,6 @@ def nbgrader_env() -> dict:
 
 
 def _module(grade_id: str) -> str:
-    from grader.milestones import MILESTONES
     return f"{MILESTONES[grade_id.removesuffix('-answer')].modules[0]}.py"
 
 
@@ -125,7 +126,6 @@ def main() -> None:
             course = nbgrader_course(subs, tmp)
             results["nbgrader autograde"] = timed([sys.executable, "-m", "nbgrader", "autograde", "lesson"],
                                                   course, nbgrader_env())
-    from grader.milestones import MILESTONES
     sandbox = sandbox_setup_seconds() * len(MILESTONES)  # a worker per milestone
     for name, (wall, cpu) in results.items():
         grader = f"   the grader's {(cpu - own[name]) / args.n + sandbox:5.2f}" if name in own else ""
