@@ -10,7 +10,8 @@ per minute and CPU seconds per submission (the process tree's user + system time
 where the grader measured it, how much of that CPU was the grader's own: everything but
 the submissions' code in their workers (which the reports record as worker_cpu_seconds),
 plus the sandbox's set-up inside those workers (forks, namespaces, limits), measured here
-on empty workers and charged to the grader too.
+on empty workers and charged to the grader too, once for every worker the reports say
+was started (one per group of milestones that trust the same files, more after a crash).
 """
 from __future__ import annotations
 
@@ -115,24 +116,26 @@ def main() -> None:
                                          "--workers", str(args.workers)], ROOT)}
         with sqlite3.connect(tmp / "class" / "grades.sqlite") as db:
             own = {"grade batch": db.execute("SELECT SUM(worker_cpu) FROM submissions").fetchone()[0]}
-        wall = cpu = own["grade check loop"] = 0.0
+        wall = cpu = own["grade check loop"] = workers = 0.0
         for sub in subs:
             out = tmp / f"{sub.name}.json"
             w, c = timed([sys.executable, "-m", "grader", "check", str(sub), "--format", "json", "-o", str(out)], ROOT)
             wall, cpu = wall + w, cpu + c
-            own["grade check loop"] += json.loads(out.read_text())["worker_cpu_seconds"]
+            report = json.loads(out.read_text())
+            own["grade check loop"] += report["worker_cpu_seconds"]
+            workers += report["workers"] / args.n  # the same submissions start as many in the batch
         results["grade check loop"] = (wall, cpu)
         if not args.skip_nbgrader:
             course = nbgrader_course(subs, tmp)
             results["nbgrader autograde"] = timed([sys.executable, "-m", "nbgrader", "autograde", "lesson"],
                                                   course, nbgrader_env())
-    sandbox = sandbox_setup_seconds() * len(MILESTONES)  # a worker per milestone
+    sandbox = sandbox_setup_seconds() * workers
     for name, (wall, cpu) in results.items():
         grader = f"   the grader's {(cpu - own[name]) / args.n + sandbox:5.2f}" if name in own else ""
         print(f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission{grader}"
               f"   ({wall:.0f} s wall for {args.n})")
     print(f"(the grader's: everything but the submissions' own code; of it, {sandbox:.2f} s is the sandbox's "
-          f"set-up, {1000 * sandbox / len(MILESTONES):.0f} ms for each of {len(MILESTONES)} workers)")
+          f"set-up, {1000 * sandbox / workers:.0f} ms for each of {workers:.2f} workers per submission)")
     base = results["grade batch"][0]
     for name, (wall, _) in results.items():
         if name != "grade batch":

@@ -28,6 +28,7 @@ class Report:
     seconds: float = 0.0
     public: bool = False  # only the public checks ran (a student release, or --public)
     worker_cpu_seconds: float = 0.0  # the submission's own code, in its workers (0 where not measured)
+    workers: int = 0  # worker processes started for it (one per group of milestones, more after crashes)
 
     @property
     def milestones(self) -> list[str]:
@@ -49,7 +50,7 @@ class Report:
         return {
             "submission": self.submission, "grader_version": __version__,
             "score": score, "max_score": max_score, "seconds": round(self.seconds, 2),
-            "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
+            "worker_cpu_seconds": round(self.worker_cpu_seconds, 3), "workers": self.workers,
             "checks": "public" if self.public else "all",
             "protections": self.protections,
             "milestones": [{"id": m, "title": MILESTONES[m].title,

@@ -54,7 +54,7 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
 
     own = zygote is None
     zygote = zygote or Zygote(limits)  # torch loads there while this process loads it too
-    cpu_before = zygote.worker_cpu
+    cpu_before, spawned_before = zygote.worker_cpu, zygote.spawned
     collector = Collector()
     context = fixtures.CONTEXT = fixtures.GradingContext(zygote, submission.resolve(), limits)
     if limits.submission_seconds:
@@ -81,6 +81,7 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
             zygote.close()
     report.seconds = time.monotonic() - started
     report.worker_cpu_seconds = zygote.worker_cpu - cpu_before  # read once every worker is reaped
+    report.workers = zygote.spawned - spawned_before
     return report
 
 

@@ -5,6 +5,7 @@ result is committed as soon as it arrives, so nothing graded is ever lost.
 """
 from __future__ import annotations
 
+import gc
 import multiprocessing
 import multiprocessing.util
 import threading
@@ -32,6 +33,7 @@ def grade_one(path: str, milestones: list[str], limits: Limits) -> dict:
     with _one_at_a_time:
         try:
             if _zygote is None:
+                gc.freeze()  # what the fork server preloaded (torch): this process's collections skip it
                 _zygote = Zygote(limits)
                 multiprocessing.util.Finalize(None, _zygote.close, exitpriority=10)  # atexit does not run here
             with unpacked(Path(path)) as inner, prepared(inner) as folder:

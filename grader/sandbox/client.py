@@ -77,7 +77,7 @@ class Zygote:
         self.tmp = Path(tempfile.mkdtemp(prefix="gptkit-"))
         self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
         self._workers: list[Worker] = []
-        self._count = 0
+        self.spawned = 0  # workers started so far
         self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         ours, theirs = socket.socketpair()
         config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())], "scratch": str(self.tmp),
@@ -130,11 +130,11 @@ class Zygote:
     def spawn(self, submission: Path) -> Worker:
         """A fresh worker whose working directory is a private copy of the submission."""
         self.hello()
-        self._count += 1
-        copy = self.tmp / f"sub{self._count}"
+        self.spawned += 1
+        copy = self.tmp / f"sub{self.spawned}"
         copy_submission(submission, copy)
         ours, theirs = socket.socketpair()
-        out_path = self.tmp / f"out{self._count}.txt"
+        out_path = self.tmp / f"out{self.spawned}.txt"
         out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         limits = {name: getattr(self.limits, name) for name in
                   ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files")}
@@ -211,6 +211,7 @@ class Worker:
         self.alive = True
         self.deadline: float | None = None  # the current test's time budget, set by its session
         self.hung = False
+        self.cpu = 0.0  # the CPU seconds the worker says it has used (it could lie, but only to its own harm)
 
     def request(self, header: dict, args: list = (), kwargs: dict | None = None) -> Any:
         from . import protocol  # torch: imported only once a worker is used
@@ -227,6 +228,7 @@ class Worker:
         try:
             wire.send(self.sock, header, blobs)
             reply, rblobs = wire.recv(self.sock, deadline=time.monotonic() + timeout)
+            self.cpu = reply["cpu"] if isinstance(reply.get("cpu"), (int, float)) else self.cpu
             if "error" in reply:
                 err = reply["error"]
                 raise StudentError(str(err.get("type")), str(err.get("message")),

@@ -1,8 +1,11 @@
 """One milestone's view of a submission: a worker with that milestone's file imported.
 
-A crash or a time-out costs the current test only: the next use starts a fresh
-worker. An import that fails is remembered, so every test of the milestone
-reports the same clear message without retrying.
+Milestones that see the submission the same way (the same earlier files replaced by
+the grader's trusted ones, usually none) share one worker: a fresh sandbox per
+milestone costs more CPU than most milestones' checks. A crash or a time-out costs
+the current test only: the next use starts a fresh worker, and a hang counts against
+the milestone whose test hung. An import that fails is remembered, so every test of
+the milestone reports the same clear message without retrying.
 """
 from __future__ import annotations
 
@@ -15,42 +18,82 @@ from grader.reference import SOLUTIONS
 from .client import Remote, StudentError, Worker, WorkerCrash, Zygote
 
 MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail at once
+# A shared worker that has used this share of its CPU limit is replaced before the next milestone,
+# so each milestone starts with (nearly) the whole limit, as with a worker of its own.
+RETIRE_AT_CPU_SHARE = 0.1
+
+
+class SharedWorker:
+    """The worker of the milestones that trust the same earlier files, started on first use."""
+
+    def __init__(self, zygote: Zygote, submission: Path, trusted: tuple[str, ...]):
+        self.zygote, self.submission, self.trusted = zygote, submission, trusted
+        self.worker: Worker | None = None
+        self.imported: set[int] = set()  # ids of the sessions whose modules this worker has imported
+        self.user: Session | None = None  # the session whose test used it last: a hang counts against it
+
+    def for_session(self, session: Session) -> tuple[Worker, bool]:
+        """The live worker (a fresh one if it died or has used up much of its CPU), and whether
+        ``session``'s modules still need importing in it."""
+        worker = self.worker
+        if worker is not None and not worker.alive:
+            if worker.hung and self.user is not None:
+                self.user.hangs += 1
+            worker = None
+        elif worker is not None and self.user is not session and \
+                worker.cpu > RETIRE_AT_CPU_SHARE * self.zygote.limits.cpu_seconds:
+            worker.close()
+            worker = None
+        if worker is None:
+            self.imported.clear()
+        self.worker, self.user = worker, session
+        return worker, id(session) not in self.imported
+
+    def start(self, modules: tuple[str, ...], session: Session) -> Worker:
+        """Start a worker if there is none, then import ``modules`` in it (the trusted files first)."""
+        fresh = self.worker is None
+        if fresh:
+            self.worker = self.zygote.spawn(self.submission)
+            self.worker.deadline = session.deadline
+        trusted = {name: source for name in self.trusted if (source := trusted_source(name)) is not None}
+        self.worker.request({"op": "import", "modules": list(modules), "trusted": trusted if fresh else {}})
+        self.imported.add(id(session))
+        return self.worker
+
+    def close(self) -> None:
+        if self.worker is not None:
+            self.worker.close()
+            self.worker = None
 
 
 class Session:
-    def __init__(self, zygote: Zygote, submission: Path, modules: tuple[str, ...],
-                 trusted: tuple[str, ...] = ()):
-        self.zygote, self.submission = zygote, submission
-        self.modules, self.trusted = modules, trusted
+    def __init__(self, shared: SharedWorker, modules: tuple[str, ...]):
+        self.shared, self.modules = shared, modules
         self.module = modules[0]
-        self._worker: Worker | None = None
         self._import_failure: Exception | None = None
         self.deadline: float | None = None
         self.hangs = 0
 
     def start_test(self, seconds: float) -> None:
         self.deadline = time.monotonic() + seconds
-        if self._worker is not None:
-            self._worker.deadline = self.deadline
+        if self.shared.worker is not None:
+            self.shared.worker.deadline = self.deadline
 
     def worker(self) -> Worker:
         if self._import_failure is not None:  # a fresh exception each time: no growing traceback
             raise ImportFailure(*self._import_failure.args)
-        if self._worker is not None and not self._worker.alive:
-            self.hangs += self._worker.hung
-            self._worker = None
+        worker, needs_import = self.shared.for_session(self)
         if self.hangs >= MAX_HANGS:
             raise WorkerCrash(f"not run: your code already hung {self.hangs} times in this milestone")
-        if self._worker is None:
-            self._worker = self.zygote.spawn(self.submission)
-            self._worker.deadline = self.deadline
+        if worker is not None:
+            worker.deadline = self.deadline
+        if needs_import:
             try:
-                trusted = {name: source for name in self.trusted if (source := trusted_source(name)) is not None}
-                self._worker.request({"op": "import", "modules": list(self.modules), "trusted": trusted})
+                worker = self.shared.start(self.modules, self)
             except (StudentError, WorkerCrash) as e:
                 self._import_failure = ImportFailure(self._explain_import(e))
                 raise self._import_failure from None
-        return self._worker
+        return worker
 
     def _explain_import(self, e: Exception) -> str:
         if isinstance(e, StudentError) and e.type == "ModuleNotFoundError":
@@ -94,10 +137,6 @@ class Session:
         """The grader's trusted stand-in language model, built inside the worker."""
         return self.worker().request({"op": "standin", "vocab_size": vocab_size, "d": d,
                                       "max_T": max_T, "seed": seed, "tied": tied, "keep": True})
-
-    def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
 
 
 def trusted_source(module: str) -> str | None:

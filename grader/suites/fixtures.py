@@ -14,7 +14,7 @@ import pytest
 from grader.milestones import MILESTONES
 from grader.reference import Reference, load_reference
 from grader.sandbox.client import Limits, Zygote
-from grader.sandbox.session import Session
+from grader.sandbox.session import Session, SharedWorker
 
 
 @dataclass
@@ -23,20 +23,23 @@ class GradingContext:
     submission: Path
     limits: Limits
     sessions: dict[str, Session] = field(default_factory=dict)
+    workers: dict[tuple[str, ...], SharedWorker] = field(default_factory=dict)  # by the files they trust
     deadline: float = 0.0
     ends: float = float("inf")  # the whole submission's time limit, when there is one
 
     def session(self, milestone: str) -> Session:
         if milestone not in self.sessions:
             m = MILESTONES[milestone]
-            self.sessions[milestone] = Session(self.zygote, self.submission, m.modules, m.trusted)
+            if m.trusted not in self.workers:
+                self.workers[m.trusted] = SharedWorker(self.zygote, self.submission, m.trusted)
+            self.sessions[milestone] = Session(self.workers[m.trusted], m.modules)
         session = self.sessions[milestone]
         session.start_test(self.deadline - time.monotonic())
         return session
 
     def close(self) -> None:
-        for session in self.sessions.values():
-            session.close()
+        for worker in self.workers.values():
+            worker.close()
 
 
 CONTEXT: GradingContext | None = None

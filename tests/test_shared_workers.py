@@ -1,0 +1,80 @@
+"""Milestones that trust the same earlier files share one worker (grader/sandbox/session.py).
+
+What sharing must keep: a crash or a hang still costs only the check that caused it
+(tests/test_attacks.py grades those with the other milestones intact), a hang counts
+against the milestone whose check hung, and a worker that has used much of its CPU
+limit is not handed to the next milestone.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from grader.milestones import MILESTONES
+from grader.runner import grade
+from grader.sandbox.client import Limits
+from grader.sandbox.session import RETIRE_AT_CPU_SHARE, Session, SharedWorker
+from helpers import SOLUTIONS
+
+
+class FakeWorker:
+    def __init__(self) -> None:
+        self.alive, self.hung, self.cpu, self.deadline = True, False, 0.0, None
+        self.requests: list[dict] = []
+
+    def request(self, header: dict, *_args) -> None:
+        self.requests.append(header)
+
+    def close(self) -> None:
+        self.alive = False
+
+
+class FakeZygote:
+    limits = Limits(cpu_seconds=100)
+
+    def __init__(self) -> None:
+        self.started: list[FakeWorker] = []
+
+    def spawn(self, _submission: Path) -> FakeWorker:
+        self.started.append(FakeWorker())
+        return self.started[-1]
+
+
+@pytest.fixture
+def shared() -> SharedWorker:
+    return SharedWorker(FakeZygote(), Path("."), trusted=())
+
+
+def test_the_reference_needs_one_worker_per_set_of_trusted_files():
+    report = grade(SOLUTIONS, list(MILESTONES))
+    groups = {m.trusted for m in MILESTONES.values()}
+    assert report.workers == len(groups), f"{report.workers} workers started for {len(groups)} groups"
+    assert all(c.passed for c in report.checks), "the reference lost points with shared workers"
+
+
+def test_each_milestone_imports_its_own_files_once(shared):
+    m1, m3 = Session(shared, ("m1_attention",)), Session(shared, ("m3_train",))
+    assert m1.worker() is m3.worker() is m1.worker(), "milestones with the same trusted files got separate workers"
+    imports = [r["modules"] for r in shared.zygote.started[0].requests if r["op"] == "import"]
+    assert imports == [["m1_attention"], ["m3_train"]], f"imports sent: {imports}"
+
+
+def test_a_hang_counts_against_the_milestone_that_hung(shared):
+    m1, m3 = Session(shared, ("m1_attention",)), Session(shared, ("m3_train",))
+    worker = m1.worker()
+    worker.alive, worker.hung = False, True  # what Worker.request does on a time-out
+    fresh = m3.worker()
+    assert fresh is not worker, "a dead worker was handed out again"
+    assert (m1.hangs, m3.hangs) == (1, 0), "the hang was counted against the wrong milestone"
+
+
+@pytest.mark.parametrize("share, replaced", [(RETIRE_AT_CPU_SHARE / 2, False), (RETIRE_AT_CPU_SHARE * 2, True)])
+def test_a_worker_that_used_much_cpu_is_retired_before_the_next_milestone(shared, share, replaced):
+    m1, m3 = Session(shared, ("m1_attention",)), Session(shared, ("m3_train",))
+    worker = m1.worker()
+    worker.cpu = share * shared.zygote.limits.cpu_seconds
+    assert m1.worker() is worker, "a milestone lost its worker between two of its own checks"
+    assert (m3.worker() is not worker) == replaced, f"at {share:.0%} of the CPU limit, replaced should be {replaced}"
+    assert worker.alive != replaced, "the retired worker was left running"
+
