@@ -7,13 +7,14 @@ limit is not handed to the next milestone.
 """
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from grader.milestones import MILESTONES
 from grader.runner import grade
-from grader.sandbox.client import Limits
+from grader.sandbox.client import Limits, Zygote
 from grader.sandbox.session import RETIRE_AT_CPU_SHARE, Session, SharedWorker
 from helpers import SOLUTIONS
 
@@ -78,3 +79,26 @@ def test_a_worker_that_used_much_cpu_is_retired_before_the_next_milestone(shared
     assert (m3.worker() is not worker) == replaced, f"at {share:.0%} of the CPU limit, replaced should be {replaced}"
     assert worker.alive != replaced, "the retired worker was left running"
 
+
+# ------------------------------------------------------------------ one fork server for a batch (clones.py)
+
+@pytest.fixture
+def batch_server():
+    server = Zygote(Limits(), clients=2)
+    yield server
+    server.close()
+
+
+def test_each_grading_process_gets_a_copy_of_the_batch_server(batch_server):
+    with ThreadPoolExecutor(2) as pool:  # each attach waits until both have connected
+        copies = list(pool.map(lambda _: Zygote.attach(batch_server.address), range(2)))
+    assert not Path(batch_server.address).exists(), "the server's socket outlived the wait: a worker could reach it"
+    with pytest.raises(OSError):
+        Zygote.attach(batch_server.address)
+    for copy in copies:
+        worker = copy.spawn(SOLUTIONS)
+        assert worker.request({"op": "import", "modules": ["m1_attention"]}) is None
+        copy.close()
+        assert copy.worker_cpu > 0, "a copy's workers were not reaped and counted"
+    batch_server.close()
+    assert batch_server.proc.returncode == 0, "the batch's server did not end cleanly once its copies had"

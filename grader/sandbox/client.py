@@ -70,30 +70,61 @@ class GraderError(Exception):
 # ------------------------------------------------------------------ fork server
 
 class Zygote:
-    """A ``python -I -S`` fork server with torch preloaded, in its own namespaces."""
+    """A ``python -I -S`` fork server with torch preloaded, in its own namespaces.
 
-    def __init__(self, limits: Limits = Limits()):
-        self.limits = limits
-        self.tmp = Path(tempfile.mkdtemp(prefix="gptkit-"))
+    With ``clients``, it is a batch's server: up to that many grading processes each get a copy
+    of it through ``Zygote.attach(zygote.address)`` (see ``clones.py``).
+    """
+
+    def __init__(self, limits: Limits = Limits(), clients: int = 0):
+        self._start(limits, Path(tempfile.mkdtemp(prefix="gptkit-")), prefix="")
         self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
-        self._workers: list[Worker] = []
-        self.spawned = 0  # workers started so far
-        self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         ours, theirs = socket.socketpair()
+        passed, self.address = [theirs], None
         config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())], "scratch": str(self.tmp),
                   "binds": [str(p) for p in _site_dirs()] + [sys.prefix, os.path.dirname(sys.executable)],
                   "hide": [str(p) for p in self._private_paths()],
                   "student_modules": list(STUDENT_MODULES)}
+        if clients:
+            listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.address = str(self.tmp / "server.sock")
+            listener.bind(self.address)
+            os.chmod(self.address, 0o600)
+            listener.listen(clients)
+            passed.append(listener)
+            config.update(listen_fd=listener.fileno(), listen_path=self.address, clients=clients)
         env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(self.tmp),
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
         self._log = open(self.tmp / "zygote.log", "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", str(HARNESS), json.dumps(config)],
-            pass_fds=[theirs.fileno()], stdin=subprocess.DEVNULL, stdout=self._log,
+            pass_fds=[s.fileno() for s in passed], stdin=subprocess.DEVNULL, stdout=self._log,
             stderr=self._log, env=env, cwd=self.tmp, start_new_session=True)
-        theirs.close()
+        for s in passed:
+            s.close()
         self.control = ours
+
+    def _start(self, limits: Limits, tmp: Path, prefix: str) -> None:
+        self.limits, self.tmp, self.prefix = limits, tmp, prefix
+        self._workers: list[Worker] = []
+        self.spawned = 0  # workers started so far
+        self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         self._hello: dict | None = None
+        self.proc: subprocess.Popen | None = None
+
+    @classmethod
+    def attach(cls, address: str, limits: Limits = Limits()) -> Zygote:
+        """This process's copy of a batch's server; OSError if it no longer takes new clients."""
+        zygote = cls.__new__(cls)
+        zygote._start(limits, Path(address).parent, prefix=f"p{os.getpid()}.{id(zygote)}-")
+        zygote.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            zygote.control.connect(address)
+            zygote.hello()  # the copy says hello once every grading process has connected
+        except (OSError, GraderError) as e:
+            zygote.control.close()
+            raise OSError(f"the batch's fork server did not answer: {e}") from None
+        return zygote
 
     # The worker gets site-packages through a folder of links that leaves out this project.
     def _site_view(self) -> Path:
@@ -131,10 +162,10 @@ class Zygote:
         """A fresh worker whose working directory is a private copy of the submission."""
         self.hello()
         self.spawned += 1
-        copy = self.tmp / f"sub{self.spawned}"
+        copy = self.tmp / f"{self.prefix}sub{self.spawned}"
         copy_submission(submission, copy)
         ours, theirs = socket.socketpair()
-        out_path = self.tmp / f"out{self.spawned}.txt"
+        out_path = self.tmp / f"{self.prefix}out{self.spawned}.txt"
         out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         limits = {name: getattr(self.limits, name) for name in
                   ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files")}
@@ -157,6 +188,8 @@ class Zygote:
         for worker in self._workers:
             worker.close()
         self.control.close()
+        if self.proc is None:
+            return  # a copy of a batch's server: ending that server is its owner's job
         try:
             self.proc.wait(timeout=5)
         except subprocess.TimeoutExpired:

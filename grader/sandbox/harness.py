@@ -382,7 +382,7 @@ def main() -> None:
     control = socket.socket(fileno=config["control_fd"])
     sys.path[:] = [p for p in sys.path if p] + config["sys_path"]
     wire, protocol, standin, jail = _load("wire"), _load("protocol"), _load("standin"), _load("jail")
-    hugepages = _load("hugepages")  # now: the grader's files are out of sight once the sandbox is up
+    hugepages, clones = _load("hugepages"), _load("clones")  # now: the grader's files vanish in the sandbox
     jail.die_with_parent()
     protections = start_server(config)
     import torch
@@ -390,8 +390,12 @@ def main() -> None:
     gc.collect()
     gc.freeze()  # a worker's collections then skip torch's objects, whose pages it would otherwise copy
     huge = hugepages.collapse()  # after the last big allocation: forks then copy far fewer page tables
-    wire.send(control, {"ready": True, "protections": protections, "torch": torch.__version__,
-                        "huge_pages_mib": huge >> 20})
+    hello = {"ready": True, "protections": protections, "torch": torch.__version__, "huge_pages_mib": huge >> 20}
+    if "listen_fd" in config:  # a batch's server: serve each grading process from a copy of this one
+        control = clones.serve_each_client(control, socket.socket(fileno=config["listen_fd"]), config["clients"],
+                                           config["listen_path"], hello, wire)
+    else:
+        wire.send(control, hello)
     count = 0
     while True:
         try:
@@ -401,7 +405,8 @@ def main() -> None:
         if request["op"] == "spawn":
             _, fds, _, _ = socket.recv_fds(control, 1, 2)
             count += 1
-            request.update(name=f"w{count}", uid=jail.WORKER_UID_BASE + (os.getpid() % 1000) * 1000 + count % 1000)
+            uid = jail.WORKER_UID_BASE + (os.getpid() % 1000) * 1000 + count % 1000  # a batch server's copies differ
+            request.update(name=f"w{os.getpid()}-{count}", uid=uid)
             pid = os.fork()
             if pid == 0:
                 control.close()
