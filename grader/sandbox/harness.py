@@ -394,6 +394,7 @@ def main() -> None:
     if "listen_fd" in config:  # a batch's server: serve each grading process from a copy of this one
         control = clones.serve_each_client(control, socket.socket(fileno=config["listen_fd"]), config["clients"],
                                            config["listen_path"], hello, wire)
+        jail.die_with_parent()  # in the copy (a fork does not inherit it): gone with the batch's server
     else:
         wire.send(control, hello)
     count = 0
