@@ -93,6 +93,7 @@ def test_each_grading_process_gets_a_copy_of_the_batch_server(batch_server):
     with ThreadPoolExecutor(2) as pool:  # each attach waits until both have connected
         copies = list(pool.map(lambda _: Zygote.attach(batch_server.address), range(2)))
     assert not Path(batch_server.address).exists(), "the server's socket outlived the wait: a worker could reach it"
+    assert batch_server.protections == copies[0].protections, "the server and its copies disagree on protections"
     with pytest.raises(OSError):
         Zygote.attach(batch_server.address)
     for copy in copies:

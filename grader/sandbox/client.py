@@ -77,7 +77,7 @@ class Zygote:
     """
 
     def __init__(self, limits: Limits = Limits(), clients: int = 0):
-        self._start(limits, Path(tempfile.mkdtemp(prefix="gptkit-")), prefix="")
+        self._init_state(limits, Path(tempfile.mkdtemp(prefix="gptkit-")), prefix="")
         self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
         ours, theirs = socket.socketpair()
         passed, self.address = [theirs], None
@@ -104,7 +104,7 @@ class Zygote:
             s.close()
         self.control = ours
 
-    def _start(self, limits: Limits, tmp: Path, prefix: str) -> None:
+    def _init_state(self, limits: Limits, tmp: Path, prefix: str) -> None:
         self.limits, self.tmp, self.prefix = limits, tmp, prefix
         self._workers: list[Worker] = []
         self.spawned = 0  # workers started so far
@@ -116,7 +116,7 @@ class Zygote:
     def attach(cls, address: str, limits: Limits = Limits()) -> Zygote:
         """This process's copy of a batch's server; OSError if it no longer takes new clients."""
         zygote = cls.__new__(cls)
-        zygote._start(limits, Path(address).parent, prefix=f"p{os.getpid()}.{id(zygote)}-")
+        zygote._init_state(limits, Path(address).parent, prefix=f"p{os.getpid()}.{id(zygote)}-")
         zygote.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             zygote.control.connect(address)

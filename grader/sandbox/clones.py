@@ -50,6 +50,7 @@ def serve_each_client(control: socket.socket, listener: socket.socket, clients: 
         copies.append(pid)
     for connection in connections:
         connection.close()
+    wire.send(control, hello)  # the owner may ask for the protections too
     while control.recv(4096):
         pass
     for pid in copies:

@@ -29,7 +29,7 @@ class SharedWorker:
     def __init__(self, zygote: Zygote, submission: Path, trusted: tuple[str, ...]):
         self.zygote, self.submission, self.trusted = zygote, submission, trusted
         self.worker: Worker | None = None
-        self.imported: set[int] = set()  # ids of the sessions whose modules this worker has imported
+        self.imported: set[Session] = set()  # the sessions whose modules this worker has imported
         self.user: Session | None = None  # the session whose test used it last: a hang counts against it
 
     def for_session(self, session: Session) -> tuple[Worker, bool]:
@@ -47,17 +47,18 @@ class SharedWorker:
         if worker is None:
             self.imported.clear()
         self.worker, self.user = worker, session
-        return worker, id(session) not in self.imported
+        return worker, session not in self.imported
 
-    def start(self, modules: tuple[str, ...], session: Session) -> Worker:
-        """Start a worker if there is none, then import ``modules`` in it (the trusted files first)."""
-        fresh = self.worker is None
-        if fresh:
+    def start(self, session: Session) -> Worker:
+        """Start a worker if there is none (the trusted files go with its first import), then import
+        ``session``'s modules in it."""
+        trusted = {}
+        if self.worker is None:
             self.worker = self.zygote.spawn(self.submission)
-            self.worker.deadline = session.deadline
-        trusted = {name: source for name in self.trusted if (source := trusted_source(name)) is not None}
-        self.worker.request({"op": "import", "modules": list(modules), "trusted": trusted if fresh else {}})
-        self.imported.add(id(session))
+            trusted = {name: source for name in self.trusted if (source := trusted_source(name)) is not None}
+        self.worker.deadline = session.deadline
+        self.worker.request({"op": "import", "modules": list(session.modules), "trusted": trusted})
+        self.imported.add(session)
         return self.worker
 
     def close(self) -> None:
@@ -89,7 +90,7 @@ class Session:
             worker.deadline = self.deadline
         if needs_import:
             try:
-                worker = self.shared.start(self.modules, self)
+                worker = self.shared.start(self)
             except (StudentError, WorkerCrash) as e:
                 self._import_failure = ImportFailure(self._explain_import(e))
                 raise self._import_failure from None
