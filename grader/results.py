@@ -5,7 +5,12 @@ import json
 from dataclasses import asdict, dataclass, field
 
 from grader import __version__
+from grader.fingerprint import grader_fingerprint
 from grader.milestones import MILESTONES
+
+
+class NotObserved(Exception):
+    """Raised by a check that cannot see, in contract-conforming code, what it looks at: no verdict."""
 
 
 @dataclass
@@ -17,7 +22,9 @@ class CheckResult:
     passed: bool
     message: str = ""
     seconds: float = 0.0
-    internal_error: bool = False
+    internal_error: bool = False  # the grader's own code failed: not the student's error
+    counted: bool = True  # False for an internal error or a check the grader could not observe: no point won or lost
+    traceback: str = ""  # where the grader failed, for an internal error (shown with -v)
 
 
 @dataclass
@@ -38,38 +45,56 @@ class Report:
         return [c for c in self.checks if c.milestone == milestone]
 
     def score(self, milestone: str | None = None) -> tuple[float, float]:
-        checks = self.of(milestone) if milestone else self.checks
+        """Points won and points at stake, over the counted checks: a check the grader could not run or
+        observe is set aside, so it costs the student nothing (and is listed in ``set_aside``)."""
+        checks = [c for c in (self.of(milestone) if milestone else self.checks) if c.counted]
         return round(sum(c.score for c in checks), 2), round(sum(c.max_score for c in checks), 2)
 
     @property
     def internal_errors(self) -> list[CheckResult]:
         return [c for c in self.checks if c.internal_error]
 
+    @property
+    def set_aside(self) -> list[CheckResult]:
+        return [c for c in self.checks if not c.counted]
+
+    def set_aside_note(self) -> str:
+        """One sentence on the checks set aside, or nothing."""
+        internal = self.internal_errors
+        unseen = [c for c in self.set_aside if not c.internal_error]
+        parts = []
+        if internal:
+            parts.append(f"{len(internal)} check(s) worth {sum(c.max_score for c in internal):g} point(s) failed "
+                         "inside the grader (not your code's fault): they are not counted; please report them")
+        if unseen:
+            parts.append(f"{len(unseen)} check(s) worth {sum(c.max_score for c in unseen):g} point(s) could not "
+                         "observe your code: they are not counted")
+        return "; ".join(parts)
+
     def to_json(self) -> dict:
         score, max_score = self.score()
         return {
-            "submission": self.submission, "grader_version": __version__,
+            "submission": self.submission, "grader_version": __version__, "grader_fingerprint": grader_fingerprint(),
             "score": score, "max_score": max_score, "seconds": round(self.seconds, 2),
             "worker_cpu_seconds": round(self.worker_cpu_seconds, 3), "workers": self.workers,
             "checks": "public" if self.public else "all",
             "protections": self.protections,
+            "set_aside": {"checks": len(self.set_aside), "points": round(sum(c.max_score for c in self.set_aside), 2),
+                          "internal_errors": len(self.internal_errors), "note": self.set_aside_note()},
             "milestones": [{"id": m, "title": MILESTONES[m].title,
                             "score": self.score(m)[0], "max_score": self.score(m)[1],
                             "checks": [asdict(c) for c in self.of(m)]} for m in self.milestones],
         }
 
     def to_gradescope(self) -> dict:
+        note = self.set_aside_note()
         return {
             "score": self.score()[0],
             "execution_time": round(self.seconds, 2),
-            "output": f"Graded by the TinyGPT kit's grader {__version__}.",
+            "output": f"Graded by the TinyGPT kit's grader {__version__}." + (f" Note: {note}." if note else ""),
             "visibility": "visible",
             "stdout_visibility": "hidden",
-            "tests": [{"name": f"{c.milestone}: {c.name}", "number": str(i + 1),
-                       "score": c.score, "max_score": c.max_score,
-                       "status": "passed" if c.passed else "failed",
-                       "output": "passed" if c.passed else c.message, "output_format": "text",
-                       "visibility": "visible", "tags": [c.milestone]} for i, c in enumerate(self.checks)],
+            "tests": [_gradescope_test(i, c) for i, c in enumerate(self.checks)],
         }
 
     def render(self, fmt: str) -> str:
@@ -78,3 +103,14 @@ class Report:
         if fmt == "gradescope":
             return json.dumps(self.to_gradescope(), indent=2)
         raise ValueError(fmt)
+
+
+def _gradescope_test(i: int, c: CheckResult) -> dict:
+    test = {"name": f"{c.milestone}: {c.name}", "number": str(i + 1), "score": c.score, "max_score": c.max_score,
+            "status": "passed" if c.passed else "failed", "output": "passed" if c.passed else c.message,
+            "output_format": "text", "visibility": "visible", "tags": [c.milestone]}
+    if not c.counted:  # worth nothing either way; Gradescope then shows no pass or fail
+        why = "the grader failed here, not your code" if c.internal_error else "the grader could not observe this"
+        test.update(name=f"{test['name']} (not counted: {why})", score=0.0, max_score=0.0)
+        del test["status"]
+    return test

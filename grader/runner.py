@@ -11,16 +11,18 @@ import importlib
 import io
 import os
 import time
+import traceback
 from collections import Counter
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from grader.hints import hint_for
 from grader.milestones import MILESTONES
-from grader.results import CheckResult, Report
-from grader.sandbox.client import GraderError, Limits, StudentError, WorkerCrash, Zygote
+from grader.results import CheckResult, NotObserved, Report
+from grader.sandbox.client import GraderError, Limits, ProbeFault, StudentError, WorkerCrash, Zygote
 from grader.sandbox.session import ImportFailure, MissingName
 
 SUITES = Path(__file__).with_name("suites")   # the hidden suites (and the helpers every suite shares)
@@ -32,6 +34,7 @@ UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "fa
                   "terminal", "unittest", "skipping", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan",
                   "stepwise", "subtests", "terminalprogress")
 EXPLAINED = (AssertionError, StudentError, WorkerCrash, ImportFailure, MissingName)
+QUIET = (*EXPLAINED, NotObserved)  # no traceback needed: the message says it all
 
 
 def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = None,
@@ -113,16 +116,33 @@ def check_name(item: pytest.Item) -> str:
     return f"{doc} [{callspec.id}]" if callspec else doc
 
 
-def failure_message(excinfo: pytest.ExceptionInfo) -> tuple[str, bool]:
-    """The teaching message of a failed check, and whether the grader itself broke."""
+@dataclass
+class Failure:
+    message: str
+    internal: bool = False  # the grader's own code failed
+    counted: bool = True  # False: no verdict (an internal error, or nothing the grader could observe)
+    trace: str = ""
+
+
+def failure(excinfo: pytest.ExceptionInfo) -> Failure:
+    """Why a check did not pass: the teaching message, or the grader's own failure (set aside, not blamed)."""
     error = excinfo.value
     if isinstance(error, StudentError) and (hint := hint_for(error.message)):
-        return f"{error}; hint: {hint}", False
+        return Failure(f"{error}; hint: {hint}")
     if isinstance(error, EXPLAINED):
-        return str(error), False
+        return Failure(str(error))
     if isinstance(error, pytest.fail.Exception):
-        return error.msg, False
-    return f"the grader could not run this check ({type(error).__name__}: {error}); please report it", True
+        return Failure(error.msg)
+    if isinstance(error, NotObserved):
+        return Failure(f"not counted: {error}", counted=False)
+    if isinstance(error, ProbeFault):
+        what, trace = f"a probe in the worker ({error})", error.trace
+    else:
+        what = f"({type(error).__name__}: {error})"
+        frames = traceback.extract_tb(excinfo.tb)[-12:]
+        trace = "\n".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
+    return Failure(f"the grader itself failed, not your code: {what}. This check is not counted; please report it",
+                   internal=True, counted=False, trace=trace)
 
 
 class Collector:
@@ -148,7 +168,7 @@ class Collector:
     def pytest_runtest_makereport_explained(self, item: pytest.Item, call: pytest.CallInfo) -> pytest.TestReport | None:
         """A failure that the grader explains needs no traceback: pytest's own report of one
         re-reads and re-parses every frame's source, which costs more than most checks."""
-        if call.excinfo is None or not isinstance(call.excinfo.value, (*EXPLAINED, pytest.fail.Exception)):
+        if call.excinfo is None or not isinstance(call.excinfo.value, (*QUIET, pytest.fail.Exception)):
             return None  # passed, skipped, or the grader's own error: pytest reports it in full
         return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
                                  f"{call.excinfo.typename}: {call.excinfo.value}", call.when, [],
@@ -164,8 +184,8 @@ class Collector:
         if report.when == "call" or report.failed:
             marker = item.get_closest_marker("points")
             points = (marker.args[0] if marker else 1) / self._cases[(str(item.path), item.originalname)]
-            message, internal = failure_message(call.excinfo) if report.failed and call.excinfo else ("", False)
+            why = failure(call.excinfo) if report.failed and call.excinfo else Failure("")
             self._by_id[item.nodeid] = CheckResult(
                 name=check_name(item), milestone=milestone_of(item), score=0.0 if report.failed else points,
-                max_score=points, passed=report.passed, message=message,
-                seconds=round(call.duration, 3), internal_error=internal)
+                max_score=points, passed=report.passed, message=why.message, seconds=round(call.duration, 3),
+                internal_error=why.internal, counted=why.counted, traceback=why.trace)

@@ -19,13 +19,15 @@ def render_text(report: Report, verbose: bool = False, color: bool = True) -> st
     table.add_column("Checks", justify="right")
     table.add_column("First failing check", overflow="fold")
     for m in report.milestones:
-        checks = report.of(m)
+        checks = [c for c in report.of(m) if c.counted]
         score, max_score = report.score(m)
         failed = [c for c in checks if not c.passed]
         style = "green" if not failed else ("red" if score == 0 else "yellow")
         first = failed[0].name if failed else "[green]all passed[/]"
+        aside = len(report.of(m)) - len(checks)
         table.add_row(f"{m}  {MILESTONES[m].title}", f"[{style}]{score:g} / {max_score:g}[/]",
-                      f"{len(checks) - len(failed)}/{len(checks)}", first)
+                      f"{len(checks) - len(failed)}/{len(checks)}" + (f" (+{aside} not counted)" if aside else ""),
+                      first)
     score, max_score = report.score()
     table.add_section()
     table.add_row("[bold]Total[/]", f"[bold]{score:g} / {max_score:g}[/]", "", "")
@@ -33,10 +35,18 @@ def render_text(report: Report, verbose: bool = False, color: bool = True) -> st
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=110)
     console.print(table)
     for m in report.milestones:
-        failed = [c for c in report.of(m) if not c.passed]
+        failed = [c for c in report.of(m) if not c.passed and c.counted]
         for c in failed if verbose else failed[:1]:
             console.print(f"[bold]{m}[/] ✗ ", end="")
             console.print(f"{c.name}\n    {c.message}", highlight=False, markup=False)
+    for c in report.set_aside:  # always shown: the student must not take them for their own failures
+        console.print(f"[bold]{c.milestone}[/] [yellow]not counted[/] ", end="")
+        console.print(f"{c.name}\n    {c.message}", highlight=False, markup=False)
+        if verbose and c.traceback:
+            trace = "\n".join(f"      {line}" for line in c.traceback.splitlines())
+            console.print(f"    the grader's traceback:\n{trace}", highlight=False, markup=False, style="dim")
+    if note := report.set_aside_note():
+        console.print(f"Note: {note}.", style="yellow", highlight=False, markup=False)
     console.print(f"graded in {report.seconds:.1f} s; protections: {', '.join(report.protections)}",
                   style="dim")
     return buffer.getvalue().rstrip()

@@ -59,6 +59,18 @@ class StudentError(Exception):
         return f"your code raised {self.type}: {self.message}{at}"
 
 
+class ProbeFault(Exception):
+    """The grader's own code failed inside the worker (a probe, a hook): not the student's error.
+
+    The worker reports it; like everything a worker says, a submission could forge it, which
+    earns nothing but a check set aside and flagged for the instructor (see grader/results.py).
+    """
+
+    def __init__(self, message: str, trace: str):
+        super().__init__(message)
+        self.trace = trace
+
+
 class WorkerCrash(Exception):
     """The worker died, hung, or sent garbage; the message says which, in plain words."""
 
@@ -264,6 +276,8 @@ class Worker:
             self.cpu = reply["cpu"] if isinstance(reply.get("cpu"), (int, float)) else self.cpu
             if "error" in reply:
                 err = reply["error"]
+                if err.get("grader") is True:
+                    raise ProbeFault(f"{err.get('type')}: {err.get('message')}", str(err.get("trace", ""))[:4000])
                 raise StudentError(str(err.get("type")), str(err.get("message")),
                                    [str(w) for w in err.get("where", [])][:3])
             return protocol.decode(reply["value"], rblobs, self._remote)

@@ -14,6 +14,7 @@ This file imports nothing from the ``grader`` package.
 """
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import importlib.util
@@ -66,6 +67,7 @@ class Worker:
             except EOFError:
                 return
             out: list[bytes] = []
+            BLAME.clear()
             try:
                 result = getattr(self, "op_" + request["op"])(request, blobs)
                 keep = request.get("keep", False)
@@ -74,6 +76,8 @@ class Worker:
             except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are student errors too
                 out = []
                 reply = {"error": describe(e)}
+                if grader_fault(e):  # the grading process must not blame the student for it
+                    reply["error"].update(grader=True, trace=grader_trace(e))
             reply["cpu"] = time.process_time()  # the grader retires a shared worker that used much of its limit
             self.wire.send(self.sock, reply, out)
 
@@ -120,56 +124,60 @@ class Worker:
             raise missing(module, req["name"])
         return getattr(module, req["name"])
 
+    # Parameters are named as the contract names them: see ListNames.
     def op_state_dict(self, req, blobs):
-        return {k: v.detach() for k, v in self.handles[req["handle"]].state_dict().items()}
+        module = self.handles[req["handle"]]
+        names = ListNames(module)
+        return {names.contract(k): v.detach() for k, v in module.state_dict().items()}
 
     def op_describe(self, req, blobs):
         """Names and shapes of parameters (shared ones listed once) and buffers."""
         module = self.handles[req["handle"]]
+        names = ListNames(module)
         return {
-            "parameters": {k: list(p.shape) for k, p in module.named_parameters()},
-            "all_parameters": [k for k, _ in module.named_parameters(remove_duplicate=False)],
-            "buffers": {k: list(b.shape) for k, b in module.named_buffers()},
+            "parameters": {names.contract(k): list(p.shape) for k, p in module.named_parameters()},
+            "all_parameters": [names.contract(k) for k, _ in module.named_parameters(remove_duplicate=False)],
+            "buffers": {names.contract(k): list(b.shape) for k, b in module.named_buffers()},
         }
 
     def op_load(self, req, blobs):
         import torch
         module = self.handles[req["handle"]]
+        names = ListNames(module)
         state = self.value(req["args"][0], blobs)
         with torch.no_grad():
             for name, tensor in state.items():
-                module.get_parameter(name).copy_(tensor)
+                module.get_parameter(names.actual(name)).copy_(tensor)
         return None
 
     def op_input_grad(self, req, blobs):
-        """(T, T) matrix: entry [t, s] is the gradient norm of output t with respect to input s.
+        """(T, T) matrix: entry [t, s] is the gradient size of output t with respect to input s.
 
-        With ``via`` naming a submodule (the token embedding), gradients are taken at that
-        submodule's output; otherwise at the (float) input itself.
+        Without ``via``, gradients are taken at the (float) input itself. With ``via`` naming the token
+        table (an embedding submodule), at the table's output: a forward hook sees it where the model
+        calls the table as a module; otherwise (``F.embedding(idx, tok.weight)``, ``tok.weight[idx]``, ...)
+        the gradient of the table's rows, read at each position's token, is that position's gradient, as
+        every token occurs once in x. Where the model never uses the table where the grader can see it,
+        the answer says so instead: ``{"unobserved": why}``.
         """
-        import torch
-        module = self.handles[req["handle"]]
-        x = self.value(req["args"][0], blobs)
-        seen = []
-        if req.get("via"):
-            def keep(_m, _inp, out):
-                out.retain_grad()
-                seen.append(out)
-            hook = module.get_submodule(req["via"]).register_forward_hook(keep)
-            try:
+        with blame("grader"):  # the probe's own logic; every use of the student's objects is theirs
+            module = self.handles[req["handle"]]
+            x = self.value(req["args"][0], blobs)
+            if not req.get("via"):
+                x.requires_grad_(True)
+                with blame("student"):
+                    out = module(x)
+                return position_gradients(model_output(out, x), [x], lambda g: g)
+            with blame("student"), TableProbe(submodule(module, req["via"])) as probe:
                 out = module(x)
-            finally:
-                hook.remove()
-            wrt = seen[0]
-        else:
-            wrt = x.requires_grad_(True)
-            out = module(wrt)
-        T = out.shape[1]
-        rows = []
-        for t in range(T):
-            (g,) = torch.autograd.grad(out[:, t].sum(), wrt, retain_graph=True)
-            rows.append(g.abs().sum(dim=tuple(i for i in range(g.dim()) if i != 1)))
-        return torch.stack(rows).detach()
+            out = model_output(out, x)
+            if probe.outputs:
+                return position_gradients(out, probe.outputs, lambda g: g)
+            if probe.weights:
+                if x.unique().numel() != x.numel():
+                    raise ValueError("the grader's tokens repeat: a row's gradient would mix positions")
+                return position_gradients(out, probe.weights, lambda g: g[x])
+            return {"unobserved": f"your model never called {req['via']} nor read {req['via']}.weight while it ran"}
 
     def op_grads(self, req, blobs):
         """Gradients of ``(module(x) * w).sum()`` for each distinct parameter, by name."""
@@ -177,17 +185,123 @@ class Worker:
         x, w = (self.value(a, blobs) for a in req["args"])
         module.zero_grad(set_to_none=True)
         (module(x) * w).sum().backward()
-        return {k: None if p.grad is None else p.grad.detach() for k, p in module.named_parameters()}
+        names = ListNames(module)
+        return {names.contract(k): None if p.grad is None else p.grad.detach() for k, p in module.named_parameters()}
 
     def op_count_positions(self, req, blobs):
         """Count the positions (size of the second-to-last axis) fed to a submodule from now on."""
         counter = PositionCounter()
-        self.handles[req["handle"]].get_submodule(req["via"]).register_forward_pre_hook(counter)
+        submodule(self.handles[req["handle"]], req["via"]).register_forward_pre_hook(counter)
         return counter
 
     def op_standin(self, req, blobs):
         return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"],
                                          bool(req.get("tied")))
+
+
+class ListNames:
+    """The contract's names for a model's parameters. Blocks kept in a plain Python list and registered
+    with ``add_module`` (``self.blocks = [...]``, then ``add_module(f"block{i}", block)``) are named by
+    their list path, ``blocks.0``, as an ``nn.ModuleList`` would name them."""
+
+    def __init__(self, root):
+        import torch.nn as nn
+        self.aliases: dict[str, str] = {}  # registered prefix -> list path
+        for prefix, module in root.named_modules():
+            registered = {id(child): name for name, child in module.named_children()}
+            dot = f"{prefix}." if prefix else ""
+            for attr, value in vars(module).items():
+                if attr.startswith("_") or not isinstance(value, (list, tuple)):
+                    continue
+                for i, item in enumerate(value):
+                    if isinstance(item, nn.Module) and id(item) in registered:
+                        self.aliases[dot + registered[id(item)]] = f"{dot}{attr}.{i}"
+
+    @staticmethod
+    def _swap(name: str, table: dict[str, str]) -> str:
+        for old, new in table.items():
+            if name.startswith(old + "."):
+                return new + name[len(old):]
+        return name
+
+    def contract(self, name: str) -> str:
+        return self._swap(name, self.aliases)
+
+    def actual(self, name: str) -> str:
+        return self._swap(name, {v: k for k, v in self.aliases.items()})
+
+
+def submodule(root, path: str):
+    """The submodule at a dotted path, through attributes and list indices (``blocks.0.attn.qkv``)."""
+    for part in path.split("."):
+        root = root[int(part)] if part.isdigit() else getattr(root, part)
+    return root
+
+
+class StudentFault(TypeError):
+    """What the student's code handed a probe is unusable: their doing, found by the grader's checks."""
+
+
+def model_output(out, x):
+    """A model's output, checked before a probe uses it: a float tensor (B, T, ...) that carries gradients."""
+    import torch
+    if type(out) is not torch.Tensor:  # a subclass could make the probe's own steps fail
+        raise StudentFault(f"the forward returned {type(out).__name__}, not a plain tensor")
+    if out.dim() < 2 or tuple(out.shape[:2]) != tuple(x.shape[:2]) or not out.is_floating_point():
+        raise StudentFault(f"the forward returned a {out.dtype} tensor of shape {tuple(out.shape)} for an input of "
+                           f"shape {tuple(x.shape)}: expected floats of shape {tuple(x.shape[:2])} + (...)")
+    if not out.requires_grad:
+        raise StudentFault("the output carries no gradient (is the forward run under torch.no_grad(), or detached?)")
+    return out
+
+
+def position_gradients(out, candidates, at):
+    """(T, T): the gradient size of ``out[:, t]`` at each position s of the first candidate that gets any.
+
+    ``candidates`` are tensors the output was computed from; ``at`` turns a candidate's gradient into
+    one of shape (B, T, ...). A position whose output does not reach the candidate gets a zero row.
+    """
+    import torch
+    T = out.shape[1]
+    for wrt in candidates:
+        rows, reached = [], False
+        for t in range(T):
+            with blame("student"):  # backward runs through the student's code
+                (g,) = torch.autograd.grad(out[:, t].sum(), wrt, retain_graph=True, allow_unused=True)
+            reached = reached or g is not None
+            g = at(torch.zeros_like(wrt) if g is None else g)
+            rows.append(g.abs().sum(dim=tuple(i for i in range(g.dim()) if i != 1)))
+        if reached:
+            return torch.stack(rows).detach()
+    raise StudentFault("the output does not depend on the token embeddings through autograd (are they detached, "
+                       "or read through .data?)")
+
+
+class TableProbe:
+    """While active, sees how a model uses an embedding table: the table's output each time it is called as
+    a module (a forward hook), and each read of its weight (a parametrization that hands out a copy)."""
+
+    def __init__(self, table):
+        self.table, self.outputs, self.weights = table, [], []
+
+    def __enter__(self):
+        import torch.nn as nn
+        from torch.nn.utils import parametrize
+        weights = self.weights
+
+        class Seen(nn.Module):
+            def forward(self, weight):
+                weights.append(weight.clone())
+                return weights[-1]
+
+        self.hook = self.table.register_forward_hook(lambda _m, _i, out: self.outputs.append(out))
+        parametrize.register_parametrization(self.table, "weight", Seen())
+        return self
+
+    def __exit__(self, *exc):
+        from torch.nn.utils import parametrize
+        self.hook.remove()
+        parametrize.remove_parametrizations(self.table, "weight", leave_parametrized=False)
 
 
 def override_notebook(trusted: list[types.ModuleType]) -> None:
@@ -229,6 +343,39 @@ def missing(module: types.ModuleType, name: str) -> MissingName:
     return MissingName(f"{module.__name__}.py defines no {name}")
 
 
+def _student_file(filename: str) -> bool:
+    return os.path.isfile(filename) and os.path.dirname(os.path.abspath(filename)) == os.getcwd()
+
+
+BLAME: dict[int, tuple[BaseException, str]] = {}  # this request's exceptions, by whose code raised them
+
+
+@contextlib.contextmanager
+def blame(whose: str):
+    """Mark who is at fault for an exception raised inside: the innermost block decides. Probes wrap their
+    own logic in ``blame("grader")`` and every use of the student's objects in ``blame("student")``;
+    anything unmarked is the student's, as are the checks a probe makes of what it was handed."""
+    try:
+        yield
+    except BaseException as e:
+        BLAME.setdefault(id(e), (e, whose))
+        raise
+
+
+def grader_fault(e: BaseException) -> bool:
+    """Whether ``e`` came from the grader's own code: marked so, not a StudentFault, no frame the student's."""
+    marked = BLAME.get(id(e))
+    if marked is None or marked[0] is not e or marked[1] != "grader" or isinstance(e, StudentFault):
+        return False
+    return not any(_student_file(f.filename) for f in traceback.extract_tb(e.__traceback__))
+
+
+def grader_trace(e: BaseException) -> str:
+    """Where the grader's code failed: file, line and function of each frame (no source text)."""
+    frames = traceback.extract_tb(e.__traceback__)
+    return "\n".join(f"{os.path.basename(f.filename)}:{f.lineno} in {f.name}" for f in frames[-12:])
+
+
 def describe(e: BaseException) -> dict:
     """A student's exception as plain data: type, message, and where in their files."""
     try:
@@ -237,11 +384,12 @@ def describe(e: BaseException) -> dict:
         message = "<the exception's message could not be printed>"
     where = []
     for frame in traceback.extract_tb(e.__traceback__):
-        if os.path.isfile(frame.filename) and os.path.dirname(os.path.abspath(frame.filename)) == os.getcwd():
+        if _student_file(frame.filename):
             where.append(f"{os.path.basename(frame.filename)}:{frame.lineno} in {frame.name}")
     if isinstance(e, SyntaxError) and e.filename:
         where.append(f"{os.path.basename(e.filename)}:{e.lineno}")
-    return {"type": type(e).__name__, "message": message, "where": where[-3:]}
+    kind = "TypeError" if isinstance(e, StudentFault) else type(e).__name__
+    return {"type": kind, "message": message, "where": where[-3:]}
 
 
 def import_student_module(name: str) -> None:

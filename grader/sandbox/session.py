@@ -9,6 +9,7 @@ the milestone reports the same clear message without retrying.
 """
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -101,6 +102,12 @@ class Session:
             missing = next((m for m in self.modules if f"'{m}'" in e.message), None)
             if missing:
                 return f"there is no {missing}.py in the submission"
+        if isinstance(e, StudentError) and e.type == "ImportError":
+            found = re.search(r"cannot import name '(\w+)' from '(\w+)'", e.message)
+            if found and found[2] in self.shared.trusted:
+                return (f"the submission's files could not be imported: {e}. While this milestone is graded, "
+                        f"{found[2]} is the grader's own (so that a bug in yours costs points in its own milestone "
+                        f"only), and it defines the contract's names alone: define {found[1]} in this milestone's file")
         if isinstance(e, StudentError):
             return f"the submission's files could not be imported: {e}"
         return f"importing the submission's files failed: {e}"

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checks import at, fail, tensor
+from .checks import at, fail, observed, tensor
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
 Perturb = Callable[[torch.Tensor, int], torch.Tensor]
@@ -20,6 +20,12 @@ LEAK_HINT = ("information leaks from the future: is the mask lower-triangular (t
 
 def random_tokens(seed: int, B: int, T: int, vocab: int) -> torch.Tensor:
     return torch.randint(0, vocab, (B, T), generator=torch.Generator().manual_seed(seed))
+
+
+def distinct_tokens(seed: int, B: int, T: int, vocab: int) -> torch.Tensor:
+    """(B, T) token ids, no id twice: a model that reads its token table by index (``tok.weight[idx]``) is
+    probed through the rows of that table's gradient, one row per position."""
+    return torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:B * T].view(B, T)
 
 
 def token_perturbation(vocab: int) -> Perturb:
@@ -78,9 +84,12 @@ def batch_independent(forward: Forward, x: torch.Tensor, other: torch.Tensor, sh
              "the batch items are mixed together somewhere (a reshape across the batch axis?)")
 
 
-def causal_gradient(grad: torch.Tensor, T: int, what: str) -> None:
-    """``grad[t, s]``, the gradient size of output t with respect to input s, is 0 exactly when s > t."""
-    grad = tensor(grad, f"the gradient matrix of {what}", (T, T), dtype=None).double()
+def causal_gradient(grad: torch.Tensor | dict, T: int, what: str) -> None:
+    """``grad[t, s]``, the gradient size of output t with respect to input s, is 0 exactly when s > t.
+
+    ``grad`` is the worker's ``input_grad`` answer, which may say the probe saw nothing (no verdict then).
+    """
+    grad = tensor(observed(grad), f"the gradient matrix of {what}", (T, T), dtype=None).double()
     future = grad.triu(1)
     if future.any():
         t, s = (int(i) for i in future.nonzero()[0])

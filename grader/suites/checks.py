@@ -12,6 +12,7 @@ from typing import Any, NoReturn, TypeVar
 
 import torch
 
+from grader.results import NotObserved
 from grader.sandbox.client import Remote, StudentError
 from grader.sandbox.protocol import TensorInfo
 
@@ -52,6 +53,18 @@ def fingerprint(*tensors: torch.Tensor) -> str:
 
 def fail(message: str) -> NoReturn:
     raise AssertionError(message)
+
+
+def not_observed(why: str) -> NoReturn:
+    """End the check without a verdict: it says why, and its points are set aside (neither won nor lost)."""
+    raise NotObserved(why)
+
+
+def observed(value: Any) -> Any:
+    """A probe's answer, unless the worker says the probe saw nothing (``{"unobserved": why}``)."""
+    if isinstance(value, dict) and set(value) == {"unobserved"}:
+        not_observed(f"the grader could not observe this: {value['unobserved']}")
+    return value
 
 
 def describe(value: Any) -> str:
@@ -100,9 +113,14 @@ def close(actual: torch.Tensor, expected: torch.Tensor, what: str, axes: Sequenc
     if (excess <= 0).all():
         return
     index = tuple(int(i) for i in divmod_index(int(excess.argmax()), actual.shape))
-    message = (f"{what} differs from the reference at {at(index, axes)}: got {actual[index].item():.6g}, "
-               f"expected {expected[index].item():.6g} ({int((excess > 0).sum())} of {actual.numel()} "
-               f"values off by more than {atol:g} + {rtol:g} x |expected|)")
+    tolerance = f"{atol:g} + {rtol:g} x |expected|"
+    if not index:  # a single number: no place to name
+        message = (f"{what} differs from the reference: got {actual.item():.6g}, expected {expected.item():.6g} "
+                   f"(off by more than {tolerance})")
+    else:
+        message = (f"{what} differs from the reference at {at(index, axes)}: got {actual[index].item():.6g}, "
+                   f"expected {expected[index].item():.6g} ({int((excess > 0).sum())} of {actual.numel()} "
+                   f"values off by more than {tolerance})")
     cause = explain() if explain else None
     fail(message + (f". Likely cause: {cause}" if cause else ""))
 

@@ -272,16 +272,20 @@ def test_positions_processed(kvcache, prompt_len, max_new, cached):
 @pytest.mark.points(2)
 def test_each_position_fed_once(kvcache, ref):
     """generate_cached makes the model process the prompt once, then one new token per step"""
-    model, _ = build(kvcache, ref, 24)
+    model, copy = build(kvcache, ref, 24)
     counter = model.count_positions(COUNT_AT)
     for t, max_new in ((3, 5), (1, 8), (6, 1)):
         before = positions_seen(counter)
-        generate_cached(kvcache, model, prompt(240 + t, 1, t), max_new)
+        start = prompt(240 + t, 1, t)
+        out = generate_cached(kvcache, model, start, max_new)
         got, want, uncached = positions_seen(counter) - before, fed(t, max_new, True), fed(t, max_new, False)
         if got == want:
             continue
         message = (f"with a prompt of {tokens(t)} and max_new={max_new}, model.{COUNT_AT} processed {got} positions, "
                    f"expected {want} (the prompt once, then the {max_new - 1} new tokens before the last one)")
+        if got == 0 and torch.equal(out, expected(ref, copy, start, max_new)):
+            checks.not_observed(f"your code generated the right tokens without calling model.{COUNT_AT} as a "
+                                "module (F.linear with its weight?), so the grader could not count the positions fed")
         if got == 0:
             checks.fail(f"{message}: the model's submodules were not called as modules (no positions seen). Call "
                         "them, block.attn.qkv(x), rather than using their weights or a copy of the model")
@@ -324,7 +328,7 @@ def test_model_unchanged(kvcache, ref):
     counter = model.count_positions(COUNT_AT)
     for t, max_new in ((2, 5), (5, 3)):
         generate_cached(kvcache, model, prompt(260 + t, 2, t), max_new)
-    if counter.attr("calls_with_grad"):
+    if counter.attr("calls_with_grad"):  # seen where the code calls the submodule (the contract asks it to)
         checks.fail("the model was called with gradients enabled: wrap generation in torch.no_grad()")
     for name, value in weights(model, copy).items():
         if not torch.equal(value, before[name]):

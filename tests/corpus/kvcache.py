@@ -1,4 +1,5 @@
 """Variants for the `kvcache` exercise (generation with a key/value cache)."""
+from corpus.core import EVERY_EARLIER_NAME
 from helpers import bug, ok
 
 M7 = "m7_kvcache.py"
@@ -114,4 +115,14 @@ CORRECT = [
     ]}),
     ok("kvcache-prompt-before-loop", {M7: [
         (DECORATED, DECORATED.removeprefix("@torch.no_grad()\n")), (LOOP, PROMPT_FIRST)]}),
+    ok("attend-with-m1s-names", {M7: [
+        ("import torch.nn.functional as F\n", "import torch.nn.functional as F\n" + EVERY_EARLIER_NAME),
+        (ATTEND, """\
+    if past is None:  # the prompt: plain causal attention, as in m1
+        out, _ = causal_attention(q, k, v)
+    else:  # new position i sits at n - t + i: the rows of an n x n causal mask from n - t on
+        visible = causal_mask(n, x.device)[n - t:].bool()
+        scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+        out = F.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v
+""")]}),
 ]

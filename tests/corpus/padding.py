@@ -1,4 +1,5 @@
 """Variants for the `padding` exercise (m9_padding.py)."""
+from corpus.core import EVERY_EARLIER_NAME
 from helpers import bug, ok
 
 M9 = "m9_padding.py"
@@ -34,4 +35,6 @@ logp = model(inp).log_softmax(-1).gather(-1, tgt.unsqueeze(-1)).squeeze(-1)
     real = tgt != pad_id
     return -(logp * real).sum() / real.sum()"""),
     ]}),
+    ok("imports-every-earlier-name", {M9: [
+        ("from m3_train import clm_inputs_targets, clm_loss\n", EVERY_EARLIER_NAME.lstrip())]}),
 ]

@@ -1,4 +1,5 @@
 """Variants for the `tying` exercise (m6_tying.py)."""
+from corpus.core import EVERY_EARLIER_NAME
 from helpers import bug, ok
 
 M6 = "m6_tying.py"
@@ -43,4 +44,9 @@ CORRECT = [
             x = block(x, src_mask=mask)"""),
         ('"""Weight tying, and', 'import copy\n\n"""Weight tying, and'),
     ]}),
+    ok("library-mask-from-m1", {M6: [
+        ("import torch.nn as nn\n", "import torch.nn as nn\n" + EVERY_EARLIER_NAME),
+        ("mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)",
+         "mask = causal_mask(t, idx.device) == 0  # True where blocked"),
+        ("x = self.blocks(x, mask=mask, is_causal=True)", "x = self.blocks(x, mask=mask)")]}),
 ]
