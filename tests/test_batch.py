@@ -15,9 +15,22 @@ from pathlib import Path
 import pytest
 
 from grader.batch.discover import discover, unpacked
+from grader.fingerprint import ROOT_VARIABLE
 from helpers import EXERCISES, REPO, SOLUTIONS, cli
 
 QUICK = ("-m", "m1", "-m", "m4")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def pinned_grader(tmp_path_factory):
+    """The batches here count a row as current against a snapshot of the grading code (grader/, solutions/),
+    so that an edit to the real files while they run (a shared checkout) regrades nothing they resume."""
+    snapshot = tmp_path_factory.mktemp("grader_snapshot")
+    for name in ("grader", "solutions"):
+        shutil.copytree(REPO / name, snapshot / name, ignore=shutil.ignore_patterns("__pycache__"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ROOT_VARIABLE, str(snapshot))
+        yield snapshot
 
 
 def reference(folder: Path) -> Path:

@@ -5,6 +5,7 @@ import csv
 import io
 import json
 import os
+import shlex
 from collections import Counter
 from pathlib import Path
 
@@ -40,7 +41,8 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
 
     SUBMISSIONS holds per-student folders, notebooks or zip files, or nbgrader's
     submitted/STUDENT/ASSIGNMENT/ layout. Each graded submission is committed at once;
-    a rerun skips those whose files, grader version and milestones are unchanged.
+    a rerun skips those whose files and milestones are unchanged and that this very
+    grading code graded (suites, checks, sandbox, reference): a changed suite regrades all.
     """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -88,6 +90,8 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
     if not csv_out and not gradescope_dir:
         raise click.UsageError("say what to write: --csv FILE and/or --gradescope FOLDER")
     rows, checks = _load(db)
+    if older := _older(rows):
+        click.echo(f"note: {_older_note(db, rows, older)}", err=True)
     if csv_out:
         ids = [m for m in MILESTONES if any(c["milestone"] == m for c in checks)]
         buffer = io.StringIO()
@@ -124,13 +128,22 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
     rows, checks = _load(db)
     graded = [r for r in rows if r["status"] == "graded"]
     click.echo(f"{len(rows)} submissions, {len(graded)} graded, {len(rows) - len(graded)} with errors")
+    if older := _older(rows):
+        click.echo(_older_note(db, rows, older))
+    if broken := [c for c in checks if c["internal_error"]]:
+        first = f" (the first {top})" if len(broken) > top else ""
+        click.echo(f"{len(broken)} check{'s' * (len(broken) != 1)} could not be graded (grader errors, not the "
+                   f"students'), left out of the shares and failure rates below{first}:")
+        for c in broken[:top]:
+            first_line = (c["message"].strip().splitlines() or [""])[0]
+            click.echo(f"  {c['student']}  {c['milestone']}: {c['name']}: {first_line[:160]}")
     if graded:
         mean = sum(r["score"] / r["max_score"] for r in graded if r["max_score"]) / len(graded)
         click.echo(f"mean score: {100 * mean:.1f}%")
     for m in MILESTONES:
         per_student = Counter()
         tops = Counter()
-        for c in (c for c in checks if c["milestone"] == m):
+        for c in (c for c in checks if c["milestone"] == m and not c["internal_error"]):
             per_student[c["student"]] += c["score"]
             tops[c["student"]] += c["max_score"]
         if tops:
@@ -146,15 +159,39 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
 
 
 def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
-    """Each check's share of submissions that failed it (any of its cases), most failed first."""
+    """Each check's share of submissions that failed it (any of its cases), most failed first.
+
+    A case the grader could not grade (internal_error) is not the student's failure: it is left out."""
     seen: dict[tuple[str, str], set[str]] = {}
     failed: dict[tuple[str, str], set[str]] = {}
     for c in checks:
+        if c.get("internal_error"):
+            continue
         key = (c["milestone"], c["name"].split(" [")[0])  # the parametrized cases of one check together
         seen.setdefault(key, set()).add(c["student"])
         if not c["passed"]:
             failed.setdefault(key, set()).add(c["student"])
     return sorted(((k, len(failed[k]) / len(seen[k])) for k in failed), key=lambda kv: (-kv[1], kv[0]))
+
+
+def _older(rows: list[dict]) -> list[dict]:
+    """The rows that grading code other than this one graded (or that predate fingerprints)."""
+    from grader.fingerprint import grader_fingerprint
+
+    current = grader_fingerprint()
+    return [r for r in rows if r["grader_hash"] != current]
+
+
+def _older_note(db: Path, rows: list[dict], older: list[dict]) -> str:
+    """How many rows an older grader graded, and the command that regrades them."""
+    default = db.name == "grades.sqlite"  # grade batch's default: SUBMISSIONS/grades.sqlite
+    command = ["grade", "batch", shlex.quote(str(db.parent)) if default else f"SUBMISSIONS --db {shlex.quote(str(db))}"]
+    chosen = {r["milestones"] for r in rows}
+    if len(chosen) == 1 and (ids := json.loads(chosen.pop())) != list(MILESTONES):
+        command += [f"-m {m}" for m in ids]  # the same milestones, else everything is graded anew
+    return (f"{len(older)} of {len(rows)} submission{'s' * (len(rows) != 1)} "
+            f"{'was' if len(older) == 1 else 'were'} graded by an older grader: "
+            f"run `{' '.join(command)}` again to regrade {'it' if len(older) == 1 else 'them'}")
 
 
 def _dask_client(address: str):

@@ -14,6 +14,7 @@ from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
 
 from grader import __version__
+from grader.fingerprint import grader_fingerprint
 from grader.sandbox.client import Limits, Zygote
 
 from .discover import Found, unpacked
@@ -74,10 +75,18 @@ def _stop_forkserver() -> None:
 
 def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits: Limits, workers: int,
               regrade: bool = False, executor: Executor | None = None,
-              progress: Callable[[Found, dict], None] = lambda f, r: None) -> tuple[int, int]:
-    """Grade what is not already current in ``book``; returns (graded, skipped)."""
+              progress: Callable[[Found, dict], None] = lambda f, r: None,
+              fingerprint: str | None = None) -> tuple[int, int]:
+    """Grade what is not already current in ``book``; returns (graded, skipped).
+
+    Current: graded from the same files, on the same milestones, by grading code with the same fingerprint
+    (``fingerprint``, default this grader's: grader.fingerprint), so a changed suite regrades everything.
+    On a cluster, the workers must run the same code as this process.
+    """
+    fingerprint = fingerprint or grader_fingerprint()
     digests = {f.student: f.digest() for f in found}
-    todo = [f for f in found if regrade or not book.is_current(f.student, digests[f.student], __version__, milestones)]
+    todo = [f for f in found
+            if regrade or not book.is_current(f.student, digests[f.student], fingerprint, milestones)]
     own = executor is None
     executor = executor or ProcessPoolExecutor(workers, mp_context=_context())
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
@@ -93,7 +102,7 @@ def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits
                 result = {"error": f"the grading process died: {type(e).__name__}: {e}"}
             error = result.get("error")
             book.record(f.student, str(f.path), digests[f.student], __version__, milestones,
-                        None if error else result, error)
+                        None if error else result, error, fingerprint=fingerprint)
             progress(f, result)
     finally:
         if own:
