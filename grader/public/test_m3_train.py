@@ -31,3 +31,33 @@ def test_public_lesson_losses(m3):
         if abs(got - want) > 2e-3:
             checks.fail(f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
                         "TinyGPT too: if milestone 2's checks fail, fix those first)")
+
+
+# Three sequences of 7 tokens (inputs and targets of 6) for the grader's stand-in model: vocabulary 19, context 6.
+STILL_DATA = [[3, 14, 7, 1, 9, 12, 5], [8, 2, 16, 11, 4, 0, 13], [6, 10, 18, 15, 1, 7, 2]]
+
+
+def test_public_gradients_reset_each_step(m3):
+    """(public) at lr=0 the weights never move, so 3 steps leave the same gradient on them as 1 step does"""
+    left = {}
+    for steps in (1, 3):
+        model = m3.standin(19, 8, 6, seed=5)  # the grader's small stand-in language model, not your TinyGPT
+        losses = m3.call("train", model, torch.tensor(STILL_DATA), steps=steps, lr=0.0)
+        if not (isinstance(losses, list) and len(losses) == steps):
+            checks.fail(f"train(model, data, steps={steps}) should return {steps} losses, not "
+                        f"{checks.describe(losses)}")
+        losses = [checks.number(x, "a loss") for x in losses]
+        if max(losses) - min(losses) > 1e-5:
+            checks.fail(f"at lr=0 the losses still changed, {[round(x, 4) for x in losses]}: does train pass its lr "
+                        "to torch.optim.Adam?")
+        # What the last backward left in .grad (None, as after zero_grad(set_to_none=True), counts as zeros).
+        grad = model.call("get_parameter", "head.bias", keep=True).attr("grad")
+        left[steps] = torch.zeros(19) if grad is None else checks.tensor(grad, "head.bias.grad", (19,))
+    one, three = left[1], left[3]
+    if torch.allclose(three, one, atol=1e-6, rtol=1e-5):
+        return
+    added = " (3 times what 1 step leaves: the steps' gradients added up)" if torch.allclose(
+        three, 3 * one, atol=1e-6, rtol=1e-4) else ""
+    checks.fail(f"at lr=0, after 3 steps the stand-in's head.bias.grad differs from after 1 step{added}. Are the "
+                "gradients zeroed at the start of every step, inside the loop (opt.zero_grad())? backward() adds "
+                "to whatever .grad already holds")
