@@ -76,7 +76,9 @@ class CausalSelfAttention(nn.Module):
         - ``self.qkv = nn.Linear(d, 3 * d)``: one matmul makes q, k and v.
         - ``self.proj = nn.Linear(d, d)``: mixes the heads' outputs back together.
 
-        Keep ``n_heads`` for forward. Each head works on d_head = d // n_heads
+        Store ``n_heads`` as ``self.n_heads`` (that exact name): forward needs
+        it, and so does the KV cache exercise (``m7_kvcache.py``), which reads
+        ``block.attn.n_heads``. Each head works on d_head = d // n_heads
         features, so d must be divisible by n_heads.
         """
         raise NotImplementedError("CausalSelfAttention.__init__: create qkv and proj")

@@ -5,7 +5,10 @@ feed-forward network, each with a residual), ``TinyGPT`` (embeddings, blocks,
 a final LayerNorm and a linear head) and ``count_parameters``.
 
 This file imports ``CausalSelfAttention`` from your ``m1_attention.py``, so
-milestone 1 must work first.
+``python m2_model.py`` needs a working milestone 1. The grader, though, grades
+m2 with its own trusted ``m1_attention``: a bug in your milestone 1 costs
+points in m1 (and in ``lesson``, the end-to-end check that runs your four
+files together), never in m2.
 
 Check yourself from the folder that holds this file::
 

@@ -44,9 +44,17 @@ class LibraryGPT(nn.Module):
     that ``nn.MultiheadAttention`` keeps its q, k, v projection as bare
     Parameters, ``in_proj_weight`` and ``in_proj_bias``.
 
-    ``forward``: token plus position embeddings, the layers under a causal mask
-    (``nn.Transformer.generate_square_subsequent_mask(t)``: -inf above the
-    diagonal; pass it as ``mask=`` and ``is_causal=True``), then ``ln`` and ``head``.
+    ``forward``: token plus position embeddings, the layers under a causal mask,
+    then ``ln`` and ``head``. Make the mask with
+    ``nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)``: a
+    float mask ADDED to the scores, 0 on and below the diagonal and -inf above
+    it (not m1's 1/0 mask). Pass it together with ``is_causal=True``, which is
+    only a hint that the mask is causal and never replaces it. The keyword
+    depends on what you call: ``nn.TransformerEncoder.forward(src, mask=None,
+    src_key_padding_mask=None, is_causal=None)`` takes ``mask=`` and hands it to
+    every layer, while a single layer's ``nn.TransformerEncoderLayer.forward(src,
+    src_mask=None, src_key_padding_mask=None, is_causal=False)`` takes
+    ``src_mask=`` (with an ``nn.ModuleList``, call each layer with ``src_mask=``).
     """
 
     def __init__(self, vocab_size: int, d: int, n_heads: int, n_layers: int, max_T: int):

@@ -44,7 +44,7 @@ def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> 
        ``q, k, v = block.attn.qkv(block.ln1(x)).split(d, dim=-1)``, each viewed
        as (B, t, n_heads, d // n_heads) and transposed to (B, n_heads, t, d_head).
        KEEP this layer's k and v: they are its cache. Attend as in m1 (scores
-       scaled by sqrt(d_head), causal mask, softmax, times v), merge the heads
+       divided by sqrt(d_head), causal mask, softmax, times v), merge the heads
        back to (B, t, d), apply ``block.attn.proj``, add the residual, then
        ``x = x + block.ffn(block.ln2(x))``. Finally ``model.head(model.ln(x))``
        at the LAST position gives the logits; the argmax is the first new token.

@@ -15,7 +15,8 @@ WORD = re.compile(r"[A-Za-z]{2,}")
 HIDDEN_SUITES = sorted((REPO / "grader" / "suites").glob("test_*.py"))
 
 
-CONTRACT = squashed("\n".join(p.read_text() for p in (*sorted(EXERCISES.glob("*.py")), REPO / "docs/exercises.md")))
+CONTRACT = squashed("\n".join(p.read_text() for p in (*sorted(EXERCISES.glob("*.py")), REPO / "docs/exercises.md",
+                                                       REPO / "docs/contract.md")))
 
 
 def hidden_phrases(path: Path) -> list[str]:

@@ -6,17 +6,27 @@ student's files are in ``/autograder/submission`` and the results go to
 ``/autograder/results/results.json``. Student code runs in the grader's
 isolated workers as on any machine; the image's protections are listed in
 each report.
+
+The zip's ``README.md`` is the project's, except that a markdown link to a file
+the zip does not hold (``datasets/README.md``, say) is left as its text alone, so
+that every link in the zip resolves inside it.
 """
 from __future__ import annotations
 
 import os
+import posixpath
+import re
 import zipfile
 from pathlib import Path
 
 PROJECT = Path(__file__).resolve().parents[2]
 # What the autograder needs of the project: the package (suites and sandbox included), the reference,
-# and what pip needs to install it.
-SHIPPED = ("grader", "solutions", "pyproject.toml", "README.md")
+# what pip needs to install it, and the contract pages the README links to.
+SHIPPED = ("grader", "solutions", "pyproject.toml", "README.md", "docs")
+# Code (a fenced block or an inline span), left as it is, or an inline markdown link or image,
+# [text](target "title"): the two things ``unlinked`` tells apart.
+MARKDOWN = re.compile(r"(?P<code>^(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fence)[^\n]*$|(?P<ticks>`+).+?(?P=ticks))"
+                      r'|!?\[(?P<text>[^\]]*)\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+"[^"]*")?\s*\)', re.M | re.S)
 
 SETUP_SH = """\
 #!/usr/bin/env bash
@@ -62,6 +72,8 @@ def build(out: Path, project: Path = PROJECT) -> list[str]:
     if not (project / "solutions" / "m1_attention.py").is_file():
         raise FileNotFoundError(f"no reference solutions in {project / 'solutions'}: build from a checkout of the kit")
     files = {name: (project / name).read_bytes() for name in shipped_files(project)}
+    for name in [n for n in files if n.endswith(".md")]:
+        files[name] = unlinked(files[name].decode(), name, set(files)).encode()
     files["setup.sh"], files["run_autograder"] = SETUP_SH.encode(), RUN_AUTOGRADER.encode()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.partial")
@@ -73,6 +85,22 @@ def build(out: Path, project: Path = PROJECT) -> list[str]:
             zf.writestr(info, data)
     os.replace(tmp, out)
     return sorted(files)
+
+
+def unlinked(text: str, name: str, names: set[str]) -> str:
+    """``text`` (the markdown file ``name``) with each relative link to a file not in ``names`` replaced by its text."""
+    folders = {posixpath.dirname(n) for n in names}
+    folders |= {f[:i] for f in folders for i in range(len(f)) if f[i] == "/"}
+
+    def link(m: re.Match) -> str:
+        if m["code"] is not None:
+            return m[0]
+        target = m["target"].split("#")[0]
+        if not target or re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", target):
+            return m[0]  # an anchor in the same page, or a URL
+        path = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+        return m[0] if path in names or path in folders else m["text"]
+    return MARKDOWN.sub(link, text)
 
 
 def shipped_files(project: Path) -> list[str]:

@@ -1,4 +1,5 @@
-"""The student release: the stubs, the public checks and a grader that runs them; no reference, no hidden test.
+"""The student release: the stubs, the contract pages, the public checks and a grader that runs them; no reference,
+no hidden test.
 
 The grader in the release is this one, minus every file that holds an answer or
 a hidden check: the hidden suites and their helpers that recompute known bugs
@@ -16,6 +17,9 @@ from pathlib import Path
 PROJECT = Path(__file__).resolve().parents[2]
 HIDDEN = ("grader/suites/test_*.py", "grader/suites/diagnose.py", "grader/suites/sampling_math.py",
           "grader/sandbox/trusted_*.py")
+# The student-facing contract, named one by one so that nothing else put in docs/ ships by accident. The
+# README below and these pages link to one another (tests/test_links.py checks every link resolves).
+DOCS = ("docs/contract.md", "docs/exercises.md")
 
 STUDENT_README = """\
 # TinyGPT exercises
@@ -24,8 +28,10 @@ Build a GPT from scratch, one file at a time: causal self-attention
 (`m1_attention.py`), the TinyGPT model (`m2_model.py`), training
 (`m3_train.py`), greedy generation (`m4_generate.py`), then parameter counts
 and Chinchilla, weight tying, a KV cache, sampling, padded batches and a short
-quiz. Each file in `exercises/` explains what to write; `docs/exercises.md`
-lists every name for the later exercises.
+quiz. Each file in `exercises/` explains what to write. The names the grader
+relies on are fixed in [`docs/contract.md`](docs/contract.md) (the four core
+milestones and the `grade` command) and
+[`docs/exercises.md`](docs/exercises.md) (the later exercises).
 
 ## Set up
 
@@ -52,8 +58,11 @@ def build(out: Path, project: Path = PROJECT) -> list[str]:
     """Write the release to ``out`` (a folder, or a zip if it ends in .zip); returns the files it holds."""
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp) / "release"
-        for top in ("exercises", "grader", "docs"):
+        for top in ("exercises", "grader"):
             shutil.copytree(project / top, stage / top, ignore=shutil.ignore_patterns("__pycache__", ".*"))
+        for doc in DOCS:
+            (stage / doc).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(project / doc, stage / doc)
         for pattern in HIDDEN:
             for path in stage.glob(pattern):
                 path.unlink()
