@@ -113,3 +113,14 @@ def test_the_quiz_instructions_use_no_answer_as_an_example():
     found = [a for a, texts in forms.items()
              if any(re.search(rf"(?<![\w.,]){re.escape(t)}(?![\w.,])", instructions.lower()) for t in texts)]
     assert not found, f"the quiz stub's instructions give these answers as examples: {found}"
+
+
+def test_setup_says_how_to_get_the_cpu_build(release):
+    """On an ordinary machine `pip install torch==2.13.0` brings the CUDA build: the README, the student
+    README and the Gradescope set-up all name PyTorch's CPU index, the same one."""
+    index = re.search(r"--index-url (\S+)", (REPO / "grader/bundles/gradescope.py").read_text())
+    assert index, "setup.sh no longer installs torch from the CPU index"
+    line = f"pip install torch==2.13.0 --index-url {index[1]}"
+    for readme in (REPO / "README.md", release / "README.md"):
+        text = readme.read_text()
+        assert line in text and "CUDA build" in text, f"{readme} does not say how to get the CPU build"

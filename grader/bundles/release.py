@@ -39,6 +39,14 @@ milestones and the `grade` command) and
 python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && pip install -e . && grade
 ```
 
+On an ordinary Linux machine, `pip install torch==2.13.0` downloads the
+CUDA build (several GB you do not need here). For the CPU build, run this
+instead of it (macOS and Windows wheels are CPU builds already):
+
+```bash
+pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
+```
+
 ## Check your work
 
 ```bash
