@@ -110,7 +110,7 @@ def milestone_of(item: pytest.Item) -> str:
 
 
 
-def check_name(item: pytest.Item) -> str:
+def check_name(item: pytest.Function) -> str:
     doc = (item.obj.__doc__ or item.originalname).strip().splitlines()[0].rstrip(".")
     callspec = getattr(item, "callspec", None)
     return f"{doc} [{callspec.id}]" if callspec else doc
@@ -132,7 +132,7 @@ def failure(excinfo: pytest.ExceptionInfo) -> Failure:
     if isinstance(error, EXPLAINED):
         return Failure(str(error))
     if isinstance(error, pytest.fail.Exception):
-        return Failure(error.msg)
+        return Failure(error.msg or "")
     if isinstance(error, NotObserved):
         return Failure(f"not counted: {error}", counted=False)
     if isinstance(error, ProbeFault):
@@ -161,7 +161,7 @@ class Collector:
     def results(self) -> list[CheckResult]:
         return list(self._by_id.values())
 
-    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+    def pytest_collection_modifyitems(self, items: list[pytest.Function]) -> None:
         self._cases.update((str(i.path), i.originalname) for i in items)
 
     @pytest.hookimpl(tryfirst=True, specname="pytest_runtest_makereport")
@@ -171,11 +171,12 @@ class Collector:
         if call.excinfo is None or not isinstance(call.excinfo.value, (*QUIET, pytest.fail.Exception)):
             return None  # passed, skipped, or the grader's own error: pytest reports it in full
         return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
-                                 f"{call.excinfo.typename}: {call.excinfo.value}", call.when, [],
+                                 f"{call.excinfo.typename}: {call.excinfo.value}", call.when,  # type: ignore[arg-type]
+                                 [],
                                  call.duration, call.start, call.stop)
 
     @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+    def pytest_runtest_makereport(self, item: pytest.Function, call: pytest.CallInfo):
         outcome = yield
         report = outcome.get_result()
         if report.when == "teardown" and (report.passed or item.nodeid in self._by_id and

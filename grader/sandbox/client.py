@@ -14,6 +14,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -88,6 +89,8 @@ class Zygote:
     of it through ``Zygote.attach(zygote.address)`` (see ``clones.py``).
     """
 
+    proc: subprocess.Popen | None  # the server's process; None for a batch server's copy
+
     def __init__(self, limits: Limits = Limits(), clients: int = 0):
         self._init_state(limits, Path(tempfile.mkdtemp(prefix="gptkit-")), prefix="")
         self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
@@ -122,7 +125,7 @@ class Zygote:
         self.spawned = 0  # workers started so far
         self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         self._hello: dict | None = None
-        self.proc: subprocess.Popen | None = None
+        self.proc = None
 
     @classmethod
     def attach(cls, address: str, limits: Limits = Limits()) -> Zygote:
@@ -258,7 +261,7 @@ class Worker:
         self.hung = False
         self.cpu = 0.0  # the CPU seconds the worker says it has used (it could lie, but only to its own harm)
 
-    def request(self, header: dict, args: list = (), kwargs: dict | None = None) -> Any:
+    def request(self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None) -> Any:
         from . import protocol  # torch: imported only once a worker is used
         timeout = self.zygote.limits.call_seconds
         if self.deadline is not None:

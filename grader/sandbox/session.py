@@ -33,7 +33,7 @@ class SharedWorker:
         self.imported: set[Session] = set()  # the sessions whose modules this worker has imported
         self.user: Session | None = None  # the session whose test used it last: a hang counts against it
 
-    def for_session(self, session: Session) -> tuple[Worker, bool]:
+    def for_session(self, session: Session) -> tuple[Worker | None, bool]:
         """The live worker (a fresh one if it died or has used up much of its CPU), and whether
         ``session``'s modules still need importing in it."""
         worker = self.worker
@@ -95,6 +95,7 @@ class Session:
             except (StudentError, WorkerCrash) as e:
                 self._import_failure = ImportFailure(self._explain_import(e))
                 raise self._import_failure from None
+        assert worker is not None  # a fresh worker always needs the import
         return worker
 
     def _explain_import(self, e: Exception) -> str:
