@@ -62,8 +62,9 @@ def rows(db: Path) -> dict[str, dict]:
     with sqlite3.connect(db) as con:
         con.row_factory = sqlite3.Row
         subs = {r["student"]: dict(r) for r in con.execute("SELECT * FROM submissions")}
-        for student, count in con.execute("SELECT student, COUNT(*) FROM checks GROUP BY student"):
-            subs[student]["checks_stored"] = count
+        for student, count in con.execute("SELECT c.student, COUNT(*) FROM checks c JOIN submissions s ON "
+                                          "c.student = s.student AND c.attempt = s.attempt GROUP BY c.student"):
+            subs[student]["checks_stored"] = count  # the latest attempt's: the gradebook keeps every attempt
     return subs
 
 
@@ -178,9 +179,39 @@ def test_kill_9_loses_nothing_and_a_rerun_finishes(tmp_path):
     assert all(r["checks_stored"] == r["n_checks"] > 0 for r in before.values()), before
     rerun = batch(str(root), "--workers", "1", "-m", "m1", "-m", "m2")
     assert f"{6 - len(before)} graded, {len(before)} already" in rerun.stderr, rerun.stderr
+    left = 6 - len(before)
+    assert f"{len(before)} of 6 already in grades.sqlite (unchanged): grading the other {left}" in rerun.stderr
+    assert f" {left}/{left} " in rerun.stderr and "/6 " not in rerun.stderr, "the bar counts what is left"
     after = rows(db)
     assert len(after) == 6 and all(r["score"] == r["max_score"] for r in after.values())
     assert all(after[s]["graded_at"] == r["graded_at"] for s, r in before.items()), "a committed result was redone"
+
+
+def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(tmp_path):
+    root = tmp_path / "class"
+    for i in range(4):
+        reference(root / f"s{i}")
+    db = root / "grades.sqlite"
+    command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1"]
+    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not 1 <= committed(db) < 4:
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends (to the batch process; a terminal sends it to all)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("the batch did not stop within 60 s of Ctrl-C") from None
+    saved = len(rows(db))
+    assert 1 <= saved < 4, "the interrupt came too late to test anything"
+    assert proc.returncode == 130, stderr
+    assert f"interrupted: {saved} result{'s' * (saved != 1)} saved by this run ({saved} of 4 submissions in {db}); " \
+           "run the same command again to resume" in stderr, stderr
+    rerun = batch(str(root), "--workers", "1", "-m", "m1")
+    assert rerun.returncode == 0 and f"{4 - saved} graded, {saved} already" in rerun.stderr, rerun.stderr
+    assert len(rows(db)) == 4
 
 
 @pytest.mark.parametrize("args,phrase", [(["--workers", "0"], "--workers"), ([], "no submissions found")])

@@ -6,13 +6,15 @@ import io
 import json
 import os
 import shlex
-from collections import Counter
 from pathlib import Path
 
 import click
 
+from grader.batch.summary import class_lines, failure_causes, failure_rates, milestone_means, points, stubs
 from grader.milestones import MILESTONES
 from grader.options import milestone_ids, write_atomically
+
+__all__ = ["batch", "export", "report", "failure_rates"]
 
 
 @click.command()
@@ -62,21 +64,44 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
     book = Gradebook(db)
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
                TimeRemainingColumn())
+    saved = 0
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task("grading", total=len(found), rate="")
 
+        def planned(todo: int, skipped: int) -> None:
+            if skipped:  # a resumed batch: the bar counts what is left
+                bar.console.print(f"{skipped} of {len(found)} already in {db.name} (unchanged): grading the "
+                                  f"other {todo}")
+            bar.update(task, total=todo)
+
         def advance(_found, _result) -> None:
+            nonlocal saved
+            saved += 1
             bar.advance(task)
             done = bar.tasks[task]
             bar.update(task, rate=f"{60 * done.completed / max(done.elapsed or 0, 1e-9):.1f}/min")
         try:
             graded, skipped = grade_all(found, book, milestones, limits, workers, regrade, progress=advance,
-                                        executor=client.get_executor() if client else None)
+                                        executor=client.get_executor() if client else None, planned=planned)
+        except KeyboardInterrupt:
+            bar.stop()
+            in_book = len({f.student for f in found} & {r["student"] for r in book.rows()})
+            click.echo(f"\ninterrupted: {saved} result{'s' * (saved != 1)} saved by this run ({in_book} of "
+                       f"{len(found)} submissions in {db}); run the same command again to resume: what is saved "
+                       "is not graded again", err=True)
+            raise SystemExit(130) from None
         finally:
-            book.close()
             if client:
                 client.close()
+    try:
+        students = {f.student for f in found}
+        rows = [r for r in book.rows() if r["student"] in students]
+        checks = [c for c in book.checks() if c["student"] in students]
+    finally:
+        book.close()
     click.echo(f"{graded} graded, {skipped} already in {db} (unchanged)", err=True)
+    for line in class_lines(rows, checks):
+        click.echo(line, err=True)
 
 
 @click.command()
@@ -99,18 +124,18 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
         writer.writerow(["student", "score", "max_score", "status", *ids])
         for row in rows:
             mine = [c for c in checks if c["student"] == row["student"]]
-            writer.writerow([row["student"], row["score"], row["max_score"], row["status"],
-                             *(round(sum(c["score"] for c in mine if c["milestone"] == m), 4) if mine else ""
+            writer.writerow([row["student"], points(row["score"]), points(row["max_score"]), row["status"],
+                             *(points(sum(c["score"] for c in mine if c["milestone"] == m)) if mine else ""
                                for m in ids)])
         write_atomically(csv_out, buffer.getvalue())
         click.echo(f"wrote {csv_out} ({len(rows)} submissions)", err=True)
     if gradescope_dir:
         for row in rows:
             mine = [c for c in checks if c["student"] == row["student"]]
-            results = {"score": row["score"] or 0, "execution_time": row["seconds"] or 0,
+            results = {"score": points(row["score"]) or 0, "execution_time": row["seconds"] or 0,
                        "output": row["error"] or "", "tests": [
-                           {"name": f"{c['milestone']}: {c['name']}", "number": str(i + 1), "score": c["score"],
-                            "max_score": c["max_score"], "status": "passed" if c["passed"] else "failed",
+                           {"name": f"{c['milestone']}: {c['name']}", "number": str(i + 1), "score": points(c["score"]),
+                            "max_score": points(c["max_score"]), "status": "passed" if c["passed"] else "failed",
                             "output": "passed" if c["passed"] else c["message"], "visibility": "visible",
                             "tags": [c["milestone"]]} for i, c in enumerate(mine)]}
             write_atomically(gradescope_dir / row["student"] / "results.json", json.dumps(results, indent=2))
@@ -120,11 +145,16 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
 @click.command()
 @click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write score-distribution.png and check-failure-rates.png into this folder.")
+              help="Also write charts into this folder: milestone-heatmap.png (students x milestones), "
+                   "failure-causes.png (failures by likely cause), score-distribution.png and "
+                   "check-failure-rates.png.")
 @click.option("--top", type=click.IntRange(1, 100), default=10, show_default=True,
-              help="How many of the most failed checks to list.")
+              help="How many of the most failed checks and likely causes to list.")
 def report(db: Path, png_dir: Path | None, top: int) -> None:
-    """Summarise a batch gradebook: per-milestone means and the most common failing checks."""
+    """Summarise a batch gradebook: per-milestone means, the most failed checks and their likely causes.
+
+    Each student's latest grading is reported (the gradebook keeps every attempt). Untouched stubs
+    (every check "not implemented yet") are counted apart, out of the failure rates."""
     rows, checks = _load(db)
     graded = [r for r in rows if r["status"] == "graded"]
     click.echo(f"{len(rows)} submissions, {len(graded)} graded, {len(rows) - len(graded)} with errors")
@@ -137,41 +167,32 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         for c in broken[:top]:
             first_line = (c["message"].strip().splitlines() or [""])[0]
             click.echo(f"  {c['student']}  {c['milestone']}: {c['name']}: {first_line[:160]}")
+    if aside := [c for c in checks if not c["internal_error"] and not c["counted"]]:
+        click.echo(f"{len(aside)} check{'s' * (len(aside) != 1)} not counted (set aside: neither won nor lost), "
+                   "left out of the shares and failure rates below")
     if graded:
         mean = sum(r["score"] / r["max_score"] for r in graded if r["max_score"]) / len(graded)
         click.echo(f"mean score: {100 * mean:.1f}%")
-    for m in MILESTONES:
-        per_student = Counter()
-        tops = Counter()
-        for c in (c for c in checks if c["milestone"] == m and not c["internal_error"]):
-            per_student[c["student"]] += c["score"]
-            tops[c["student"]] += c["max_score"]
-        if tops:
-            share = sum(per_student[s] / tops[s] for s in tops if tops[s]) / len(tops)
-            click.echo(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
-    rates = failure_rates(checks)
-    click.echo(f"most often failed checks (of {len(graded)} graded):")
+    for m, share in milestone_means(checks).items():
+        click.echo(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
+    stub = stubs(checks)
+    if stub:
+        click.echo(f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (every check \"not implemented yet\"), "
+                   f"left out of the failure rates: {', '.join(sorted(stub))}")
+    counted = [c for c in checks if c["student"] not in stub]
+    rates = failure_rates(counted)
+    click.echo(f"most often failed checks (of {len([r for r in graded if r['student'] not in stub])} graded):")
     for (milestone, name), rate in rates[:top]:
         click.echo(f"  {100 * rate:5.1f}%  {milestone}: {name}")
+    if causes := failure_causes(checks):
+        click.echo("most common likely causes (students):")
+        for milestone, cause, n in causes[:top]:
+            click.echo(f"  {n:4d}  {milestone}: {cause}")
     if png_dir:
-        for path in _charts(graded, rates, png_dir):
+        from grader.batch.charts import draw
+
+        for path in draw(rows, checks, png_dir):
             click.echo(f"wrote {path}", err=True)
-
-
-def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
-    """Each check's share of submissions that failed it (any of its cases), most failed first.
-
-    A case the grader could not grade (internal_error) is not the student's failure: it is left out."""
-    seen: dict[tuple[str, str], set[str]] = {}
-    failed: dict[tuple[str, str], set[str]] = {}
-    for c in checks:
-        if c.get("internal_error"):
-            continue
-        key = (c["milestone"], c["name"].split(" [")[0])  # the parametrized cases of one check together
-        seen.setdefault(key, set()).add(c["student"])
-        if not c["passed"]:
-            failed.setdefault(key, set()).add(c["student"])
-    return sorted(((k, len(failed[k]) / len(seen[k])) for k in failed), key=lambda kv: (-kv[1], kv[0]))
 
 
 def _older(rows: list[dict]) -> list[dict]:
@@ -213,25 +234,3 @@ def _load(db: Path) -> tuple[list[dict], list[dict]]:
         return book.rows(), book.checks()
     finally:
         book.close()
-
-
-def _charts(graded: list[dict], rates, folder: Path) -> list[Path]:
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    folder.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(7, 4))
-    ax.hist([100 * r["score"] / r["max_score"] for r in graded if r["max_score"]], bins=20, range=(0, 100))
-    ax.set(xlabel="score (%)", ylabel="submissions", title="Score distribution")
-    fig.tight_layout()
-    fig.savefig(folder / "score-distribution.png", dpi=120)
-    plt.close(fig)
-    shown = rates[:20]
-    fig, ax = plt.subplots(figsize=(11, 1 + 0.35 * max(len(shown), 1)))
-    ax.barh([f"{m}: {n[:60]}" for (m, n), _ in shown][::-1], [100 * r for _, r in shown][::-1])
-    ax.set(xlabel="submissions failing it (%)", title="Most often failed checks", xlim=(0, 100))
-    fig.tight_layout()
-    fig.savefig(folder / "check-failure-rates.png", dpi=120)
-    plt.close(fig)
-    return [folder / "score-distribution.png", folder / "check-failure-rates.png"]

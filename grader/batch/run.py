@@ -73,11 +73,24 @@ def _stop_forkserver() -> None:
         stop()
 
 
+def _stop_workers(executor: ProcessPoolExecutor) -> None:
+    """Ctrl-C: drop the queued submissions and end the worker processes now (their results are not saved)."""
+    executor.shutdown(wait=False, cancel_futures=True)
+    for process in list((getattr(executor, "_processes", None) or {}).values()):  # private; 3.14 has terminate_workers
+        if process.is_alive():
+            process.terminate()
+
+
 def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits: Limits, workers: int,
               regrade: bool = False, executor: Executor | None = None,
               progress: Callable[[Found, dict], None] = lambda f, r: None,
-              fingerprint: str | None = None) -> tuple[int, int]:
+              fingerprint: str | None = None,
+              planned: Callable[[int, int], None] = lambda todo, skipped: None) -> tuple[int, int]:
     """Grade what is not already current in ``book``; returns (graded, skipped).
+
+    ``planned(todo, skipped)`` is called once, before any grading: how many will be graded and how many are
+    current already (a resumed batch's progress counts what is left). ``progress`` after each one is saved.
+    On KeyboardInterrupt, what was saved stays saved; the workers are stopped without waiting for them.
 
     Current: graded from the same files, on the same milestones, by grading code with the same fingerprint
     (``fingerprint``, default this grader's: grader.fingerprint), so a changed suite regrades everything.
@@ -87,6 +100,7 @@ def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits
     digests = {f.student: f.digest() for f in found}
     todo = [f for f in found
             if regrade or not book.is_current(f.student, digests[f.student], fingerprint, milestones)]
+    planned(len(todo), len(found) - len(todo))
     own = executor is None
     executor = executor or ProcessPoolExecutor(workers, mp_context=_context())
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
@@ -104,6 +118,10 @@ def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits
             book.record(f.student, str(f.path), digests[f.student], __version__, milestones,
                         None if error else result, error, fingerprint=fingerprint)
             progress(f, result)
+    except KeyboardInterrupt:
+        if own:
+            _stop_workers(executor)
+        raise
     finally:
         if own:
             executor.shutdown(cancel_futures=True)

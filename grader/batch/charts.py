@@ -1,0 +1,103 @@
+"""`grade report --png`: the charts a teacher keeps, drawn with matplotlib (labels wrapped at word boundaries)."""
+from __future__ import annotations
+
+import statistics
+import textwrap
+from pathlib import Path
+
+from .summary import failure_causes, failure_rates, fraction, milestone_shares, stubs
+
+HEATMAP = "milestone-heatmap.png"
+CAUSES = "failure-causes.png"
+HISTOGRAM = "score-distribution.png"
+RATES = "check-failure-rates.png"
+SHOWN = 15  # bars in the cause and check charts
+
+
+def wrap(label: str, width: int = 48, lines: int = 3) -> str:
+    """A label over at most ``lines`` lines, broken only between words (an over-long one ends in '…')."""
+    parts = textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False) or [""]
+    if len(parts) > lines:
+        parts = [*parts[:lines - 1], textwrap.shorten(" ".join(parts[lines - 1:]), width, placeholder=" …")]
+    return "\n".join(parts)
+
+
+def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
+    """Write the four charts into ``folder``; returns their paths."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+
+    def save(fig, name: str) -> None:
+        fig.savefig(folder / name, dpi=100, bbox_inches="tight")  # bbox: no label is ever clipped
+        plt.close(fig)
+        written.append(folder / name)
+
+    stub = stubs(checks)
+    graded = [r for r in rows if fraction(r) is not None]
+
+    # Students x milestones: each cell the share of that milestone's points.
+    shares = milestone_shares(checks)
+    ids = list(shares)
+    students = sorted({s for m in ids for s in shares[m]}, key=lambda s: (-sum(shares[m].get(s, 0) for m in ids), s))
+    fig, ax = plt.subplots(figsize=(2.2 + 1.1 * max(len(ids), 1), 1.4 + 0.3 * max(len(students), 1)))
+    grid = [[shares[m].get(s, float("nan")) for m in ids] for s in students]
+    image = ax.imshow(grid or [[float("nan")]], cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
+    ax.set_xticks(range(len(ids)), ids)
+    ax.set_yticks(range(len(students)), [f"{s} (stub)" if s in stub else s for s in students],
+                  fontsize=9 if len(students) <= 40 else 6)
+    ax.xaxis.tick_top()
+    if len(students) * len(ids) <= 600:
+        for i, row in enumerate(grid):
+            for j, value in enumerate(row):
+                if value == value:  # not NaN
+                    ax.text(j, i, f"{100 * value:.0f}", ha="center", va="center", fontsize=8)
+    fig.colorbar(image, ax=ax, label="share of the milestone's points", fraction=0.05)
+    ax.set_title("Score per milestone (%), best students first", pad=24)
+    save(fig, HEATMAP)
+
+    # Failures by likely cause: how many students hit each.
+    causes = failure_causes(checks)[:SHOWN]
+    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(causes), 1)))
+    labels = [wrap(f"{m}: {cause}") for m, cause, _ in causes][::-1]
+    counts = [n for _, _, n in causes][::-1]
+    ax.barh(range(len(causes)), counts, color="tab:red")
+    ax.set_yticks(range(len(causes)), labels, fontsize=8)
+    for y, n in enumerate(counts):
+        ax.text(n, y, f" {n}", va="center", fontsize=8)
+    considered = len([r for r in graded if r["student"] not in stub])
+    ax.set_xlim(0, max([*counts, 1]) * 1.12)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    apart = f", {len(stub)} untouched stub{'s' * (len(stub) != 1)} not counted" if stub else ""
+    ax.set_xlabel(f"students (of {considered} graded{apart})")
+    ax.set_title("Failures by likely cause")
+    save(fig, CAUSES)
+
+    # The score histogram: integer counts, mean and median marked.
+    scores = [100 * fraction(r) for r in graded]
+    among = f", {len(stub)} of them untouched stub{'s' * (len(stub) != 1)}" if stub else ""
+    fig, ax = plt.subplots(figsize=(7, 4))
+    ax.hist(scores, bins=10, range=(0, 100), color="tab:blue", edgecolor="white")
+    if scores:
+        mean, median = statistics.mean(scores), statistics.median(scores)
+        ax.axvline(mean, color="black", linestyle="--", label=f"mean {mean:.1f}%")
+        ax.axvline(median, color="tab:orange", linestyle="-", label=f"median {median:.1f}%")
+        ax.legend(loc="upper left")
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set(xlabel="score (%)", ylabel="students", xlim=(0, 100),
+           title=f"Score distribution ({len(scores)} graded{among})")
+    save(fig, HISTOGRAM)
+
+    # The most failed checks, stubs left out.
+    rates = failure_rates([c for c in checks if c["student"] not in stub])[:SHOWN]
+    fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(rates), 1)))
+    ax.barh(range(len(rates)), [100 * r for _, r in rates][::-1], color="tab:purple")
+    ax.set_yticks(range(len(rates)), [wrap(f"{m}: {n}") for (m, n), _ in rates][::-1], fontsize=8)
+    ax.set(xlabel=f"students failing it (%, of {considered} graded{apart})", title="Most often failed checks",
+           xlim=(0, 100))
+    save(fig, RATES)
+    return written

@@ -1,0 +1,163 @@
+"""What a teacher reads from a gradebook: scores rounded to points, per-milestone means, the lowest scorers,
+untouched stubs set apart, and failures grouped by check and by their likely cause."""
+from __future__ import annotations
+
+import re
+import statistics
+from collections import Counter
+from collections.abc import Iterable
+
+from grader.milestones import MILESTONES
+
+NOT_IMPLEMENTED = "not implemented yet"
+# A parametrized check's case id, the last thing in its name: "out is (..., T, d_k) [B13-T1]".
+_CASE = re.compile(r"\s+\[[^\[\]]*\]$")
+_CAUSE = re.compile(r"(?:likely cause|hint)\s*:\s*", re.IGNORECASE)
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
+# A segment that only reports values ("got 0.42, expected 1 (...)") names no cause.
+_VALUES_ONLY = re.compile(r"^(?:got|expected|shape|value|values)\b", re.IGNORECASE)
+
+
+def set_aside(c: dict) -> bool:
+    """A check that decides nothing: the grader could not grade it, or it was not counted (neither won nor lost)."""
+    return bool(c.get("internal_error")) or not c.get("counted", True)
+
+
+def points(x: float | None) -> float | None:
+    """A score as points mean it: 2 decimals (58.18181818 -> 58.18)."""
+    return None if x is None else round(float(x), 2)
+
+
+def check_name(name: str) -> str:
+    """A check's name without its parametrized case id (only a trailing ' [...]': brackets inside stay)."""
+    return _CASE.sub("", name)
+
+
+def likely_cause(message: str) -> str | None:
+    """The cause phrase of a failing check's message, or None where it names none.
+
+    The text after the last "Likely cause:" (or "hint:"), else after the last ": " of its first line; cut at
+    its first clause break (": ", "; ", ". "), so that the one cause worded with different details groups
+    together. `cause_key` normalises it further (case, numbers, spaces).
+    """
+    text = message.strip()
+    if text.lower().startswith(NOT_IMPLEMENTED):
+        return NOT_IMPLEMENTED
+    found = list(_CAUSE.finditer(text))
+    if found:
+        phrase = text[found[-1].end():].splitlines()[0] if text[found[-1].end():] else ""
+    else:
+        first = (text.splitlines() or [""])[0]
+        if ": " not in first:
+            return None
+        phrase = first.rsplit(": ", 1)[1]
+        if _VALUES_ONLY.match(phrase):
+            return None
+    phrase = re.split(r": |; |\. (?=[A-Z])", phrase, maxsplit=1)[0].strip().rstrip(".;,")
+    if len(re.findall(r"[A-Za-z]{2,}", phrase)) < 2:  # too little text to be a cause ("got 3")
+        return None
+    return phrase
+
+
+def cause_key(phrase: str) -> str:
+    """What groups causes: lower case, each number as '#', spaces collapsed, no trailing punctuation."""
+    return re.sub(r"\s+", " ", _NUMBER.sub("#", phrase.lower())).strip(" .;,:?!")
+
+
+def is_stub(checks: Iterable[dict]) -> bool:
+    """An untouched stub: checks ran, none passed, and every failure says "not implemented yet"."""
+    mine = [c for c in checks if not set_aside(c)]
+    return bool(mine) and all(not c["passed"] and c["message"].strip().lower().startswith(NOT_IMPLEMENTED)
+                              for c in mine)
+
+
+def by_student(checks: Iterable[dict]) -> dict[str, list[dict]]:
+    out: dict[str, list[dict]] = {}
+    for c in checks:
+        out.setdefault(c["student"], []).append(c)
+    return out
+
+
+def stubs(checks: list[dict]) -> set[str]:
+    """The students whose submissions are untouched stubs."""
+    return {s for s, mine in by_student(checks).items() if is_stub(mine)}
+
+
+def milestone_shares(checks: list[dict]) -> dict[str, dict[str, float]]:
+    """Each student's share of each milestone's points (checks set aside left out, as the reports' scores do)."""
+    got: dict[str, Counter] = {}
+    top: dict[str, Counter] = {}
+    for c in checks:
+        if set_aside(c):
+            continue
+        got.setdefault(c["milestone"], Counter())[c["student"]] += c["score"]
+        top.setdefault(c["milestone"], Counter())[c["student"]] += c["max_score"]
+    return {m: {s: got[m][s] / top[m][s] for s in top[m] if top[m][s]} for m in MILESTONES if m in top}
+
+
+def milestone_means(checks: list[dict]) -> dict[str, float]:
+    """The class's mean share of each milestone's points, in the milestones' order."""
+    return {m: sum(shares.values()) / len(shares) for m, shares in milestone_shares(checks).items() if shares}
+
+
+def fraction(row: dict) -> float | None:
+    return row["score"] / row["max_score"] if row.get("status") == "graded" and row.get("max_score") else None
+
+
+def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[str]:
+    """The summary a batch ends with: count, mean and median, per-milestone means, the lowest scorers."""
+    graded = [r for r in rows if fraction(r) is not None]
+    errors = [r for r in rows if r["status"] != "graded"]
+    lines = [f"{len(rows)} submission{'s' * (len(rows) != 1)}: {len(graded)} graded, {len(errors)} with errors"]
+    if graded:
+        shares = [fraction(r) for r in graded]
+        lines.append(f"mean {100 * statistics.mean(shares):.1f}%, median {100 * statistics.median(shares):.1f}%")
+    for m, share in milestone_means(checks).items():
+        lines.append(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
+    if stub := stubs(checks):
+        lines.append(f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (nothing implemented): "
+                     f"{', '.join(sorted(stub))}")
+    if graded:
+        low = sorted(graded, key=lambda r: (fraction(r), r["student"]))[:lowest]
+        lines.append("lowest: " + ", ".join(
+            f"{r['student']} {100 * fraction(r):.1f}% ({points(r['score']):g}/{points(r['max_score']):g})"
+            for r in low))
+    for r in errors[:lowest]:
+        lines.append(f"error: {r['student']}: {((r['error'] or '').strip().splitlines() or [''])[0][:160]}")
+    return lines
+
+
+def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
+    """Each check's share of submissions that failed it (any of its cases), most failed first.
+
+    A case the grader could not grade (internal_error) or did not count is not the student's failure: it is left
+    out."""
+    seen: dict[tuple[str, str], set[str]] = {}
+    failed: dict[tuple[str, str], set[str]] = {}
+    for c in checks:
+        if set_aside(c):
+            continue
+        key = (c["milestone"], check_name(c["name"]))  # the parametrized cases of one check together
+        seen.setdefault(key, set()).add(c["student"])
+        if not c["passed"]:
+            failed.setdefault(key, set()).add(c["student"])
+    return sorted(((k, len(failed[k]) / len(seen[k])) for k in failed), key=lambda kv: (-kv[1], kv[0]))
+
+
+def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
+    """Failures grouped by likely cause: (milestone, cause, students who hit it), most students first.
+
+    A failure whose message names no cause is grouped under its check's name instead. Untouched stubs and
+    checks the grader could not grade are left out. The label of a group is its most frequent wording."""
+    stub = stubs(checks)
+    students: dict[tuple[str, str], set[str]] = {}
+    wordings: dict[tuple[str, str], Counter] = {}
+    for c in checks:
+        if c["passed"] or set_aside(c) or c["student"] in stub:
+            continue
+        phrase = likely_cause(c["message"]) or f"{check_name(c['name'])} (no cause given)"
+        key = (c["milestone"], cause_key(phrase))
+        students.setdefault(key, set()).add(c["student"])
+        wordings.setdefault(key, Counter())[phrase] += 1
+    return sorted(((m, wordings[m, k].most_common(1)[0][0], len(s)) for (m, k), s in students.items()),
+                  key=lambda t: (-t[2], t[0], t[1]))
