@@ -76,18 +76,26 @@ def check(submission: Path, milestones: list[str] | None = None, fmt: str = "tex
 
 @main.command()
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path), default="gradescope-autograder.zip")
-def gradescope(out: Path) -> None:
+@click.option("--visibility", type=click.Choice(["visible", "after_due_date", "after_published", "hidden"]),
+              default="visible", show_default=True,
+              help="When students see the hidden suites' checks (names, points, messages), in Gradescope's "
+                   "levels: visible, at once; after_due_date, once the (late) due date has passed; after_published, "
+                   "once you publish the grades; hidden, never. Gradescope hides a student's total while any "
+                   "check is hidden. The public checks are always visible and worth 0 points.")
+def gradescope(out: Path, visibility: str = "visible") -> None:
     """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
 
-    Upload it as the assignment's autograder; students submit their exercise files or one notebook.
+    Upload it as the assignment's autograder; students submit their exercise files or one notebook, loose
+    or in one folder. The hidden suites carry the points; the public checks are listed too, worth 0.
     """
     from grader.bundles import gradescope as bundle
 
     try:
-        names = bundle.build(out)
+        names = bundle.build(out, visibility=visibility)
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
-    click.echo(f"wrote {out} ({len(names)} files); upload it as the autograder of a Gradescope assignment", err=True)
+    click.echo(f"wrote {out} ({len(names)} files, hidden checks {visibility}); upload it as the autograder "
+               "of a Gradescope assignment", err=True)
 
 
 @main.command()

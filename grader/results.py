@@ -86,15 +86,25 @@ class Report:
                             "checks": [asdict(c) for c in self.of(m)]} for m in self.milestones],
         }
 
-    def to_gradescope(self) -> dict:
+    def to_gradescope(self, visibility: str = "visible", public: Report | None = None) -> dict:
+        """Gradescope's results.json. ``visibility`` (Gradescope's: visible, after_due_date, after_published,
+        hidden) is given to each hidden-suite check; public checks are always visible. ``public``, the public
+        checks' report for the same submission, adds them as tests worth 0 points: the total stays the
+        hidden suites'."""
+        levels = ("visible", "after_due_date", "after_published", "hidden")
+        if visibility not in levels:
+            raise ValueError(f"visibility must be one of {', '.join(levels)}, not {visibility!r}")
         note = self.set_aside_note()
+        tests = [_gradescope_test(i, c, "visible" if self.public else visibility) for i, c in enumerate(self.checks)]
+        if public is not None:
+            tests += [_gradescope_test(len(tests) + i, c, "visible", counts=False) for i, c in enumerate(public.checks)]
         return {
             "score": self.score()[0],
-            "execution_time": round(self.seconds, 2),
+            "execution_time": round(self.seconds + (public.seconds if public else 0.0), 2),
             "output": f"Graded by the TinyGPT kit's grader {__version__}." + (f" Note: {note}." if note else ""),
             "visibility": "visible",
             "stdout_visibility": "hidden",
-            "tests": [_gradescope_test(i, c) for i, c in enumerate(self.checks)],
+            "tests": tests,
         }
 
     def render(self, fmt: str) -> str:
@@ -105,10 +115,15 @@ class Report:
         raise ValueError(fmt)
 
 
-def _gradescope_test(i: int, c: CheckResult) -> dict:
-    test = {"name": f"{c.milestone}: {c.name}", "number": str(i + 1), "score": c.score, "max_score": c.max_score,
+def _gradescope_test(i: int, c: CheckResult, visibility: str = "visible", counts: bool = True) -> dict:
+    """One check as a Gradescope test; with ``counts`` False (a public check beside the hidden suites), worth 0."""
+    name = f"{c.milestone}: {c.name}"
+    if not counts and "(public)" not in name:
+        name = f"{c.milestone}: (public) {c.name}"
+    test = {"name": name, "number": str(i + 1), "score": c.score if counts else 0.0,
+            "max_score": c.max_score if counts else 0.0,
             "status": "passed" if c.passed else "failed", "output": "passed" if c.passed else c.message,
-            "output_format": "text", "visibility": "visible", "tags": [c.milestone]}
+            "output_format": "text", "visibility": visibility, "tags": [c.milestone] + ([] if counts else ["public"])}
     if not c.counted:  # worth nothing either way; Gradescope then shows no pass or fail
         why = "the grader failed here, not your code" if c.internal_error else "the grader could not observe this"
         test.update(name=f"{test['name']} (not counted: {why})", score=0.0, max_score=0.0)

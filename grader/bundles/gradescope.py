@@ -7,15 +7,26 @@ student's files are in ``/autograder/submission`` and the results go to
 isolated workers as on any machine; the image's protections are listed in
 each report.
 
+``run_autograder`` calls ``results`` here (``python -m grader.bundles.gradescope``):
+the exercise files or the one notebook are found in the submission folder or in
+the one folder inside it, as ``grade batch`` finds them; the hidden suites carry
+the points and the visibility chosen with ``grade gradescope --visibility``
+(written into ``run_autograder``); the public checks follow, always visible and
+worth 0 points. Why a submission cannot be graded goes into the results'
+``output``, which students see (stdout they do not).
+
 The zip's ``README.md`` is the project's, except that a markdown link to a file
 the zip does not hold (``datasets/README.md``, say) is left as its text alone, so
 that every link in the zip resolves inside it.
 """
 from __future__ import annotations
 
+import argparse
+import json
 import os
 import posixpath
 import re
+import sys
 import zipfile
 from pathlib import Path
 
@@ -44,37 +55,48 @@ RUN_AUTOGRADER = """\
 #!/usr/bin/env bash
 # Gradescope runs this for each submission. AUTOGRADER_ROOT (default /autograder) lets it run elsewhere.
 set -uo pipefail
-ROOT="${AUTOGRADER_ROOT:-/autograder}"
-PYTHON="${GRADE_PYTHON:-$ROOT/venv/bin/python}"
-SUBMISSION="$ROOT/submission"
+ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
+PYTHON="${{GRADE_PYTHON:-$ROOT/venv/bin/python}}"
 RESULTS="$ROOT/results/results.json"
+# Who sees the hidden suites' checks (Gradescope's levels: visible, after_due_date, after_published, hidden);
+# set by `grade gradescope --visibility`. The public checks are always visible, worth 0 points.
+VISIBILITY={visibility}
 mkdir -p "$ROOT/results"
 
-# A single notebook is graded as a notebook; anything else as a folder of exercise files.
-shopt -s nullglob
-notebooks=("$SUBMISSION"/*.ipynb)
-scripts=("$SUBMISSION"/*.py)
-if [ ${#notebooks[@]} -eq 1 ] && [ ${#scripts[@]} -eq 0 ]; then
-    SUBMISSION="${notebooks[0]}"
-fi
-
-FAILED='{"score": 0, "tests": [], "output": "The autograder could not grade this submission '\\
-'(a usage error or a grader failure); please tell your instructor."}'
+# The exercise files or one notebook, in submission/ or in the one folder inside it; the reason for
+# anything that cannot be graded goes into the results' output, which students see.
+FAILED='{{"score": 0, "tests": [], "output": "The autograder could not grade this submission '\\
+'(a grader failure); please tell your instructor."}}'
 cd "$ROOT/source"
-if ! "$PYTHON" -m grader check "$SUBMISSION" --format gradescope -o "$RESULTS"; then
+if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY"; then
     [ -s "$RESULTS" ] || printf '%s\\n' "$FAILED" > "$RESULTS"
 fi
 """
+# Gradescope's visibility levels, as `grade gradescope --visibility` explains them.
+VISIBILITIES = {
+    "visible": "students see every check, its points and its message as soon as the autograder finishes",
+    "after_due_date": "the hidden suites' checks appear once the (late) due date has passed",
+    "after_published": "the hidden suites' checks appear once you publish the assignment's grades",
+    "hidden": "students never see the hidden suites' checks",
+}
+# When the scored checks show, as the results' output tells the student (nothing to say when visible).
+SHOWN = {"after_due_date": "The scored checks are shown to you after the due date",
+         "after_published": "The scored checks are shown to you once your instructor publishes the grades",
+         "hidden": "The scored checks are not shown to you (your instructor sees them)"}
 
 
-def build(out: Path, project: Path = PROJECT) -> list[str]:
-    """Write the autograder zip to ``out``; returns the names it holds."""
+def build(out: Path, project: Path = PROJECT, visibility: str = "visible") -> list[str]:
+    """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``;
+    returns the names it holds."""
+    if visibility not in VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
     if not (project / "solutions" / "m1_attention.py").is_file():
         raise FileNotFoundError(f"no reference solutions in {project / 'solutions'}: build from a checkout of the kit")
     files = {name: (project / name).read_bytes() for name in shipped_files(project)}
     for name in [n for n in files if n.endswith(".md")]:
         files[name] = unlinked(files[name].decode(), name, set(files)).encode()
-    files["setup.sh"], files["run_autograder"] = SETUP_SH.encode(), RUN_AUTOGRADER.encode()
+    files["setup.sh"] = SETUP_SH.encode()
+    files["run_autograder"] = RUN_AUTOGRADER.format(visibility=visibility).encode()
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.with_name(f".{out.name}.partial")
     with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
@@ -111,3 +133,89 @@ def shipped_files(project: Path) -> list[str]:
         names += [p.relative_to(project).as_posix() for p in paths
                   if "__pycache__" not in p.parts and not p.name.startswith(".")]
     return names
+
+
+def locate(root: Path) -> tuple[Path, str]:
+    """What to grade in Gradescope's submission folder ``root``, and a sentence for the student (or "").
+
+    As ``grade batch`` finds a student's files: ``root`` itself if it holds .py files, its one notebook,
+    or the same in the one folder inside it (a dragged-in ``exercises/``; Gradescope's ``__MACOSX`` and
+    hidden folders do not count). Failing that, ``root`` itself: each check then names the file it misses.
+    """
+    from grader.batch.discover import _submission_in  # grade batch's rule, shared rather than copied
+
+    found = _submission_in(root)
+    if found is None:
+        return root, ("Your submission holds no exercise file (.py) and no single notebook (.ipynb), "
+                      "nor one folder holding them: each check below names the file it could not find.")
+    if found == root:
+        return root, ""
+    where = found.relative_to(root).as_posix() + ("/" if found.is_dir() else "")
+    return found, f"Graded {where}, found inside your submission."
+
+
+def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
+    """Gradescope's results.json for the submission in ``root``, and an exit status (1: the grader failed).
+
+    The hidden suites carry the points and ``visibility``; the public checks (what students run
+    themselves) follow, always visible and worth 0 points.
+    """
+    from grader.milestones import MILESTONES
+    from grader.sandbox.client import GraderError, Limits, Zygote
+    from grader.submission import SubmissionError, prepared
+
+    path, found = locate(root)
+    notes = [found] if found else []
+    try:
+        with prepared(path) as folder, Zygote(Limits()) as zygote:
+            from grader.runner import grade  # loads torch here while the worker loads it there
+
+            report = grade(folder, list(MILESTONES), Limits(), zygote)
+            try:
+                public = grade(folder, list(MILESTONES), Limits(), zygote, public=True)
+            except GraderError as e:
+                print(f"the public checks did not run: {e}")
+                public = None
+                notes.append("The public checks could not run this time; they carry no points.")
+    except SubmissionError as e:
+        print(f"grade: cannot grade {path}: {e}")
+        reason = str(e).replace(f"{root}{os.sep}", "")
+        return {"score": 0, "tests": [], "visibility": "visible", "stdout_visibility": "hidden",
+                "output": f"The autograder could not grade this submission: {reason}. "
+                          "Fix it and submit again (ask your instructor if you cannot see why)."}, 0
+    except GraderError as e:
+        print(f"grade: the grader itself failed: {e}")
+        return {"score": 0, "tests": [], "visibility": "visible", "stdout_visibility": "hidden",
+                "output": "The autograder could not grade this submission (the grader itself failed, "
+                          "not your code); please tell your instructor."}, 1
+    out = report.to_gradescope(visibility=visibility, public=public)
+    if visibility != "visible":
+        notes.append(f"{SHOWN[visibility]}; the public checks (the ones you can run yourself, worth 0 points "
+                     "here) are shown now.")
+    out["output"] = " ".join([out["output"], *notes])
+    if report.internal_errors:
+        print(f"grade: {len(report.internal_errors)} check(s) failed inside the grader")
+    return out, 1 if report.internal_errors else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """run_autograder's entry: grade SUBMISSION_FOLDER, write RESULTS."""
+    import warnings
+
+    # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    parser = argparse.ArgumentParser(prog="python -m grader.bundles.gradescope", description=main.__doc__)
+    parser.add_argument("submission", type=Path)
+    parser.add_argument("results", type=Path)
+    parser.add_argument("--visibility", choices=list(VISIBILITIES), default="visible")
+    args = parser.parse_args(argv)
+    from grader.options import write_atomically
+
+    out, status = results(args.submission, args.visibility)
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    write_atomically(args.results, json.dumps(out, indent=2) + "\n")
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
