@@ -38,7 +38,7 @@ def discover(root: Path, skip: tuple[Path, ...] = ()) -> list[Found]:
             continue
         if entry.is_file() and entry.suffix in (".ipynb", ".zip"):
             found.append(Found(entry.stem, entry))
-        elif entry.is_dir() and (inner := _submission_in(entry)) is not None:
+        elif entry.is_dir() and (inner := submission_in(entry)) is not None:
             found.append(Found(entry.name, inner))
     return found
 
@@ -48,13 +48,13 @@ def _nbgrader(submitted: Path) -> list[Found]:
     for student in sorted(p for p in submitted.iterdir() if p.is_dir()):
         assignments = sorted(p for p in student.iterdir() if p.is_dir())
         for a in assignments:
-            inner = _submission_in(a)
+            inner = submission_in(a)
             if inner is not None:
                 found.append(Found(student.name if len(assignments) == 1 else f"{student.name}/{a.name}", inner))
     return found
 
 
-def _submission_in(folder: Path) -> Path | None:
+def submission_in(folder: Path) -> Path | None:
     """The folder itself if it holds .py files; its one notebook; or the same one level down."""
     if any(folder.glob("*.py")):
         return folder
@@ -62,7 +62,7 @@ def _submission_in(folder: Path) -> Path | None:
     if len(notebooks) == 1:
         return notebooks[0]
     subfolders = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))]
-    return _submission_in(subfolders[0]) if len(subfolders) == 1 else None
+    return submission_in(subfolders[0]) if len(subfolders) == 1 else None
 
 
 def _files(folder: Path) -> Iterator[Path]:
@@ -90,7 +90,7 @@ def unpacked(path: Path) -> Iterator[Path]:
                     continue  # absolute paths, ../ escapes and macOS metadata are left out
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(zf.read(m))
-        inner = _submission_in(folder)
+        inner = submission_in(folder)
         if inner is None:
             raise ValueError(f"{path.name} holds no exercise files and no single notebook")
         yield inner

@@ -142,9 +142,9 @@ def locate(root: Path) -> tuple[Path, str]:
     or the same in the one folder inside it (a dragged-in ``exercises/``; Gradescope's ``__MACOSX`` and
     hidden folders do not count). Failing that, ``root`` itself: each check then names the file it misses.
     """
-    from grader.batch.discover import _submission_in  # grade batch's rule, shared rather than copied
+    from grader.batch.discover import submission_in  # grade batch's rule, shared rather than copied
 
-    found = _submission_in(root)
+    found = submission_in(root)
     if found is None:
         return root, ("Your submission holds no exercise file (.py) and no single notebook (.ipynb), "
                       "nor one folder holding them: each check below names the file it could not find.")
