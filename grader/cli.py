@@ -119,8 +119,9 @@ def release(out: Path) -> None:
 def nbgrader(out: Path) -> None:
     """Write an nbgrader course to OUT: nbgrader_config.py and source/lesson/tinygpt.ipynb.
 
-    Then, in OUT: `nbgrader generate_assignment lesson`, collect submissions into
-    submitted/STUDENT/lesson/, and `nbgrader autograde lesson`.
+    Then, in OUT and in the kit's environment (nbgrader_config.py imports the kit):
+    `nbgrader generate_assignment lesson`, hand out release/lesson/tinygpt.ipynb, collect
+    submissions into submitted/STUDENT/lesson/, `nbgrader autograde lesson`, `nbgrader export`.
     """
     from grader.bundles import nbgrader as course
     from grader.runner import HIDDEN_AVAILABLE, grade

@@ -1,14 +1,24 @@
-"""What an nbgrader test cell calls: grade the saved notebook out of process, fail the cell unless all passed.
+"""What an nbgrader test cell calls: grade the saved notebook out of process, report the milestone.
 
 ``check("tinygpt.ipynb", "m1")`` runs ``grade check`` on the notebook file (the
-isolated workers, the hidden suites) once per saved version, then raises
-AssertionError listing the milestone's failing checks. ``public=True`` runs the
-public checks only. Nothing goes to stderr: nbgrader would count it as a failure.
+isolated workers) once per saved version, then reports the milestone:
+
+- where the hidden suites are installed (the instructor's kit, so ``nbgrader
+  autograde``): it prints the milestone's points and every failing check with its
+  message (what ``grade check -v`` shows; the cases of one check together), then returns the points won. The cell's
+  output is that one number, which nbgrader takes as the cell's partial credit, so
+  nbgrader's total is the kit's total (``grade batch``);
+- with the public checks only (a student's kit, or ``public=True``): it raises
+  AssertionError listing every failing public check, or prints that all passed, so a
+  student (and ``nbgrader validate``) sees a failing cell as failed.
+
+Nothing goes to stderr: nbgrader would count it as a failure.
 """
 from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -17,19 +27,39 @@ from pathlib import Path
 _reports: dict[tuple[str, float, bool], dict] = {}
 
 
-def check(notebook: str, milestone: str, public: bool = False) -> None:
+def check(notebook: str, milestone: str, public: bool = False) -> float | None:
     report = _report(Path(notebook).resolve(), public)
     found = [m for m in report.get("milestones", []) if m["id"] == milestone]
     if not found:
         raise AssertionError(f"{milestone} was not graded: {report.get('error', 'no report')}")
-    failed = [c for c in found[0]["checks"] if not c["passed"] and c.get("counted", True)]  # set aside: no verdict
+    result = found[0]
+    counted = [c for c in result["checks"] if c.get("counted", True)]  # set aside: no verdict, no point lost
+    failed = [c for c in counted if not c["passed"]]
+    lines = _grouped(failed)
+    lines += [f"- not counted (not your code's fault): {c['name']}: {c['message']}"
+              for c in result["checks"] if not c.get("counted", True)]
+    passed = f"{len(counted) - len(failed)}/{len(counted)}"
+    if report.get("checks") == "all":  # the grading run: a score, which nbgrader reads from the cell's output
+        print(f"{milestone}: {result['score']:g}/{result['max_score']:g} points, {passed} checks passed"
+              + (". Failing checks:" if failed else ""))
+        if lines:
+            print("\n".join(lines))
+        return float(result["score"])
     if failed:
-        lines = [f"- {c['name']}: {c['message']}" for c in failed[:3]]
-        more = f"\n(and {len(failed) - 3} more)" if len(failed) > 3 else ""
-        kind = "public" if public else "hidden"
-        raise AssertionError(f"{len(failed)} {kind} check(s) of {milestone} failed "
-                             f"({found[0]['score']:g}/{found[0]['max_score']:g}):\n" + "\n".join(lines) + more)
-    print(f"{milestone}: all {len(found[0]['checks'])} {'public ' if public else ''}checks passed")
+        raise AssertionError(f"{len(failed)} public check(s) of {milestone} failed ({passed} passed):\n"
+                             + "\n".join(lines))
+    print(f"{milestone}: all {len(counted)} public checks passed (the grade also counts hidden ones)"
+          + ("\n" + "\n".join(lines) if lines else ""))
+    return None
+
+
+def _grouped(failed: list[dict]) -> list[str]:
+    """One line per failing check, the cases of one parametrized check (``name [case]``) together: its first message."""
+    groups: dict[str, list[dict]] = {}
+    for c in failed:
+        groups.setdefault(re.sub(r" \[[^\]]*\]$", "", c["name"]), []).append(c)
+    return [f"- {name}" + (f" ({len(cases)} cases)" if len(cases) > 1 else "") + f": {cases[0]['message']}"
+            for name, cases in groups.items()]
 
 
 def _report(notebook: Path, public: bool) -> dict:
