@@ -11,6 +11,7 @@ import ast
 import csv
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -128,6 +129,8 @@ def test_release_markdown_has_no_command_line_instructions(course):
     text = "\n".join(source(c) for c in cells(course / RELEASE).values() if c["cell_type"] == "markdown")
     for phrase in ("Check yourself from the folder", "python m", "grade check -m"):
         assert phrase not in text, phrase
+    # The files' demos are left out of the notebook, so no section may point at one or at what it prints.
+    assert not re.search(r"demo|should print|printed", text, re.I), re.findall(r"[^\n]*(?:demo|print)[^\n]*", text)
     assert "pip install" in source(cells(course / RELEASE)["intro"])
 
 
