@@ -91,16 +91,17 @@ def _module(grade_id: str) -> str:
 
 def sandbox_setup_seconds(n: int = 40) -> float:
     """The CPU seconds of one empty worker's process tree: the sandbox's own cost, whatever the submission."""
-    from grader.sandbox.client import Limits, Zygote
+    from grader.sandbox.client import ForkServer, Limits
+    from grader.sandbox.common.agreement import Request
 
-    with Zygote(Limits()) as zygote, tempfile.TemporaryDirectory() as empty:
+    with ForkServer(Limits()) as server, tempfile.TemporaryDirectory() as empty:
         for i in range(n + 1):
             if i == 1:  # the first worker pays one-off costs that a batch spreads over all
-                before = zygote.worker_cpu
-            worker = zygote.spawn(Path(empty))
-            worker.request({"op": "import", "modules": []})
+                before = server.worker_cpu
+            worker = server.spawn(Path(empty))
+            worker.request({"op": Request.IMPORT, "modules": []})
             worker.close()
-        return (zygote.worker_cpu - before) / n
+        return (server.worker_cpu - before) / n
 
 
 def main() -> None:

@@ -7,8 +7,10 @@ from pathlib import Path
 
 import click
 
+from grader.files import write_atomically
 from grader.milestones import MILESTONES
-from grader.options import milestone_ids, write_atomically
+from grader.options import limit_options, limits, milestone_option
+from grader.results import GRADESCOPE_VISIBILITIES
 
 FORMATS = ("text", "json", "gradescope")
 
@@ -26,33 +28,30 @@ def main(ctx: click.Context) -> None:
 
 @main.command()
 @click.argument("submission", type=click.Path(exists=True, path_type=Path), default=".")
-@click.option("-m", "--milestone", "milestones", multiple=True, callback=milestone_ids, metavar="ID",
-              help=f"Grade only this milestone (repeatable): {', '.join(MILESTONES)}. Default: all.")
+@milestone_option
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
               help="text: a table; json: every check; gradescope: Gradescope's results.json.")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
               help="Write the results to this file instead of the terminal.")
 @click.option("-v", "--verbose", is_flag=True, help="Show every failing check, not only the first per milestone.")
-@click.option("--timeout", type=click.FloatRange(1, 600), default=40.0, show_default=True,
-              help="Seconds each check may take in your code before it counts as hung.")
-@click.option("--memory-mb", type=click.IntRange(256), default=3072, show_default=True,
-              help="Memory your code may use, in MiB.")
+@limit_options
 @click.option("--public", is_flag=True,
               help="Run only the public checks (what a student release runs; its only choice).")
 def check(submission: Path, milestones: list[str] | None = None, fmt: str = "text", output: Path | None = None,
-          verbose: bool = False, timeout: float = 40.0, memory_mb: int = 3072, public: bool = False) -> None:
+          verbose: bool = False, timeout: float | None = None, memory_mb: int | None = None,
+          public: bool = False) -> None:
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    from grader.sandbox.client import GraderError, Limits, Zygote
+    from grader.sandbox.client import ForkServer, GraderError
     from grader.submission import SubmissionError, prepared
 
-    limits = Limits(call_seconds=min(20.0, timeout), test_seconds=timeout, memory_bytes=memory_mb << 20)
+    chosen = limits(timeout, memory_mb)
     try:
-        with prepared(submission) as folder, Zygote(limits) as zygote:
+        with prepared(submission) as folder, ForkServer(chosen) as server:
             from grader.runner import grade  # loads torch here while the worker loads it there
 
-            report = grade(folder, milestones or list(MILESTONES), limits, zygote, public=public)
+            report = grade(folder, milestones or list(MILESTONES), chosen, server, public=public)
         report.submission = str(submission)
     except SubmissionError as e:
         raise click.UsageError(str(e)) from None
@@ -76,7 +75,7 @@ def check(submission: Path, milestones: list[str] | None = None, fmt: str = "tex
 
 @main.command()
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path), default="gradescope-autograder.zip")
-@click.option("--visibility", type=click.Choice(["visible", "after_due_date", "after_published", "hidden"]),
+@click.option("--visibility", type=click.Choice(GRADESCOPE_VISIBILITIES),
               default="visible", show_default=True,
               help="When students see the hidden suites' checks (names, points, messages), in Gradescope's "
                    "levels: visible, at once; after_due_date, once the (late) due date has passed; after_published, "

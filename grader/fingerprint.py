@@ -1,7 +1,7 @@
 """A fingerprint of the grading code: what a gradebook row must match to count as current.
 
 It covers everything that decides a grade: every ``.py`` and ``.ini`` file of the
-``grader`` package (hidden suites, public checks, sandbox and harness, trusted
+``grader`` package (hidden suites, public checks, both sides of the sandbox, trusted
 modules, runner) and the reference solutions (``solutions/*.py``, which decide the
 expected values; absent from a student release). A fix to any of them changes the
 fingerprint, so ``grade batch`` regrades what an older grader graded.

@@ -2,11 +2,15 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
 from grader.milestones import MILESTONES
+
+# Gradescope's visibility levels for a test, most shown first.
+GRADESCOPE_VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 
 
 class NotObserved(Exception):
@@ -91,21 +95,12 @@ class Report:
         hidden) is given to each hidden-suite check; public checks are always visible. ``public``, the public
         checks' report for the same submission, adds them as tests worth 0 points: the total stays the
         hidden suites'."""
-        levels = ("visible", "after_due_date", "after_published", "hidden")
-        if visibility not in levels:
-            raise ValueError(f"visibility must be one of {', '.join(levels)}, not {visibility!r}")
+        _check_visibility(visibility)
         note = self.set_aside_note()
-        tests = [_gradescope_test(i, c, "visible" if self.public else visibility) for i, c in enumerate(self.checks)]
-        if public is not None:
-            tests += [_gradescope_test(len(tests) + i, c, "visible", counts=False) for i, c in enumerate(public.checks)]
-        return {
-            "score": self.score()[0],
-            "execution_time": round(self.seconds + (public.seconds if public else 0.0), 2),
-            "output": f"Graded by the TinyGPT kit's grader {__version__}." + (f" Note: {note}." if note else ""),
-            "visibility": "visible",
-            "stdout_visibility": "hidden",
-            "tests": tests,
-        }
+        return gradescope_results(
+            self.checks, score=self.score()[0], seconds=self.seconds + (public.seconds if public else 0.0),
+            output=f"Graded by the TinyGPT kit's grader {__version__}." + (f" Note: {note}." if note else ""),
+            visibility="visible" if self.public else visibility, public=public.checks if public else ())
 
     def render(self, fmt: str) -> str:
         if fmt == "json":
@@ -113,6 +108,30 @@ class Report:
         if fmt == "gradescope":
             return json.dumps(self.to_gradescope(), indent=2)
         raise ValueError(fmt)
+
+
+def gradescope_results(checks: Sequence[CheckResult] = (), *, output: str, score: float = 0,
+                       seconds: float | None = None, visibility: str = "visible",
+                       public: Sequence[CheckResult] = ()) -> dict:
+    """Gradescope's results.json, the one place it is built (``grade check --format gradescope``, the
+    autograder, ``grade export --gradescope``, and a submission that could not be graded: no check).
+
+    ``checks`` are tests shown at ``visibility``; ``public`` checks follow, always visible and worth 0 points.
+    ``output`` is the text above the tests, which students see (stdout they do not).
+    """
+    _check_visibility(visibility)
+    tests = [_gradescope_test(i, c, visibility) for i, c in enumerate(checks)]
+    tests += [_gradescope_test(len(tests) + i, c, "visible", counts=False) for i, c in enumerate(public)]
+    results: dict = {"score": score}
+    if seconds is not None:
+        results["execution_time"] = round(seconds, 2)
+    results.update(output=output, visibility="visible", stdout_visibility="hidden", tests=tests)
+    return results
+
+
+def _check_visibility(visibility: str) -> None:
+    if visibility not in GRADESCOPE_VISIBILITIES:
+        raise ValueError(f"visibility must be one of {', '.join(GRADESCOPE_VISIBILITIES)}, not {visibility!r}")
 
 
 def _gradescope_test(i: int, c: CheckResult, visibility: str = "visible", counts: bool = True) -> dict:

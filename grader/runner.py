@@ -22,12 +22,13 @@ import pytest
 from grader.hints import hint_for
 from grader.milestones import MILESTONES
 from grader.results import CheckResult, NotObserved, Report
-from grader.sandbox.client import GraderError, Limits, ProbeFault, StudentError, WorkerCrash, Zygote
+from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
 from grader.sandbox.session import ImportFailure, MissingName
 
-SUITES = Path(__file__).with_name("suites")   # the hidden suites (and the helpers every suite shares)
-PUBLIC = Path(__file__).with_name("public")   # the public checks, the only ones in a student release
-HIDDEN_AVAILABLE = (SUITES / MILESTONES["m1"].suite).is_file()
+SUITES = Path(__file__).with_name("suites")  # the helpers every suite shares, and the suites' pytest.ini
+HIDDEN = SUITES / "hidden"  # the hidden suites (absent from a student release)
+PUBLIC = SUITES / "public"  # the public checks, the only ones in a student release
+HIDDEN_AVAILABLE = (HIDDEN / MILESTONES["m1"].suite).is_file()
 # Built-in plugins the suites do not need; some (unraisableexception) cost a gc.collect per test.
 UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "faulthandler", "warnings",
                   "doctest", "junitxml", "pastebin", "legacypath", "debugging", "logging", "capture",
@@ -38,28 +39,28 @@ QUIET = (*EXPLAINED, NotObserved)  # no traceback needed: the message says it al
 
 
 def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = None,
-          zygote: Zygote | None = None, public: bool = False) -> Report:
+          fork_server: ForkServer | None = None, public: bool = False) -> Report:
     """Grade ``submission`` (a folder of exercise files) on the given milestone ids.
 
     With ``public`` (always, in a student release), only the public checks run.
     """
     public = public or not HIDDEN_AVAILABLE
-    suites = PUBLIC if public else SUITES
+    suites = PUBLIC if public else HIDDEN
     limits, milestones = limits or Limits(), list(milestones)
     started = time.monotonic()
     import torch
 
-    from grader.suites import fixtures
+    from grader.suites.fixtures import GradingContext, GradingPlugin
 
     # The reference's tensors are tiny: with one thread, no OpenMP workers spin waiting for a core
     # that another grading process holds (with two threads on two busy cores, 10x slower).
     torch.set_num_threads(1)
 
-    own = zygote is None
-    zygote = zygote or Zygote(limits)  # torch loads there while this process loads it too
-    cpu_before, spawned_before = zygote.worker_cpu, zygote.spawned
+    own = fork_server is None
+    server = fork_server or ForkServer(limits)  # torch loads there while this process loads it too
+    cpu_before, spawned_before = server.worker_cpu, server.spawned
     collector = Collector()
-    context = fixtures.CONTEXT = fixtures.GradingContext(zygote, submission.resolve(), limits)
+    context = GradingContext(server, submission.resolve(), limits)
     if limits.submission_seconds:
         context.ends = started + limits.submission_seconds
     args = [str(suites / MILESTONES[m].suite) for m in milestones] + [
@@ -72,19 +73,18 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
     log = io.StringIO()
     try:
         with _clean_pytest_env(), contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            code = pytest.main(args, plugins=[fixtures, collector])
+            code = pytest.main(args, plugins=[GradingPlugin(context), collector])
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not collector.results:
             raise GraderError(f"the hidden suites did not run (pytest exit code {int(code)}):\n"
                               + "\n".join([*collector.errors, log.getvalue()])[-3000:])
-        report = Report(str(submission), collector.results, zygote.protections, public=public)
+        report = Report(str(submission), collector.results, server.protections, public=public)
     finally:
         context.close()
-        fixtures.CONTEXT = None
         if own:
-            zygote.close()
+            server.close()
     report.seconds = time.monotonic() - started
-    report.worker_cpu_seconds = zygote.worker_cpu - cpu_before  # read once every worker is reaped
-    report.workers = zygote.spawned - spawned_before
+    report.worker_cpu_seconds = server.worker_cpu - cpu_before  # read once every worker is reaped
+    report.workers = server.spawned - spawned_before
     return report
 
 

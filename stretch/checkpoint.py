@@ -1,11 +1,11 @@
 """Checkpoints: written atomically, read back with ``weights_only=True`` (plain tensors, numbers and strings only)."""
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import torch
+
+from grader.files import atomic_path
 
 
 class CheckpointError(Exception):
@@ -14,18 +14,8 @@ class CheckpointError(Exception):
 
 def save(state: dict, path: Path) -> None:
     """Write to a temp file beside path, then rename: a crash mid-write never leaves a torn checkpoint."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name + ".", suffix=".tmp")
-    os.close(fd)
-    umask = os.umask(0)
-    os.umask(umask)
-    os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes it private (0600); a checkpoint is an ordinary file
-    try:
+    with atomic_path(path) as tmp:
         torch.save(state, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def load(path: str | Path) -> dict:

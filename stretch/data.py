@@ -13,12 +13,13 @@ import hashlib
 import json
 import os
 import sysconfig
-import tempfile
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
+from grader.files import write_atomically
 
 SOURCES = Path(__file__).resolve().parents[1] / "datasets" / "sources.json"
 ENV_VAR = "GPTKIT_DATA_DIR"
@@ -57,15 +58,8 @@ def verify(path: Path, meta: dict) -> None:
 
 def download(url: str, dest: Path) -> None:
     """Fetch url into dest atomically (a temp file in the same folder, then a rename)."""
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=dest.name + ".")
-    try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
-            out.write(response.read())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    with urllib.request.urlopen(url, timeout=60) as response:
+        write_atomically(dest, response.read())
 
 
 def shakespeare_path(data_dir: str | Path | None = None) -> Path:

@@ -1,30 +1,20 @@
 """The reference model classes from ``solutions/``, and the configurations the stretch trains.
 
-The solutions import each other by plain names (``from m1_attention import ...``),
-so their folder is on ``sys.path`` while they load, as in ``grader/reference.py``.
+The reference is loaded as the grader loads it (``grader/reference.py``, the one loader).
 """
 from __future__ import annotations
 
-import importlib
-import sys
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from types import ModuleType
 
 import torch.nn as nn
 
-SOLUTIONS = Path(__file__).resolve().parents[1] / "solutions"
+from grader.reference import load_reference
 
 
 def reference(name: str) -> ModuleType:
-    """Import one reference module (``m2_model``, ``m8_sampling``...) from ``solutions/``."""
-    if name in sys.modules:
-        return sys.modules[name]
-    sys.path.insert(0, str(SOLUTIONS))
-    try:
-        return importlib.import_module(name)
-    finally:
-        sys.path.remove(str(SOLUTIONS))
+    """One reference module (``m2_model``, ``m8_sampling``...) from ``solutions/``."""
+    return getattr(load_reference(), name)
 
 
 @dataclass(frozen=True)

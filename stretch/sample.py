@@ -28,6 +28,13 @@ class Sampler:
         # an empty prompt starts from a newline, a character both corpora contain
         return torch.tensor([self.tokenizer.encode(prompt or "\n")], dtype=torch.long, device=self.device)
 
+    @property
+    def block_size(self) -> int:
+        """How many tokens the model sees at once (TinyGPT's ``T``)."""
+        T = self.model.T
+        assert isinstance(T, int)
+        return T
+
 
 def load_sampler(path: str | Path, device: str = "cpu") -> Sampler:
     state = checkpoint.load(path)
@@ -59,7 +66,7 @@ def explain(sampler: Sampler, prompt: str, max_new: int, seed: int = 0, temperat
     """Each generation step: the window fed, the top-5 probabilities drawn from, the token chosen."""
     m8 = reference("m8_sampling")
     generator = torch.Generator(device=sampler.device).manual_seed(seed)
-    idx, T = sampler.encode_prompt(prompt), sampler.model.T
+    idx, T = sampler.encode_prompt(prompt), sampler.block_size
     for _ in range(max_new):
         window = idx[:, -T:]
         logits = sampler.model(window)[:, -1, :]

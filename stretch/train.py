@@ -160,7 +160,7 @@ def resume(path: Path, device: str, data_dir: str | Path | None = None, steps: i
     generator = torch.Generator()
     generator.set_state(state["generator"])
     history = History(**state["history"])
-    history.val = [tuple(v) for v in history.val]
+    history.val = [(int(step), float(loss)) for step, loss in history.val]
     return Run(cfg, data, model, optimizer, generator, state["step"], history)
 
 

@@ -1,4 +1,4 @@
-"""Hostile code for tests/test_attacks.py: each attack is ONE change to the reference.
+"""Hostile code for tests/e2e/test_attacks.py: each attack is ONE change to the reference.
 
 Every helper returns a text edit for ``helpers.Variant(edits=...)`` (or a whole file
 for ``files=``). The anchors below are lines of the reference that occur exactly once.
@@ -122,7 +122,7 @@ def causal_attention(q, k, v):  # wrong values, in a costume
 # ---------------------------------------------------------------- reaching the grader's files
 
 REFERENCE_FILE = REPO / "solutions" / "m1_attention.py"
-SUITE_FILE = REPO / "grader" / "suites" / "test_m1_attention.py"
+SUITE_FILE = REPO / "grader" / "suites" / "hidden" / "test_m1_attention.py"
 LEAK_MARKER = "LEAKED-GRADER-FILE"
 
 

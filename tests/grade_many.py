@@ -9,17 +9,17 @@ import sys
 import warnings
 from pathlib import Path
 
-from grader.sandbox.client import Limits, Zygote
+from grader.sandbox.client import ForkServer, Limits
 
 
 def main(jobs_file: str) -> None:
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     jobs = json.loads(Path(jobs_file).read_text())
-    with Zygote(Limits()) as zygote:
+    with ForkServer(Limits()) as server:
         from grader.runner import grade
 
         for job in jobs:
-            report = grade(Path(job["submission"]), job["milestones"], zygote=zygote)
+            report = grade(Path(job["submission"]), job["milestones"], fork_server=server)
             Path(job["out"]).write_text(json.dumps(report.to_json()))
 
 

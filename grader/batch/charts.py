@@ -78,7 +78,7 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     save(fig, CAUSES)
 
     # The score histogram: integer counts, mean and median marked.
-    scores = [100 * fraction(r) for r in graded]
+    scores = [100 * share for r in graded if (share := fraction(r)) is not None]
     among = f", {len(stub)} of them untouched stub{'s' * (len(stub) != 1)}" if stub else ""
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.hist(scores, bins=10, range=(0, 100), color="tab:blue", edgecolor="white")

@@ -11,29 +11,27 @@ from pathlib import Path
 import click
 
 from grader.batch.summary import class_lines, failure_causes, failure_rates, milestone_means, points, stubs
+from grader.files import write_atomically
 from grader.milestones import MILESTONES
-from grader.options import milestone_ids, write_atomically
+from grader.options import limit_options, limits, milestone_option
+from grader.results import CheckResult, gradescope_results
+from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
 __all__ = ["batch", "export", "report", "failure_rates"]
 
 
 @click.command()
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
-@click.option("-m", "--milestone", "milestones", multiple=True, callback=milestone_ids, metavar="ID",
-              help="Grade only this milestone (repeatable). Default: all.")
+@milestone_option
 @click.option("--workers", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="the cores",
               help="Submissions graded at once.")
 @click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
               help="The SQLite gradebook. Default: SUBMISSIONS/grades.sqlite.")
 @click.option("--regrade", is_flag=True, help="Grade again even what the gradebook already holds.")
-@click.option("--timeout", type=click.FloatRange(1, 600), default=40.0, show_default=True,
-              help="Seconds each check may take in a submission's code.")
+@limit_options
 @click.option("--submission-timeout", type=click.FloatRange(1), metavar="SECONDS",
               help="Seconds all of one submission's checks may take together; checks past it fail, "
                    "unrun. Default: no limit beyond --timeout per check.")
-@click.option("--memory-mb", type=click.IntRange(256), default=3072, show_default=True,
-              help="Memory each submission's code may use, in MiB (per process, and for its whole process "
-                   "tree where cgroups are available).")
 @click.option("--scheduler", metavar="ADDRESS",
               help="Grade on a Dask cluster (tcp://host:8786) instead of local processes. Its workers need the "
                    "kit installed, the submissions at the same path, and one thread each.")
@@ -52,14 +50,12 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
     from grader.batch.discover import discover
     from grader.batch.gradebook import Gradebook
     from grader.batch.run import grade_all
-    from grader.sandbox.client import Limits
 
     db = db or submissions / "grades.sqlite"
     found = discover(submissions, skip=(db,))
     if not found:
         raise click.UsageError(f"no submissions found in {submissions}")
-    limits = Limits(call_seconds=min(20.0, timeout), test_seconds=timeout, memory_bytes=memory_mb << 20,
-                    submission_seconds=submission_timeout)
+    chosen = limits(timeout, memory_mb, submission_timeout)
     client = _dask_client(scheduler) if scheduler else None
     book = Gradebook(db)
     columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
@@ -81,7 +77,7 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
             done = bar.tasks[task]
             bar.update(task, rate=f"{60 * done.completed / max(done.elapsed or 0, 1e-9):.1f}/min")
         try:
-            graded, skipped = grade_all(found, book, milestones, limits, workers, regrade, progress=advance,
+            graded, skipped = grade_all(found, book, milestones, chosen, workers, regrade, progress=advance,
                                         executor=client.get_executor() if client else None, planned=planned)
         except KeyboardInterrupt:
             bar.stop()
@@ -132,12 +128,11 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
     if gradescope_dir:
         for row in rows:
             mine = [c for c in checks if c["student"] == row["student"]]
-            results = {"score": points(row["score"]) or 0, "execution_time": row["seconds"] or 0,
-                       "output": row["error"] or "", "tests": [
-                           {"name": f"{c['milestone']}: {c['name']}", "number": str(i + 1), "score": points(c["score"]),
-                            "max_score": points(c["max_score"]), "status": "passed" if c["passed"] else "failed",
-                            "output": "passed" if c["passed"] else c["message"], "visibility": "visible",
-                            "tags": [c["milestone"]]} for i, c in enumerate(mine)]}
+            results = gradescope_results(
+                [CheckResult(name=c["name"], milestone=c["milestone"], score=points(c["score"]) or 0.0,
+                             max_score=points(c["max_score"]) or 0.0, passed=bool(c["passed"]), message=c["message"],
+                             internal_error=bool(c["internal_error"]), counted=bool(c["counted"])) for c in mine],
+                score=points(row["score"]) or 0, seconds=row["seconds"] or 0, output=row["error"] or "")
             write_atomically(gradescope_dir / row["student"] / "results.json", json.dumps(results, indent=2))
         click.echo(f"wrote {len(rows)} results.json files under {gradescope_dir}", err=True)
 
@@ -154,7 +149,7 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
     """Summarise a batch gradebook: per-milestone means, the most failed checks and their likely causes.
 
     Each student's latest grading is reported (the gradebook keeps every attempt). Untouched stubs
-    (every check "not implemented yet") are counted apart, out of the failure rates."""
+    (every check says it is not implemented) are counted apart, out of the failure rates."""
     rows, checks = _load(db)
     graded = [r for r in rows if r["status"] == "graded"]
     click.echo(f"{len(rows)} submissions, {len(graded)} graded, {len(rows) - len(graded)} with errors")
@@ -177,7 +172,7 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         click.echo(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
     stub = stubs(checks)
     if stub:
-        click.echo(f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (every check \"not implemented yet\"), "
+        click.echo(f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (every check \"{NOT_IMPLEMENTED_MESSAGE}\"), "
                    f"left out of the failure rates: {', '.join(sorted(stub))}")
     counted = [c for c in checks if c["student"] not in stub]
     rates = failure_rates(counted)

@@ -14,7 +14,7 @@ MAX_ZIP_BYTES = 50 << 20
 
 
 @dataclass(frozen=True)
-class Found:
+class FoundSubmission:
     student: str   # a folder's or file's name; "student/assignment" in nbgrader's layout with several
     path: Path     # a folder of exercise files, a notebook, or a zip file
 
@@ -28,7 +28,7 @@ class Found:
         return h.hexdigest()
 
 
-def discover(root: Path, skip: tuple[Path, ...] = ()) -> list[Found]:
+def discover(root: Path, skip: tuple[Path, ...] = ()) -> list[FoundSubmission]:
     """Every submission under ``root``, sorted by student."""
     if (root / "submitted").is_dir():
         return _nbgrader(root / "submitted")
@@ -37,20 +37,21 @@ def discover(root: Path, skip: tuple[Path, ...] = ()) -> list[Found]:
         if entry.name.startswith((".", "_")) or entry.resolve() in skipped:
             continue
         if entry.is_file() and entry.suffix in (".ipynb", ".zip"):
-            found.append(Found(entry.stem, entry))
+            found.append(FoundSubmission(entry.stem, entry))
         elif entry.is_dir() and (inner := submission_in(entry)) is not None:
-            found.append(Found(entry.name, inner))
+            found.append(FoundSubmission(entry.name, inner))
     return found
 
 
-def _nbgrader(submitted: Path) -> list[Found]:
+def _nbgrader(submitted: Path) -> list[FoundSubmission]:
     found = []
     for student in sorted(p for p in submitted.iterdir() if p.is_dir()):
         assignments = sorted(p for p in student.iterdir() if p.is_dir())
         for a in assignments:
             inner = submission_in(a)
             if inner is not None:
-                found.append(Found(student.name if len(assignments) == 1 else f"{student.name}/{a.name}", inner))
+                name = student.name if len(assignments) == 1 else f"{student.name}/{a.name}"
+                found.append(FoundSubmission(name, inner))
     return found
 
 

@@ -93,6 +93,7 @@ class Gradebook:
         with self.db:
             attempt = self.db.execute(f"INSERT INTO attempts ({', '.join(COLUMNS)}) VALUES ({marks})",
                                       values).lastrowid
+            assert attempt is not None  # an INSERT always sets it
             self.db.execute(f"INSERT OR REPLACE INTO submissions ({', '.join(COLUMNS)}, attempt) "
                             f"VALUES ({marks}, ?)", (*values, attempt))
             self.db.executemany(

@@ -15,12 +15,12 @@ from pathlib import Path
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
-from grader.sandbox.client import Limits, Zygote
+from grader.sandbox.client import ForkServer, Limits
 
-from .discover import Found, unpacked
+from .discover import FoundSubmission, unpacked
 from .gradebook import Gradebook
 
-_zygote = None  # one fork server per worker process, started on its first submission
+_local_server = None  # one fork server per worker process, started on its first submission
 _one_at_a_time = threading.Lock()  # pytest and the fork server serve one grading at a time per process
 
 
@@ -29,18 +29,18 @@ def grade_one(path: str, milestones: list[str], limits: Limits, server: str | No
 
     ``server``: the address of the batch's fork server, of which this process gets a copy.
     """
-    global _zygote
+    global _local_server
     from grader.runner import grade
     from grader.submission import prepared
 
     with _one_at_a_time:
         try:
-            if _zygote is None:
+            if _local_server is None:
                 gc.freeze()  # what the fork server preloaded (torch): this process's collections skip it
-                _zygote = _fork_server(server, limits)
-                multiprocessing.util.Finalize(None, _zygote.close, exitpriority=10)  # atexit does not run here
+                _local_server = _fork_server(server, limits)
+                multiprocessing.util.Finalize(None, _local_server.close, exitpriority=10)  # atexit does not run here
             with unpacked(Path(path)) as inner, prepared(inner) as folder:
-                return grade(folder, milestones, limits, _zygote).to_json()
+                return grade(folder, milestones, limits, _local_server).to_json()
         except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
             return {"error": f"{type(e).__name__}: {e}"}
 
@@ -49,10 +49,10 @@ def _fork_server(address: str | None, limits: Limits):
     """A copy of the batch's fork server (a few CPU seconds cheaper), else one of this process's own."""
     if address:
         try:
-            return Zygote.attach(address, limits)
+            return ForkServer.attach(address, limits)
         except OSError:
             pass  # too late: the server takes clients only before any worker exists
-    return Zygote(limits)
+    return ForkServer(limits)
 
 
 def _context() -> multiprocessing.context.BaseContext:
@@ -73,7 +73,7 @@ def _stop_forkserver() -> None:
         stop()
 
 
-def _stop_workers(executor: ProcessPoolExecutor) -> None:
+def _stop_workers(executor: Executor) -> None:
     """Ctrl-C: drop the queued submissions and end the worker processes now (their results are not saved)."""
     executor.shutdown(wait=False, cancel_futures=True)
     for process in list((getattr(executor, "_processes", None) or {}).values()):  # private; 3.14 has terminate_workers
@@ -81,9 +81,9 @@ def _stop_workers(executor: ProcessPoolExecutor) -> None:
             process.terminate()
 
 
-def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits: Limits, workers: int,
+def grade_all(found: list[FoundSubmission], book: Gradebook, milestones: list[str], limits: Limits, workers: int,
               regrade: bool = False, executor: Executor | None = None,
-              progress: Callable[[Found, dict], None] = lambda f, r: None,
+              progress: Callable[[FoundSubmission, dict], None] = lambda f, r: None,
               fingerprint: str | None = None,
               planned: Callable[[int, int], None] = lambda todo, skipped: None) -> tuple[int, int]:
     """Grade what is not already current in ``book``; returns (graded, skipped).
@@ -104,9 +104,9 @@ def grade_all(found: list[Found], book: Gradebook, milestones: list[str], limits
     own = executor is None
     executor = executor or ProcessPoolExecutor(workers, mp_context=_context())
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
-    server = Zygote(limits, clients=min(workers, len(todo))) if own and todo else None
+    server = ForkServer(limits, clients=min(workers, len(todo))) if own and todo else None
     try:
-        futures = {executor.submit(grade_one, str(f.path), milestones, limits, server and server.address): f
+        futures = {executor.submit(grade_one, str(f.path), milestones, limits, server.address if server else None): f
                    for f in todo}
         for future in as_completed(futures):
             f = futures[future]

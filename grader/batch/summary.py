@@ -8,8 +8,9 @@ from collections import Counter
 from collections.abc import Iterable
 
 from grader.milestones import MILESTONES
+from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
-NOT_IMPLEMENTED = "not implemented yet"
+NOT_IMPLEMENTED = NOT_IMPLEMENTED_MESSAGE  # how an untouched stub's failures begin
 # A parametrized check's case id, the last thing in its name: "out is (..., T, d_k) [B13-T1]".
 _CASE = re.compile(r"\s+\[[^\[\]]*\]$")
 _CAUSE = re.compile(r"(?:likely cause|hint)\s*:\s*", re.IGNORECASE)
@@ -65,7 +66,7 @@ def cause_key(phrase: str) -> str:
 
 
 def is_stub(checks: Iterable[dict]) -> bool:
-    """An untouched stub: checks ran, none passed, and every failure says "not implemented yet"."""
+    """An untouched stub: checks ran, none passed, and every failure begins with NOT_IMPLEMENTED."""
     mine = [c for c in checks if not set_aside(c)]
     return bool(mine) and all(not c["passed"] and c["message"].strip().lower().startswith(NOT_IMPLEMENTED)
                               for c in mine)
@@ -106,21 +107,22 @@ def fraction(row: dict) -> float | None:
 
 def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[str]:
     """The summary a batch ends with: count, mean and median, per-milestone means, the lowest scorers."""
-    graded = [r for r in rows if fraction(r) is not None]
+    shares = {r["student"]: share for r in rows if (share := fraction(r)) is not None}
+    graded = [r for r in rows if r["student"] in shares]
     errors = [r for r in rows if r["status"] != "graded"]
     lines = [f"{len(rows)} submission{'s' * (len(rows) != 1)}: {len(graded)} graded, {len(errors)} with errors"]
     if graded:
-        shares = [fraction(r) for r in graded]
-        lines.append(f"mean {100 * statistics.mean(shares):.1f}%, median {100 * statistics.median(shares):.1f}%")
+        values = list(shares.values())
+        lines.append(f"mean {100 * statistics.mean(values):.1f}%, median {100 * statistics.median(values):.1f}%")
     for m, share in milestone_means(checks).items():
         lines.append(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
     if stub := stubs(checks):
         lines.append(f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (nothing implemented): "
                      f"{', '.join(sorted(stub))}")
     if graded:
-        low = sorted(graded, key=lambda r: (fraction(r), r["student"]))[:lowest]
+        low = sorted(graded, key=lambda r: (shares[r["student"]], r["student"]))[:lowest]
         lines.append("lowest: " + ", ".join(
-            f"{r['student']} {100 * fraction(r):.1f}% ({points(r['score']):g}/{points(r['max_score']):g})"
+            f"{r['student']} {100 * shares[r['student']]:.1f}% ({points(r['score']):g}/{points(r['max_score']):g})"
             for r in low))
     for r in errors[:lowest]:
         lines.append(f"error: {r['student']}: {((r['error'] or '').strip().splitlines() or [''])[0][:160]}")

@@ -30,6 +30,10 @@ import sys
 import zipfile
 from pathlib import Path
 
+from grader import templates
+from grader.files import atomic_path, write_atomically
+from grader.results import GRADESCOPE_VISIBILITIES
+
 PROJECT = Path(__file__).resolve().parents[2]
 # What the autograder needs of the project: the package (suites and sandbox included), the reference,
 # what pip needs to install it, and the contract pages the README links to.
@@ -39,46 +43,13 @@ SHIPPED = ("grader", "solutions", "pyproject.toml", "README.md", "docs")
 MARKDOWN = re.compile(r"(?P<code>^(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fence)[^\n]*$|(?P<ticks>`+).+?(?P=ticks))"
                       r'|!?\[(?P<text>[^\]]*)\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+"[^"]*")?\s*\)', re.M | re.S)
 
-SETUP_SH = """\
-#!/usr/bin/env bash
-# Gradescope runs this once, as root, while it builds the autograder image.
-set -euo pipefail
-apt-get update -q && apt-get install -y -q python3 python3-pip python3-venv
-python3 -m venv /autograder/venv
-/autograder/venv/bin/pip install -q --upgrade pip
-# The CPU build of torch first: a bare `torch` requirement may pull a multi-GB CUDA build.
-/autograder/venv/bin/pip install -q torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-/autograder/venv/bin/pip install -q -e /autograder/source
-"""
-
-RUN_AUTOGRADER = """\
-#!/usr/bin/env bash
-# Gradescope runs this for each submission. AUTOGRADER_ROOT (default /autograder) lets it run elsewhere.
-set -uo pipefail
-ROOT="${{AUTOGRADER_ROOT:-/autograder}}"
-PYTHON="${{GRADE_PYTHON:-$ROOT/venv/bin/python}}"
-RESULTS="$ROOT/results/results.json"
-# Who sees the hidden suites' checks (Gradescope's levels: visible, after_due_date, after_published, hidden);
-# set by `grade gradescope --visibility`. The public checks are always visible, worth 0 points.
-VISIBILITY={visibility}
-mkdir -p "$ROOT/results"
-
-# The exercise files or one notebook, in submission/ or in the one folder inside it; the reason for
-# anything that cannot be graded goes into the results' output, which students see.
-FAILED='{{"score": 0, "tests": [], "output": "The autograder could not grade this submission '\\
-'(a grader failure); please tell your instructor."}}'
-cd "$ROOT/source"
-if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY"; then
-    [ -s "$RESULTS" ] || printf '%s\\n' "$FAILED" > "$RESULTS"
-fi
-"""
-# Gradescope's visibility levels, as `grade gradescope --visibility` explains them.
-VISIBILITIES = {
-    "visible": "students see every check, its points and its message as soon as the autograder finishes",
-    "after_due_date": "the hidden suites' checks appear once the (late) due date has passed",
-    "after_published": "the hidden suites' checks appear once you publish the assignment's grades",
-    "hidden": "students never see the hidden suites' checks",
-}
+# Gradescope's visibility levels (grader.results has them), as `grade gradescope --visibility` explains them.
+VISIBILITIES = dict(zip(GRADESCOPE_VISIBILITIES, (
+    "students see every check, its points and its message as soon as the autograder finishes",
+    "the hidden suites' checks appear once the (late) due date has passed",
+    "the hidden suites' checks appear once you publish the assignment's grades",
+    "students never see the hidden suites' checks",
+), strict=True))
 # When the scored checks show, as the results' output tells the student (nothing to say when visible).
 SHOWN = {"after_due_date": "The scored checks are shown to you after the due date",
          "after_published": "The scored checks are shown to you once your instructor publishes the grades",
@@ -95,17 +66,14 @@ def build(out: Path, project: Path = PROJECT, visibility: str = "visible") -> li
     files = {name: (project / name).read_bytes() for name in shipped_files(project)}
     for name in [n for n in files if n.endswith(".md")]:
         files[name] = unlinked(files[name].decode(), name, set(files)).encode()
-    files["setup.sh"] = SETUP_SH.encode()
-    files["run_autograder"] = RUN_AUTOGRADER.format(visibility=visibility).encode()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.partial")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+    files["setup.sh"] = templates.text("gradescope-setup.sh").encode()
+    files["run_autograder"] = templates.render("gradescope-run_autograder.sh", visibility=visibility).encode()
+    with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in sorted(files.items()):
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # reproducible bytes
             info.external_attr = (0o755 if name in ("setup.sh", "run_autograder") else 0o644) << 16
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
-    os.replace(tmp, out)
     return sorted(files)
 
 
@@ -161,18 +129,20 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
     themselves) follow, always visible and worth 0 points.
     """
     from grader.milestones import MILESTONES
-    from grader.sandbox.client import GraderError, Limits, Zygote
+    from grader.options import limits
+    from grader.results import gradescope_results
+    from grader.sandbox.client import ForkServer, GraderError
     from grader.submission import SubmissionError, prepared
 
     path, found = locate(root)
     notes = [found] if found else []
     try:
-        with prepared(path) as folder, Zygote(Limits()) as zygote:
+        with prepared(path) as folder, ForkServer(limits()) as server:
             from grader.runner import grade  # loads torch here while the worker loads it there
 
-            report = grade(folder, list(MILESTONES), Limits(), zygote)
+            report = grade(folder, list(MILESTONES), limits(), server)
             try:
-                public = grade(folder, list(MILESTONES), Limits(), zygote, public=True)
+                public = grade(folder, list(MILESTONES), limits(), server, public=True)
             except GraderError as e:
                 print(f"the public checks did not run: {e}")
                 public = None
@@ -180,14 +150,12 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
     except SubmissionError as e:
         print(f"grade: cannot grade {path}: {e}")
         reason = str(e).replace(f"{root}{os.sep}", "")
-        return {"score": 0, "tests": [], "visibility": "visible", "stdout_visibility": "hidden",
-                "output": f"The autograder could not grade this submission: {reason}. "
-                          "Fix it and submit again (ask your instructor if you cannot see why)."}, 0
+        return gradescope_results(output=f"The autograder could not grade this submission: {reason}. "
+                                         "Fix it and submit again (ask your instructor if you cannot see why)."), 0
     except GraderError as e:
         print(f"grade: the grader itself failed: {e}")
-        return {"score": 0, "tests": [], "visibility": "visible", "stdout_visibility": "hidden",
-                "output": "The autograder could not grade this submission (the grader itself failed, "
-                          "not your code); please tell your instructor."}, 1
+        return gradescope_results(output="The autograder could not grade this submission (the grader itself "
+                                         "failed, not your code); please tell your instructor."), 1
     out = report.to_gradescope(visibility=visibility, public=public)
     if visibility != "visible":
         notes.append(f"{SHOWN[visibility]}; the public checks (the ones you can run yourself, worth 0 points "
@@ -209,10 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path)
     parser.add_argument("--visibility", choices=list(VISIBILITIES), default="visible")
     args = parser.parse_args(argv)
-    from grader.options import write_atomically
-
     out, status = results(args.submission, args.visibility)
-    args.results.parent.mkdir(parents=True, exist_ok=True)
     write_atomically(args.results, json.dumps(out, indent=2) + "\n")
     return status
 

@@ -31,45 +31,12 @@ import re
 import textwrap
 from pathlib import Path
 
+from grader import templates
 from grader.milestones import MILESTONES
 from grader.submission import SIBLING_IMPORT
 
 PROJECT = Path(__file__).resolve().parents[2]
 ASSIGNMENT, NOTEBOOK = "lesson", "tinygpt.ipynb"
-
-CONFIG = '''\
-c = get_config()
-c.CourseDirectory.course_id = "gptkit"
-c.CourseDirectory.db_url = "sqlite:///gradebook.db"
-# The first test cell grades the whole notebook out of process (about 10 s here); give it room.
-c.ExecutePreprocessor.timeout = 600
-
-# generate_assignment: a top-level answer (the quiz's `Q1 = 36`) becomes `Q1 = None` in the
-# release, not nbgrader's `raise NotImplementedError()`, which would stop the cell at its first line.
-from grader.bundles.nbgrader_release import ClearAnswers  # noqa: E402
-from nbgrader.converters import GenerateAssignment  # noqa: E402
-from nbgrader.preprocessors import ClearSolutions  # noqa: E402
-
-c.GenerateAssignment.preprocessors = [ClearAnswers if p is ClearSolutions else p
-                                      for p in GenerateAssignment.class_traits()["preprocessors"].default()]
-'''
-
-INTRO = """\
-# Build a GPT, milestone by milestone
-
-**Set-up.** The checks cells need the TinyGPT kit (the `grade` command, which also
-brings torch) installed in the Python environment of this notebook's kernel: in the
-folder your instructor gave you (the student release), run
-`pip install torch==2.13.0 && pip install -e .`, then restart the kernel. Without it,
-the checks cells fail with `ModuleNotFoundError: No module named 'grader'`.
-
-Each section below is one milestone: read the explanation, fill in the answer cell
-(replace each `raise NotImplementedError()`, or each `None` of the quiz, with your
-answer), then run the checks cell under it. The checks grade the **saved** notebook
-(save first), in a separate, isolated process, and name every failing check. Here you
-see the public checks; the grade also counts hidden ones. Run the cells in order: later
-sections use the functions and classes of earlier ones.
-"""
 
 CHECK_YOURSELF = "**Check yourself:** save the notebook, then run the checks cell under the answer cell."
 
@@ -80,13 +47,13 @@ def build(out: Path, points: dict[str, float], project: Path = PROJECT) -> Path:
         raise FileExistsError(f"{out} already holds a course: choose a new folder (nothing was overwritten)")
     notebook = out / "source" / ASSIGNMENT / NOTEBOOK
     notebook.parent.mkdir(parents=True)
-    (out / "nbgrader_config.py").write_text(CONFIG)
-    cells = [markdown(INTRO, "intro")]
+    (out / "nbgrader_config.py").write_text(templates.text("nbgrader_config.py.tmpl"))
+    cells = [markdown(templates.text("nbgrader-intro.md"), "intro")]
     for m in MILESTONES.values():
         if len(m.modules) == 1:
             module = m.modules[0]
             stub = (project / "exercises" / f"{module}.py").read_text()
-            text = notebook_text(ast.get_docstring(ast.parse(stub)))
+            text = notebook_text(ast.get_docstring(ast.parse(stub)) or "")
             cells.append(markdown(f"## {m.id}: {m.title}\n\n{text}\n\n{CHECK_YOURSELF}", f"{m.id}-intro"))
             cells.append(answer(answer_source(stub, (project / "solutions" / f"{module}.py").read_text()), m.id))
         else:
@@ -149,11 +116,7 @@ def answer(source: str, milestone: str) -> dict:
 
 
 def tests(milestone: str, points: float) -> dict:
-    source = (f"# Checks for {milestone} ({points:g} points). They grade the SAVED notebook: save it first.\n"
-              "# With your kit: the public checks (the cell fails unless all pass). When graded: every check,\n"
-              "# and the cell's output is the points won.\n"
-              "from grader.nbgrader_hook import check\n\n"
-              f'check("{NOTEBOOK}", "{milestone}")\n')
+    source = templates.render("nbgrader-tests.py.tmpl", milestone=milestone, points=f"{points:g}", notebook=NOTEBOOK)
     return {"cell_type": "code", "id": f"{milestone}-tests", "execution_count": None, "outputs": [],
             "metadata": _nbgrader(f"{milestone}-tests", grade=True, locked=True, points=points), "source": source}
 
@@ -188,11 +151,11 @@ def answer_source(stub: str, solution: str) -> str:
     def visit(stub_body: list[ast.stmt], ref_body: list[ast.stmt]) -> None:
         refs = {n.name: n for n in ref_body if isinstance(n, ast.FunctionDef | ast.ClassDef)}
         for node in stub_body:
-            ref = refs.get(getattr(node, "name", None))
+            ref = refs.get(getattr(node, "name", ""))
             if isinstance(node, ast.ClassDef) and isinstance(ref, ast.ClassDef):
                 visit(node.body, ref.body)
             elif isinstance(node, ast.FunctionDef) and isinstance(ref, ast.FunctionDef) and _is_stubbed(node):
-                replace.append((node.body[-1].lineno, node.body[-1].end_lineno,
+                replace.append((node.body[-1].lineno, _end(node.body[-1]),
                                 _marked(_solution_body(node, ref, ref_lines, ref_defs, stub_names),
                                         _one_line(stub_lines, node.body[-1]))))
 
@@ -203,17 +166,17 @@ def answer_source(stub: str, solution: str) -> str:
         if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
                 and isinstance(node.value, ast.Constant) and node.value.value is None
                 and node.targets[0].id in ref_values):  # an answer to give: the quiz
-            replace.append((node.lineno, node.end_lineno,
+            replace.append((node.lineno, _end(node),
                             _marked(_lines(ref_lines, ref_values[node.targets[0].id]), _one_line(stub_lines, node))))
         elif isinstance(node, ast.Import | ast.ImportFrom) and SIBLING_IMPORT.match(stub_lines[node.lineno - 1]):
             first = node.lineno  # the import and the comment lines right above it: the notebook has one namespace
             while first > 1 and stub_lines[first - 2].lstrip().startswith("#"):
                 first -= 1
-            replace.append((first, node.end_lineno, []))
+            replace.append((first, _end(node), []))
     out = list(stub_lines)
     for first, last, new in sorted(replace, reverse=True):
         out[first - 1:last] = new
-    start = stub_tree.body[0].end_lineno if _has_docstring(stub_tree) else 0  # the markdown cell has the docstring
+    start = _end(stub_tree.body[0]) if _has_docstring(stub_tree) else 0  # the markdown cell has the docstring
     end = next((n.lineno - 1 for n in stub_tree.body if _is_main_block(n)), len(stub_lines))
     shift = sum(len(new) - (last - first + 1) for first, last, new in replace if last <= end)
     start_shift = sum(len(new) - (last - first + 1) for first, last, new in replace if last <= start)
@@ -280,7 +243,7 @@ def _names_bound_by(node: ast.stmt) -> list[str]:
 def _needed(ref: ast.FunctionDef, ref_defs: dict[str, ast.stmt], stub_names: set[str]) -> list[str]:
     """The reference-only module-level names ``ref`` uses, directly or through each other, in the reference's order."""
     found: set[str] = set()
-    todo = [ref]
+    todo: list[ast.stmt] = [ref]
     while todo:
         node = todo.pop()
         for n in ast.walk(node):
@@ -305,13 +268,19 @@ def _one_line(lines: list[str], node: ast.stmt) -> str:
 
 def _marked(text: list[str], release: str) -> list[str]:
     """``text`` between solution markers; the BEGIN line names what the release shows instead (the stub's line)."""
-    indent = re.match(r"\s*", next((t for t in text if t.strip()), "")).group()
+    first = next((t for t in text if t.strip()), "")
+    indent = first[:len(first) - len(first.lstrip())]
     return [f"{indent}### BEGIN SOLUTION (release: {release})", *text, f"{indent}### END SOLUTION"]
 
 
-def _lines(lines: list[str], node: ast.AST) -> list[str]:
+def _lines(lines: list[str], node: ast.stmt) -> list[str]:
     start = node.lineno - 1 - len(getattr(node, "decorator_list", []))
-    return lines[start:node.end_lineno]
+    return lines[start:_end(node)]
+
+
+def _end(node: ast.stmt) -> int:
+    """The statement's last line (``ast.parse`` always sets it; the type says it may not)."""
+    return node.end_lineno or node.lineno
 
 
 def _is_main_block(node: ast.AST) -> bool:

@@ -30,9 +30,9 @@ class ClearAnswers(ClearSolutions):
                 if in_solution:
                     raise RuntimeError("encountered nested begin solution statements")
                 in_solution = replaced = True
-                indent = re.match(r"\s*", line).group(0)
+                indent = line[:len(line) - len(line.lstrip())]
                 named = RELEASE.search(line)
-                out += [indent + s for s in (named.group(1),) if named] or \
+                out += [indent + named.group(1)] if named else \
                     [indent + s for s in self.code_stub[language].split("\n")]
             elif self.end_solution_delimeter in line:
                 in_solution = False

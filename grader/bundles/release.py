@@ -8,58 +8,22 @@ Without the hidden suites the grader runs the public checks, and says so.
 """
 from __future__ import annotations
 
-import os
 import shutil
 import tempfile
 import zipfile
 from pathlib import Path
 
+from grader import templates
+from grader.files import atomic_path
+
 PROJECT = Path(__file__).resolve().parents[2]
-HIDDEN = ("grader/suites/test_*.py", "grader/suites/diagnose.py", "grader/suites/sampling_math.py",
-          "grader/sandbox/trusted_*.py")
+# Folders that hold answers or hidden checks, dropped whole: the hidden suites and their helpers, and the
+# trusted earlier milestones.
+HIDDEN = ("grader/suites/hidden", "grader/sandbox/worker/trusted")
 # The student-facing contract, named one by one so that nothing else put in docs/ ships by accident. The
-# README below and these pages link to one another (tests/test_links.py checks every link resolves).
+# release's README (grader/templates/release-README.md) and these pages link to one another (tests/e2e/test_links.py
+# checks every link resolves).
 DOCS = ("docs/contract.md", "docs/exercises.md")
-
-STUDENT_README = """\
-# TinyGPT exercises
-
-Build a GPT from scratch, one file at a time: causal self-attention
-(`m1_attention.py`), the TinyGPT model (`m2_model.py`), training
-(`m3_train.py`), greedy generation (`m4_generate.py`), then parameter counts
-and Chinchilla, weight tying, a KV cache, sampling, padded batches and a short
-quiz. Each file in `exercises/` explains what to write. The names the grader
-relies on are fixed in [`docs/contract.md`](docs/contract.md) (the four core
-milestones and the `grade` command) and
-[`docs/exercises.md`](docs/exercises.md) (the later exercises).
-
-## Set up
-
-```bash
-python3 -m venv .venv && . .venv/bin/activate && pip install torch==2.13.0 && pip install -e . && grade
-```
-
-On an ordinary Linux machine, `pip install torch==2.13.0` downloads the
-CUDA build (several GB you do not need here). For the CPU build, run this
-instead of it (macOS and Windows wheels are CPU builds already):
-
-```bash
-pip install torch==2.13.0 --index-url https://download.pytorch.org/whl/cpu
-```
-
-## Check your work
-
-```bash
-grade                              # grade ./exercises, print a table
-grade check exercises -m m1        # one milestone
-grade check my_notebook.ipynb      # a notebook works too
-```
-
-These are the **public checks only**: the lesson's own numbers and basic
-shapes. Your instructor's grader runs many more (hidden) checks on the same
-names, so passing here is a good sign, not a guarantee. Each file also runs on
-its own (`python m2_model.py`) and prints the lesson's numbers.
-"""
 
 
 def build(out: Path, project: Path = PROJECT) -> list[str]:
@@ -71,11 +35,12 @@ def build(out: Path, project: Path = PROJECT) -> list[str]:
         for doc in DOCS:
             (stage / doc).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(project / doc, stage / doc)
-        for pattern in HIDDEN:
-            for path in stage.glob(pattern):
-                path.unlink()
-        shutil.copy(project / "pyproject.toml", stage / "pyproject.toml")
-        (stage / "README.md").write_text(STUDENT_README)
+        for folder in HIDDEN:
+            if (stage / folder).exists():
+                shutil.rmtree(stage / folder)
+        # The release's own: the `grade` command and the grader package (stretch/ and its `gptkit` do not ship).
+        (stage / "pyproject.toml").write_text(templates.text("release-pyproject.toml"))
+        (stage / "README.md").write_text(templates.text("release-README.md"))
         names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
         if out.suffix == ".zip":
             _zip(stage, names, out)
@@ -87,9 +52,6 @@ def build(out: Path, project: Path = PROJECT) -> list[str]:
 
 
 def _zip(stage: Path, names: list[str], out: Path) -> None:
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.partial")
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
+    with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in names:
             zf.write(stage / name, name)
-    os.replace(tmp, out)

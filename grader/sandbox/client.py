@@ -21,15 +21,26 @@ from typing import Any
 
 from grader.milestones import STUDENT_MODULES
 
-from . import jail, wire
-from .wire import ProtocolError
+from .common import wire
+from .common.agreement import (
+    NOT_IMPLEMENTED_MESSAGE,
+    OUTPUT_LIMIT_EXIT,
+    ErrorKind,
+    Reply,
+    Request,
+    ServerRequest,
+    signal_of_exit_code,
+)
+from .common.wire import ProtocolError
+from .worker import jail
 
-HARNESS = Path(__file__).with_name("harness.py")
+FORK_SERVER = Path(__file__).with_name("worker") / "fork_server.py"  # started as a script: see worker/__init__.py
 PACKAGE_DIR = Path(__file__).resolve().parents[1]
 PROJECT_DIR = PACKAGE_DIR.parent
 # What the worker must not see: the grader (suites), the reference, the project's tests.
 PRIVATE_NAMES = ("grader", "solutions", "tests", "exercises", "benchmarks", "gptkit", "__editable__")
 MAX_SUBMISSION_BYTES = 20 << 20
+LOG_NAME = "fork_server.log"  # the fork server's own output, in its folder
 
 
 @dataclass(frozen=True)
@@ -53,9 +64,9 @@ class StudentError(Exception):
 
     def __str__(self) -> str:
         at = f" (at {', then '.join(self.where)})" if self.where else ""
-        if self.type == "NotImplementedError":
-            return f"not implemented yet: your code raised NotImplementedError{at}"
-        if self.type in ("SystemExit", "KeyboardInterrupt"):
+        if self.type == ErrorKind.NOT_IMPLEMENTED:
+            return f"{NOT_IMPLEMENTED_MESSAGE}: your code raised {ErrorKind.NOT_IMPLEMENTED}{at}"
+        if self.type in ErrorKind.ENDS_THE_GRADER:
             return f"your code raised {self.type}{at}: a submission must not try to end the grader"
         return f"your code raised {self.type}: {self.message}{at}"
 
@@ -82,11 +93,11 @@ class GraderError(Exception):
 
 # ------------------------------------------------------------------ fork server
 
-class Zygote:
-    """A ``python -I -S`` fork server with torch preloaded, in its own namespaces.
+class ForkServer:
+    """A ``python -I -S`` fork server (``worker/fork_server.py``) with torch preloaded, in its own namespaces.
 
     With ``clients``, it is a batch's server: up to that many grading processes each get a copy
-    of it through ``Zygote.attach(zygote.address)`` (see ``clones.py``).
+    of it through ``ForkServer.attach(server.address)`` (see ``worker/shared_server.py``).
     """
 
     proc: subprocess.Popen | None  # the server's process; None for a batch server's copy
@@ -110,9 +121,9 @@ class Zygote:
             config.update(listen_fd=listener.fileno(), listen_path=self.address, clients=clients)
         env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(self.tmp),
                "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
-        self._log = open(self.tmp / "zygote.log", "wb")
+        self._log = open(self.tmp / LOG_NAME, "wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "-I", "-S", str(HARNESS), json.dumps(config)],
+            [sys.executable, "-I", "-S", str(FORK_SERVER), json.dumps(config)],
             pass_fds=[s.fileno() for s in passed], stdin=subprocess.DEVNULL, stdout=self._log,
             stderr=self._log, env=env, cwd=self.tmp, start_new_session=True)
         for s in passed:
@@ -121,25 +132,25 @@ class Zygote:
 
     def _init_state(self, limits: Limits, tmp: Path, prefix: str) -> None:
         self.limits, self.tmp, self.prefix = limits, tmp, prefix
-        self._workers: list[Worker] = []
+        self._workers: list[WorkerConnection] = []
         self.spawned = 0  # workers started so far
         self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         self._hello: dict | None = None
         self.proc = None
 
     @classmethod
-    def attach(cls, address: str, limits: Limits = Limits()) -> Zygote:
+    def attach(cls, address: str, limits: Limits = Limits()) -> ForkServer:
         """This process's copy of a batch's server; OSError if it no longer takes new clients."""
-        zygote = cls.__new__(cls)
-        zygote._init_state(limits, Path(address).parent, prefix=f"p{os.getpid()}.{id(zygote)}-")
-        zygote.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server = cls.__new__(cls)
+        server._init_state(limits, Path(address).parent, prefix=f"p{os.getpid()}.{id(server)}-")
+        server.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            zygote.control.connect(address)
-            zygote.hello()  # the copy says hello once every grading process has connected
+            server.control.connect(address)
+            server.hello()  # the copy says hello once every grading process has connected
         except (OSError, GraderError) as e:
-            zygote.control.close()
+            server.control.close()
             raise OSError(f"the batch's fork server did not answer: {e}") from None
-        return zygote
+        return server
 
     # The worker gets site-packages through a folder of links that leaves out this project.
     def _site_view(self) -> Path:
@@ -165,7 +176,7 @@ class Zygote:
             try:
                 self._hello, _ = wire.recv(self.control)
             except (OSError, EOFError, ProtocolError) as e:
-                log = (self.tmp / "zygote.log").read_text(errors="replace")[-2000:]
+                log = (self.tmp / LOG_NAME).read_text(errors="replace")[-2000:]
                 raise GraderError(f"the grading worker did not start ({e}):\n{log}") from None
         return self._hello
 
@@ -173,7 +184,7 @@ class Zygote:
     def protections(self) -> list[str]:
         return ["separate-process", "isolated-interpreter", "resource-limits", *self.hello()["protections"]]
 
-    def spawn(self, submission: Path) -> Worker:
+    def spawn(self, submission: Path) -> WorkerConnection:
         """A fresh worker whose working directory is a private copy of the submission."""
         self.hello()
         self.spawned += 1
@@ -184,17 +195,17 @@ class Zygote:
         out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         limits = {name: getattr(self.limits, name) for name in
                   ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files")}
-        wire.send(self.control, {"op": "spawn", "submission": str(copy), "limits": limits})
+        wire.send(self.control, {"op": ServerRequest.SPAWN, "submission": str(copy), "limits": limits})
         socket.send_fds(self.control, [b"x"], [theirs.fileno(), out])
         theirs.close()
         os.close(out)
         reply, _ = wire.recv(self.control)
-        worker = Worker(self, ours, reply["pid"], out_path)
+        worker = WorkerConnection(self, ours, reply["pid"], out_path)
         self._workers.append(worker)
         return worker
 
     def reap(self, pid: int, grace: float) -> dict:
-        wire.send(self.control, {"op": "reap", "pid": pid, "grace": grace})
+        wire.send(self.control, {"op": ServerRequest.REAP, "pid": pid, "grace": grace})
         reply, _ = wire.recv(self.control)
         self.worker_cpu += float(reply.get("cpu", 0.0))
         return reply
@@ -215,7 +226,7 @@ class Zygote:
         for parent in jail.CGROUP_PARENTS:  # this server's cgroups, now that it is gone (and any stale ones)
             jail.sweep(parent)
 
-    def __enter__(self) -> Zygote:
+    def __enter__(self) -> ForkServer:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -243,7 +254,7 @@ def copy_submission(src: Path, dst: Path) -> None:
 
 # ------------------------------------------------------------------ one worker
 
-SIGNALS = {
+SIGNALS: dict[int, str] = {  # signal.Signals are ints: looked up by exit code - 128
     signal.SIGSEGV: "crashed with a segmentation fault",
     signal.SIGABRT: "aborted (SIGABRT)",
     signal.SIGBUS: "crashed with a bus error",
@@ -253,17 +264,19 @@ SIGNALS = {
 }
 
 
-class Worker:
-    def __init__(self, zygote: Zygote, sock: socket.socket, pid: int, output: Path):
-        self.zygote, self.sock, self.pid, self.output = zygote, sock, pid, output
+class WorkerConnection:
+    """The grading process's end of one worker process: sends it requests, checks its replies, reaps it."""
+
+    def __init__(self, server: ForkServer, sock: socket.socket, pid: int, output: Path):
+        self.server, self.sock, self.pid, self.output = server, sock, pid, output
         self.alive = True
-        self.deadline: float | None = None  # the current test's time budget, set by its session
+        self.deadline: float | None = None  # the current test's time budget, set by its MilestoneView
         self.hung = False
         self.cpu = 0.0  # the CPU seconds the worker says it has used (it could lie, but only to its own harm)
 
     def request(self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None) -> Any:
-        from . import protocol  # torch: imported only once a worker is used
-        timeout = self.zygote.limits.call_seconds
+        from .common import protocol  # torch: imported only once a worker is used
+        timeout = self.server.limits.call_seconds
         if self.deadline is not None:
             timeout = min(timeout, self.deadline - time.monotonic())
         if not self.alive:
@@ -276,14 +289,14 @@ class Worker:
         try:
             wire.send(self.sock, header, blobs)
             reply, rblobs = wire.recv(self.sock, deadline=time.monotonic() + timeout)
-            self.cpu = reply["cpu"] if isinstance(reply.get("cpu"), (int, float)) else self.cpu
-            if "error" in reply:
-                err = reply["error"]
-                if err.get("grader") is True:
-                    raise ProbeFault(f"{err.get('type')}: {err.get('message')}", str(err.get("trace", ""))[:4000])
+            self.cpu = reply[Reply.CPU] if isinstance(reply.get(Reply.CPU), (int, float)) else self.cpu
+            if Reply.ERROR in reply:
+                err = reply[Reply.ERROR]
+                if err.get(Reply.GRADER_FAULT) is True:
+                    raise ProbeFault(f"{err.get('type')}: {err.get('message')}", str(err.get(Reply.TRACE, ""))[:4000])
                 raise StudentError(str(err.get("type")), str(err.get("message")),
                                    [str(w) for w in err.get("where", [])][:3])
-            return protocol.decode(reply["value"], rblobs, self._remote)
+            return protocol.decode(reply[Reply.VALUE], rblobs, self._remote)
         except TimeoutError:
             self._end(grace=0)
             self.hung = True
@@ -302,10 +315,10 @@ class Worker:
         code = status.get("exit")
         if status.get("killed") or code is None:
             return f"the worker stopped answering ({e})"
-        if code == 128 + signal.SIGXFSZ:
-            return f"your code printed more than {self.zygote.limits.output_bytes >> 20} MB of output"
-        if code > 128 and code - 128 in SIGNALS:
-            return f"the worker {SIGNALS[code - 128]}"
+        if code == OUTPUT_LIMIT_EXIT:
+            return f"your code printed more than {self.server.limits.output_bytes >> 20} MB of output"
+        if (what := SIGNALS.get(signal_of_exit_code(code) or 0)) is not None:
+            return f"the worker {what}"
         return f"the worker process ended with exit code {code} (os._exit or sys.exit in your code?)"
 
     def _end(self, grace: float) -> dict:
@@ -313,7 +326,7 @@ class Worker:
             return {}
         self.alive = False
         self.sock.close()
-        return self.zygote.reap(self.pid, grace)
+        return self.server.reap(self.pid, grace)
 
     def close(self) -> None:
         self._end(grace=1.0)  # a worker ends by itself on EOF: its CPU time then reaches the fork server
@@ -328,7 +341,7 @@ def _no_handle(obj: Any) -> dict:
 class Remote:
     """A proxy for an object living in the worker (a module, a model, ...)."""
 
-    def __init__(self, worker: Worker, id_: int, type_: str):
+    def __init__(self, worker: WorkerConnection, id_: int, type_: str):
         self.worker, self.id, self.type = worker, id_, type_
 
     def __repr__(self) -> str:
@@ -342,30 +355,30 @@ class Remote:
         return self.worker.request(dict(fields, op=op, handle=self.id), args, kwargs)
 
     def __call__(self, *args: Any, grad: bool = True, seed: int | None = None) -> Any:
-        return self._ask("call", *args, grad=grad, seed=seed)
+        return self._ask(Request.CALL, *args, grad=grad, seed=seed)
 
     def call(self, method: str, *args: Any, grad: bool = True, keep: bool = False, **kwargs: Any) -> Any:
-        return self._ask("call", *args, kwargs=kwargs, name=method, grad=grad, keep=keep)
+        return self._ask(Request.CALL, *args, kwargs=kwargs, name=method, grad=grad, keep=keep)
 
     def attr(self, name: str) -> Any:
-        return self._ask("getattr", name=name)
+        return self._ask(Request.GETATTR, name=name)
 
     def state_dict(self) -> dict:
-        return self._ask("state_dict")
+        return self._ask(Request.STATE_DICT)
 
     def describe(self) -> dict:
-        return self._ask("describe")
+        return self._ask(Request.DESCRIBE)
 
     def load(self, state: dict) -> None:
-        self.worker.request({"op": "load", "handle": self.id}, (dict(state),))
+        self.worker.request({"op": Request.LOAD, "handle": self.id}, (dict(state),))
 
     def input_grad(self, x: Any, via: str | None = None) -> Any:
-        return self._ask("input_grad", x, via=via)
+        return self._ask(Request.INPUT_GRAD, x, via=via)
 
     def grads(self, x: Any, w: Any) -> Any:
         """Each parameter's gradient of ``(self(x) * w).sum()``, by name (a shared one once)."""
-        return self._ask("grads", x, w)
+        return self._ask(Request.GRADS, x, w)
 
     def count_positions(self, via: str) -> Remote:
         """A counter (read its ``positions`` attribute) of the positions fed to submodule ``via``."""
-        return self._ask("count_positions", via=via, keep=True)
+        return self._ask(Request.COUNT_POSITIONS, via=via, keep=True)

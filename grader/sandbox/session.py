@@ -1,4 +1,4 @@
-"""One milestone's view of a submission: a worker with that milestone's file imported.
+"""One milestone's view of a submission (``MilestoneView``): a worker with that milestone's file imported.
 
 Milestones that see the submission the same way (the same earlier files replaced by
 the grader's trusted ones, usually none) share one worker: a fresh sandbox per
@@ -16,7 +16,10 @@ from typing import Any
 
 from grader.reference import SOLUTIONS
 
-from .client import Remote, StudentError, Worker, WorkerCrash, Zygote
+from .client import ForkServer, Remote, StudentError, WorkerConnection, WorkerCrash
+from .common.agreement import ErrorKind, Request
+
+TRUSTED = Path(__file__).with_name("worker") / "trusted"  # the grader's own earlier milestones (hidden)
 
 MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail at once
 # A shared worker that has used this share of its CPU limit is replaced before the next milestone,
@@ -27,39 +30,39 @@ RETIRE_AT_CPU_SHARE = 0.1
 class SharedWorker:
     """The worker of the milestones that trust the same earlier files, started on first use."""
 
-    def __init__(self, zygote: Zygote, submission: Path, trusted: tuple[str, ...]):
-        self.zygote, self.submission, self.trusted = zygote, submission, trusted
-        self.worker: Worker | None = None
-        self.imported: set[Session] = set()  # the sessions whose modules this worker has imported
-        self.user: Session | None = None  # the session whose test used it last: a hang counts against it
+    def __init__(self, server: ForkServer, submission: Path, trusted: tuple[str, ...]):
+        self.server, self.submission, self.trusted = server, submission, trusted
+        self.worker: WorkerConnection | None = None
+        self.imported: set[MilestoneView] = set()  # the views whose modules this worker has imported
+        self.user: MilestoneView | None = None  # the view whose test used it last: a hang counts against it
 
-    def for_session(self, session: Session) -> tuple[Worker | None, bool]:
+    def for_view(self, view: MilestoneView) -> tuple[WorkerConnection | None, bool]:
         """The live worker (a fresh one if it died or has used up much of its CPU), and whether
-        ``session``'s modules still need importing in it."""
+        ``view``'s modules still need importing in it."""
         worker = self.worker
         if worker is not None and not worker.alive:
             if worker.hung and self.user is not None:
                 self.user.hangs += 1
             worker = None
-        elif worker is not None and self.user is not session and \
-                worker.cpu > RETIRE_AT_CPU_SHARE * self.zygote.limits.cpu_seconds:
+        elif worker is not None and self.user is not view and \
+                worker.cpu > RETIRE_AT_CPU_SHARE * self.server.limits.cpu_seconds:
             worker.close()
             worker = None
         if worker is None:
             self.imported.clear()
-        self.worker, self.user = worker, session
-        return worker, session not in self.imported
+        self.worker, self.user = worker, view
+        return worker, view not in self.imported
 
-    def start(self, session: Session) -> Worker:
+    def start(self, view: MilestoneView) -> WorkerConnection:
         """Start a worker if there is none (the trusted files go with its first import), then import
-        ``session``'s modules in it."""
+        ``view``'s modules in it."""
         trusted = {}
         if self.worker is None:
-            self.worker = self.zygote.spawn(self.submission)
+            self.worker = self.server.spawn(self.submission)
             trusted = {name: source for name in self.trusted if (source := trusted_source(name)) is not None}
-        self.worker.deadline = session.deadline
-        self.worker.request({"op": "import", "modules": list(session.modules), "trusted": trusted})
-        self.imported.add(session)
+        self.worker.deadline = view.deadline
+        self.worker.request({"op": Request.IMPORT, "modules": list(view.modules), "trusted": trusted})
+        self.imported.add(view)
         return self.worker
 
     def close(self) -> None:
@@ -68,7 +71,10 @@ class SharedWorker:
             self.worker = None
 
 
-class Session:
+class MilestoneView:
+    """One milestone's view of the submission, what its suite's fixture (``m1``, ``m2``, ...) gives a check:
+    calls into the milestone's files, run in the worker it shares with milestones that trust the same files."""
+
     def __init__(self, shared: SharedWorker, modules: tuple[str, ...]):
         self.shared, self.modules = shared, modules
         self.module = modules[0]
@@ -81,10 +87,10 @@ class Session:
         if self.shared.worker is not None:
             self.shared.worker.deadline = self.deadline
 
-    def worker(self) -> Worker:
+    def worker(self) -> WorkerConnection:
         if self._import_failure is not None:  # a fresh exception each time: no growing traceback
             raise ImportFailure(*self._import_failure.args)
-        worker, needs_import = self.shared.for_session(self)
+        worker, needs_import = self.shared.for_view(self)
         if self.hangs >= MAX_HANGS:
             raise WorkerCrash(f"not run: your code already hung {self.hangs} times in this milestone")
         if worker is not None:
@@ -99,11 +105,11 @@ class Session:
         return worker
 
     def _explain_import(self, e: Exception) -> str:
-        if isinstance(e, StudentError) and e.type == "ModuleNotFoundError":
+        if isinstance(e, StudentError) and e.type == ErrorKind.MODULE_NOT_FOUND:
             missing = next((m for m in self.modules if f"'{m}'" in e.message), None)
             if missing:
                 return f"there is no {missing}.py in the submission"
-        if isinstance(e, StudentError) and e.type == "ImportError":
+        if isinstance(e, StudentError) and e.type == ErrorKind.IMPORT_ERROR:
             found = re.search(r"cannot import name '(\w+)' from '(\w+)'", e.message)
             if found and found[2] in self.shared.trusted:
                 return (f"the submission's files could not be imported: {e}. While this milestone is graded, "
@@ -119,12 +125,12 @@ class Session:
 
         With ``meta``, tensors created during the call live on PyTorch's data-less meta device.
         """
-        header = {"op": "call", "module": module or self.module, "name": name, "seed": seed,
+        header = {"op": Request.CALL, "module": module or self.module, "name": name, "seed": seed,
                   "grad": grad, "keep": keep, "meta": meta}
         try:
             return self.worker().request(header, args, kwargs)
         except StudentError as e:
-            if e.type == "MissingName":
+            if e.type == ErrorKind.MISSING_NAME:
                 raise MissingName(e.message) from None
             raise
 
@@ -136,26 +142,26 @@ class Session:
     def value(self, name: str) -> Any:
         """A module-level value of the milestone's file, as plain data."""
         try:
-            return self.worker().request({"op": "value", "module": self.module, "name": name})
+            return self.worker().request({"op": Request.VALUE, "module": self.module, "name": name})
         except StudentError as e:
-            if e.type == "MissingName":
+            if e.type == ErrorKind.MISSING_NAME:
                 raise MissingName(e.message) from None
             raise
 
     def standin(self, vocab_size: int, d: int, max_T: int, seed: int, tied: bool = False) -> Remote:
         """The grader's trusted stand-in language model, built inside the worker."""
-        return self.worker().request({"op": "standin", "vocab_size": vocab_size, "d": d,
+        return self.worker().request({"op": Request.STANDIN, "vocab_size": vocab_size, "d": d,
                                       "max_T": max_T, "seed": seed, "tied": tied, "keep": True})
 
 
 def trusted_source(module: str) -> str | None:
     """The grader's own version of an earlier milestone, sent only to the worker that needs it.
 
-    A dedicated ``trusted_*.py`` where one exists (it differs from the reference, so the worker
+    A dedicated ``worker/trusted/<module>.py`` where one exists (it differs from the reference, so the worker
     never holds the reference's attention); otherwise the reference file itself. None in a
     student release, which has neither: the student's own earlier files are used.
     """
-    for path in (Path(__file__).parent / f"trusted_{module}.py", SOLUTIONS / f"{module}.py"):
+    for path in (TRUSTED / f"{module}.py", SOLUTIONS / f"{module}.py"):
         if path.is_file():
             return path.read_text()
     return None

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checks import at, fail, observed, tensor
+from .checks import fail, index_text, observed, tensor
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
 Perturb = Callable[[torch.Tensor, int], torch.Tensor]
@@ -69,7 +69,8 @@ def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...],
         if diff.max() > atol:
             index = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
             fail(f"{what} on the first {t} positions differs from the first {t} positions of the output "
-                 f"on all {x.shape[1]}, at {at(index, ('batch', 'position', 'channel'))} (by {float(diff.max()):.3g}): "
+                 f"on all {x.shape[1]}, at {index_text(index, ('batch', 'position', 'channel'))} "
+                 f"(by {float(diff.max()):.3g}): "
                  "an output must not depend on how many tokens follow it. Are positions counted from 0 "
                  "(arange(t)) and is the mask cut to t x t?")
 

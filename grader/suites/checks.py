@@ -14,7 +14,8 @@ import torch
 
 from grader.results import NotObserved
 from grader.sandbox.client import Remote, StudentError
-from grader.sandbox.protocol import TensorInfo
+from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE, ErrorKind, Reply
+from grader.sandbox.common.protocol import TensorInfo
 
 T = TypeVar("T")
 BTC = ("batch", "position", "channel")
@@ -55,15 +56,20 @@ def fail(message: str) -> NoReturn:
     raise AssertionError(message)
 
 
+def not_implemented(what: str) -> NoReturn:
+    """Fail as an untouched stub does (``grade batch`` counts such failures apart): ``what`` is still missing."""
+    fail(f"{NOT_IMPLEMENTED_MESSAGE}: {what}")
+
+
 def not_observed(why: str) -> NoReturn:
     """End the check without a verdict: it says why, and its points are set aside (neither won nor lost)."""
     raise NotObserved(why)
 
 
 def observed(value: Any) -> Any:
-    """A probe's answer, unless the worker says the probe saw nothing (``{"unobserved": why}``)."""
-    if isinstance(value, dict) and set(value) == {"unobserved"}:
-        not_observed(f"the grader could not observe this: {value['unobserved']}")
+    """A probe's answer, unless the worker says the probe saw nothing (``{Reply.UNOBSERVED: why}``)."""
+    if isinstance(value, dict) and set(value) == {Reply.UNOBSERVED}:
+        not_observed(f"the grader could not observe this: {value[Reply.UNOBSERVED]}")
     return value
 
 
@@ -91,7 +97,7 @@ def tensor(value: Any, what: str, shape: Sequence[int], dtype: torch.dtype | Non
     return value
 
 
-def at(index: Sequence[int], axes: Sequence[str]) -> str:
+def index_text(index: Sequence[int], axes: Sequence[str]) -> str:
     """'batch 0, position 3, channel 5' (leading unnamed axes are numbered)."""
     names = [f"dim {i}" for i in range(len(index) - len(axes))] + list(axes)[-len(index):]
     return ", ".join(f"{n} {i}" for n, i in zip(names, index))
@@ -101,12 +107,13 @@ def finite(value: torch.Tensor, what: str, axes: Sequence[str] = BTC, hint: str 
     bad = ~torch.isfinite(value)
     if bad.any():
         index = tuple(int(i) for i in bad.nonzero()[0])
-        fail(f"{what} holds {value[index].item()} at {at(index, axes)} ({int(bad.sum())} non-finite values)"
+        fail(f"{what} holds {value[index].item()} at {index_text(index, axes)} ({int(bad.sum())} non-finite values)"
              + (f"; {hint}" if hint else ""))
 
 
-def close(actual: torch.Tensor, expected: torch.Tensor, what: str, axes: Sequence[str] = BTC,
-          atol: float = 1e-5, rtol: float = 1e-4, explain: Callable[[], str | None] | None = None) -> None:
+def assert_close_where(actual: torch.Tensor, expected: torch.Tensor, what: str, axes: Sequence[str] = BTC,
+                       atol: float = 1e-5, rtol: float = 1e-4,
+                       explain: Callable[[], str | None] | None = None) -> None:
     """Same values within tolerance; on failure, the worst place and (if known) the likely bug."""
     finite(actual, what, axes)
     excess = (actual.double() - expected.double()).abs() - (atol + rtol * expected.double().abs())
@@ -118,7 +125,7 @@ def close(actual: torch.Tensor, expected: torch.Tensor, what: str, axes: Sequenc
         message = (f"{what} differs from the reference: got {actual.item():.6g}, expected {expected.item():.6g} "
                    f"(off by more than {tolerance})")
     else:
-        message = (f"{what} differs from the reference at {at(index, axes)}: got {actual[index].item():.6g}, "
+        message = (f"{what} differs from the reference at {index_text(index, axes)}: got {actual[index].item():.6g}, "
                    f"expected {expected[index].item():.6g} ({int((excess > 0).sum())} of {actual.numel()} "
                    f"values off by more than {tolerance})")
     cause = explain() if explain else None
@@ -154,9 +161,9 @@ def raises_value_error(thunk: Callable[[], Any], call: str, why: str) -> None:
     try:
         got = thunk()
     except StudentError as e:
-        if e.type == "NotImplementedError":
+        if e.type == ErrorKind.NOT_IMPLEMENTED:
             raise
-        if e.type != "ValueError":
+        if e.type != ErrorKind.VALUE_ERROR:
             fail(f"{call} raised {e.type} ({e.message:.120}): {why}, so it must raise ValueError, with a message "
                  "that says what is wrong")
         return

@@ -1,7 +1,10 @@
-"""Fixtures for the hidden suites, registered as a pytest plugin by the runner.
+"""Fixtures for the suites (hidden and public): ``GradingPlugin``, a pytest plugin the runner creates for
+one submission and hands to ``pytest.main(plugins=[...])``.
 
-The runner sets ``CONTEXT`` before pytest starts; nothing here imports or runs
-student code, which lives in worker processes behind ``Session`` objects.
+The plugin owns the submission's ``GradingContext`` and provides one fixture per milestone (``m1``,
+``m2``, ..., ``quiz``: that milestone's ``MilestoneView``), ``ref`` (the reference) and
+``grading_context``. Nothing here imports or runs student code, which lives in worker processes behind
+``MilestoneView`` objects.
 """
 from __future__ import annotations
 
@@ -13,63 +16,122 @@ import pytest
 
 from grader.milestones import MILESTONES
 from grader.reference import Reference, load_reference
-from grader.sandbox.client import Limits, Zygote
-from grader.sandbox.session import Session, SharedWorker
+from grader.sandbox.client import ForkServer, Limits
+from grader.sandbox.session import MilestoneView, SharedWorker
 
 
 @dataclass
 class GradingContext:
-    zygote: Zygote
+    """One submission's grading: its workers, one view per milestone, and the time budgets."""
+
+    server: ForkServer
     submission: Path
     limits: Limits
-    sessions: dict[str, Session] = field(default_factory=dict)
+    views: dict[str, MilestoneView] = field(default_factory=dict)
     workers: dict[tuple[str, ...], SharedWorker] = field(default_factory=dict)  # by the files they trust
     deadline: float = 0.0
     ends: float = float("inf")  # the whole submission's time limit, when there is one
 
-    def session(self, milestone: str) -> Session:
-        if milestone not in self.sessions:
+    def view(self, milestone: str) -> MilestoneView:
+        if milestone not in self.views:
             m = MILESTONES[milestone]
             if m.trusted not in self.workers:
-                self.workers[m.trusted] = SharedWorker(self.zygote, self.submission, m.trusted)
-            self.sessions[milestone] = Session(self.workers[m.trusted], m.modules)
-        session = self.sessions[milestone]
-        session.start_test(self.deadline - time.monotonic())
-        return session
+                self.workers[m.trusted] = SharedWorker(self.server, self.submission, m.trusted)
+            self.views[milestone] = MilestoneView(self.workers[m.trusted], m.modules)
+        view = self.views[milestone]
+        view.start_test(self.deadline - time.monotonic())
+        return view
+
+    def start_test(self) -> None:
+        """A test begins: it gets its own time budget, shared by all its calls into the worker, within the
+        submission's."""
+        now = time.monotonic()
+        if now >= self.ends:
+            pytest.fail(f"not run: this submission used up its time limit of {self.limits.submission_seconds:g} s "
+                        "before this check (the checks before it took too long)")
+        self.deadline = min(now + self.limits.test_seconds, self.ends)
+        for view in self.views.values():
+            view.start_test(self.deadline - now)
 
     def close(self) -> None:
         for worker in self.workers.values():
             worker.close()
 
 
-CONTEXT: GradingContext | None = None
+CONTEXT_KEY = pytest.StashKey[GradingContext]()  # where the plugin puts its context in pytest's config
 
 
-@pytest.fixture(autouse=True)
-def _time_budget():
-    """Each test gets its own time budget, shared by all its calls into the worker, within the submission's."""
-    now = time.monotonic()
-    if now >= CONTEXT.ends:
-        pytest.fail(f"not run: this submission used up its time limit of {CONTEXT.limits.submission_seconds:g} s "
-                    "before this check (the checks before it took too long)")
-    CONTEXT.deadline = min(now + CONTEXT.limits.test_seconds, CONTEXT.ends)
-    for session in CONTEXT.sessions.values():
-        session.start_test(CONTEXT.deadline - now)
+class GradingPlugin:
+    """The suites' fixtures for one submission (a pytest plugin: pass an instance to ``pytest.main``)."""
+
+    def __init__(self, context: GradingContext):
+        self.context = context
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        config.stash[CONTEXT_KEY] = self.context  # for the session-wide fixtures, which pytest binds to the class
+
+    @pytest.fixture(autouse=True)
+    def _time_budget(self) -> None:
+        """Each test gets its own time budget (see ``GradingContext.start_test``)."""
+        self.context.start_test()
+
+    @pytest.fixture(scope="session")
+    @classmethod
+    def grading_context(cls, request: pytest.FixtureRequest) -> GradingContext:
+        """For a fixture of wider scope than one test, which cannot use the milestone fixtures."""
+        return request.config.stash[CONTEXT_KEY]
+
+    @pytest.fixture(scope="session")
+    @classmethod
+    def ref(cls) -> Reference:
+        """The reference modules, in this (the grading) process only."""
+        return load_reference()
+
+    # One fixture per milestone id (MILESTONES): the submission as seen by that milestone's worker.
+    @pytest.fixture
+    def m1(self) -> MilestoneView:
+        return self.context.view("m1")
+
+    @pytest.fixture
+    def m2(self) -> MilestoneView:
+        return self.context.view("m2")
+
+    @pytest.fixture
+    def m3(self) -> MilestoneView:
+        return self.context.view("m3")
+
+    @pytest.fixture
+    def m4(self) -> MilestoneView:
+        return self.context.view("m4")
+
+    @pytest.fixture
+    def lesson(self) -> MilestoneView:
+        return self.context.view("lesson")
+
+    @pytest.fixture
+    def scaling(self) -> MilestoneView:
+        return self.context.view("scaling")
+
+    @pytest.fixture
+    def tying(self) -> MilestoneView:
+        return self.context.view("tying")
+
+    @pytest.fixture
+    def kvcache(self) -> MilestoneView:
+        return self.context.view("kvcache")
+
+    @pytest.fixture
+    def sampling(self) -> MilestoneView:
+        return self.context.view("sampling")
+
+    @pytest.fixture
+    def padding(self) -> MilestoneView:
+        return self.context.view("padding")
+
+    @pytest.fixture
+    def quiz(self) -> MilestoneView:
+        return self.context.view("quiz")
 
 
-@pytest.fixture(scope="session")
-def ref() -> Reference:
-    """The reference modules, in this (the grading) process only."""
-    return load_reference()
-
-
-def _milestone_fixture(milestone: str):
-    @pytest.fixture(name=milestone)
-    def session() -> Session:
-        """The submission as seen by this milestone's worker."""
-        return CONTEXT.session(milestone)
-    return session
-
-
-# One fixture per milestone id (m1, m2, ..., lesson): pytest finds them as module attributes.
-globals().update({m: _milestone_fixture(m) for m in MILESTONES})
+_MISSING = [m for m in MILESTONES if not callable(getattr(GradingPlugin, m, None))]
+assert not _MISSING, f"GradingPlugin has no fixture for milestone(s) {_MISSING}: add one per milestone"

@@ -1,0 +1,60 @@
+"""Message framing between the grading process and the worker (no torch needed).
+
+A message is a 4-byte length, a JSON header, then raw byte blobs (tensor data).
+Nothing is ever pickled. This module imports only the standard library, so the
+grading process can start the worker before it loads torch itself, and the
+worker loads it by path without importing the ``grader`` package.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import struct
+import time
+from collections.abc import Sequence
+
+MAX_HEADER_BYTES = 4 << 20
+MAX_MESSAGE_BYTES = 512 << 20
+
+
+class ProtocolError(Exception):
+    """The other side sent something that is not a well-formed message."""
+
+
+def send(sock: socket.socket, header: dict, blobs: Sequence[bytes] = ()) -> None:
+    data = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
+    sock.sendall(struct.pack("!I", len(data)) + data)
+    for blob in blobs:
+        sock.sendall(blob)
+
+
+def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
+    buf = bytearray()
+    while len(buf) < n:
+        if deadline is not None:  # one deadline for the whole message, however slowly it drips in
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError("message not complete in time")
+            sock.settimeout(left)
+        chunk = sock.recv(min(n - len(buf), 1 << 20))
+        if not chunk:
+            raise EOFError("connection closed")
+        buf += chunk
+    return bytes(buf)
+
+
+def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list[bytes]]:
+    """Read one message; with a deadline (time.monotonic), raise socket.timeout once it passes."""
+    (n,) = struct.unpack("!I", _read_exact(sock, 4, deadline))
+    if n > MAX_HEADER_BYTES:
+        raise ProtocolError(f"message header of {n} bytes is over the limit")
+    try:
+        header = json.loads(_read_exact(sock, n, deadline))
+    except (ValueError, RecursionError) as e:
+        raise ProtocolError(f"unreadable message header: {e}") from None
+    sizes = header.get("blobs") if isinstance(header, dict) else None
+    if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
+        raise ProtocolError("message header has no valid blob list")
+    if sum(sizes) > MAX_MESSAGE_BYTES:
+        raise ProtocolError(f"message of {sum(sizes)} bytes is over the {MAX_MESSAGE_BYTES} byte limit")
+    return header, [_read_exact(sock, s, deadline) for s in sizes]

@@ -1,0 +1,198 @@
+"""The fork server: the program the grading process starts to run student code.
+
+Started as ``python -I -S fork_server.py CONFIG_JSON`` with the control socket on a
+file descriptor named in the config. It loads its sibling files by path (this folder
+and ``../common``: nothing here imports the ``grader`` package), isolates itself where
+the machine allows it (``jail.py``: no network, a private root without the grader, a
+user id and a cgroup per worker), imports torch once, then forks one worker per
+``ServerRequest.SPAWN``. Each worker answers the grading process's requests with
+``request_handler.RequestHandler``.
+
+Nothing here decides a grade: the grading process checks every value it gets.
+"""
+from __future__ import annotations
+
+import gc
+import importlib.util
+import json
+import os
+import signal
+import socket
+import sys
+import time
+from typing import Any
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COMMON = os.path.join(os.path.dirname(HERE), "common")
+OWN_UIDS = False  # whether each worker gets a user id of its own (as root); set by start_server()
+# jail.py (loaded by path) and this server's cgroups, set up by main()
+jail: Any = None
+CGROUPS: Any = None
+NAMES: dict[int, str] = {}  # worker pid -> its cgroup name
+
+
+def _load(folder: str, name: str):
+    """A sibling file, loaded by path as ``_gradekit_<name>`` (the names the files import one another by)."""
+    spec = importlib.util.spec_from_file_location(f"_gradekit_{name}", os.path.join(folder, f"{name}.py"))
+    assert spec and spec.loader, name
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class Loaded:
+    """The files a worker uses, loaded once by the fork server before it hides the grader's files."""
+
+    def __init__(self) -> None:
+        self.agreement = _load(COMMON, "agreement")
+        self.wire = _load(COMMON, "wire")
+        self.protocol = _load(COMMON, "protocol")
+        self.standin = _load(HERE, "standin")
+        self.request_handler = _load(HERE, "request_handler")
+
+
+def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None:
+    """In the forked child: a reaper that owns fresh namespaces, then the worker.
+
+    The reaper joins the worker's cgroup and enters new mount and PID namespaces (see
+    ``jail``): killing the reaper's process group, or the reaper, whose namespace's
+    init then dies, takes down everything the student started.
+    """
+    os.setsid()
+    jail.die_with_parent()
+    CGROUPS.join(config["name"], config["limits"]["memory_bytes"] + (512 << 20), config["limits"]["processes"])
+    CGROUPS.close()
+    if OWN_UIDS:
+        jail.give_to(config["uid"], config["submission"])
+    isolated = jail.enter_worker_namespaces(OWN_UIDS)
+    pidns = isolated or jail.libc.unshare(jail.CLONE_NEWPID) == 0
+    child = os.fork()
+    if child:
+        _, status = os.waitpid(child, 0)
+        os._exit(files.agreement.exit_code(status))
+    jail.die_with_parent()
+    if isolated:
+        jail.mount_proc()
+    if pidns:  # we are init of the namespace: fork once more so the worker is an ordinary process
+        worker = os.fork()
+        if worker:
+            while True:
+                pid, status = os.wait()
+                if pid == worker:
+                    os._exit(files.agreement.exit_code(status))
+        jail.die_with_parent()
+    run_worker(config, sock, out_fd, files)
+
+
+def run_worker(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None:
+    os.dup2(out_fd, 1)
+    os.dup2(out_fd, 2)
+    os.close(out_fd)
+    signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # flooding output kills the worker, visibly
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    jail.set_limits(config["limits"], own_uid=OWN_UIDS)
+    if OWN_UIDS and not jail.drop_privileges(config["uid"]):
+        os._exit(files.agreement.EXIT_NOT_RUN_AS_ROOT)  # never run a submission as root
+    os.environ["HOME"] = os.environ["TMPDIR"] = config["submission"]
+    os.chdir(config["submission"])
+    sys.path.insert(0, config["submission"])
+    sys.argv = ["submission"]
+    try:
+        files.request_handler.RequestHandler(sock, tuple(config["student_modules"]), files).serve()
+    finally:
+        os._exit(0)
+
+
+def start_server(config: dict) -> list[str]:
+    """Enter the fork server's sandbox (the order matters: /sys and the real root go away last)."""
+    global CGROUPS, OWN_UIDS
+    protections = jail.enter_server_namespaces()
+    CGROUPS = jail.Cgroups(f"gptkit-{os.getpid()}")
+    protections += CGROUPS.protections
+    import torch  # before the private root: it reads /sys once, at import
+    torch.set_num_threads(1)
+    import torch._dynamo  # noqa: F401 - optimisers and meta-device ops load it on first use: once here for all
+    binds = [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix, *config["binds"]]
+    if protections and jail.private_root(config["scratch"], binds):
+        protections.append("private-root")
+    if protections and jail.hide(config["hide"]):
+        protections.append("grader-files-hidden")
+    OWN_UIDS = jail.can_drop_privileges([sys.executable, os.__file__, torch.__file__])
+    if jail.probe_worker_namespaces(OWN_UIDS):
+        protections += ["own-pid-namespace", "own-proc"] + (["locked-mounts"] if not OWN_UIDS else [])
+    if OWN_UIDS:
+        protections += ["unprivileged-user", "no-new-privileges"]
+    return protections
+
+
+def main() -> None:
+    global jail
+    config = json.loads(sys.argv[1])
+    control = socket.socket(fileno=config["control_fd"])
+    sys.path[:] = [p for p in sys.path if p] + config["sys_path"]
+    # Load every file now: once the sandbox is entered, the grader's files are gone.
+    files, jail = Loaded(), _load(HERE, "jail")
+    hugepages, shared_server = _load(HERE, "hugepages"), _load(HERE, "shared_server")
+    wire, ops = files.wire, files.agreement.ServerRequest
+    jail.die_with_parent()
+    protections = start_server(config)
+    import torch
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+    gc.collect()
+    gc.freeze()  # a worker's collections then skip torch's objects, whose pages it would otherwise copy
+    huge = hugepages.collapse()  # after the last big allocation: forks then copy far fewer page tables
+    hello = {"ready": True, "protections": protections, "torch": torch.__version__, "huge_pages_mib": huge >> 20}
+    if "listen_fd" in config:  # a batch's server: serve each grading process from a copy of this one
+        control = shared_server.serve_each_client(control, socket.socket(fileno=config["listen_fd"]),
+                                                  config["clients"], config["listen_path"], hello, wire)
+        jail.die_with_parent()  # in the copy (a fork does not inherit it): gone with the batch's server
+    else:
+        wire.send(control, hello)
+    count = 0
+    while True:
+        try:
+            request, _ = wire.recv(control)
+        except EOFError:
+            os._exit(0)
+        if request["op"] == ops.SPAWN:
+            _, fds, _, _ = socket.recv_fds(control, 1, 2)
+            count += 1
+            uid = jail.WORKER_UID_BASE + (os.getpid() % 1000) * 1000 + count % 1000  # a batch server's copies differ
+            request.update(name=f"w{os.getpid()}-{count}", uid=uid, student_modules=config["student_modules"])
+            pid = os.fork()
+            if pid == 0:
+                control.close()
+                spawn(request, socket.socket(fileno=fds[0]), fds[1], files)
+            for fd in fds:
+                os.close(fd)
+            NAMES[pid] = request["name"]
+            wire.send(control, {"pid": pid})
+        elif request["op"] == ops.REAP:
+            reply = reap(request["pid"], request.get("grace", 0.0))
+            CGROUPS.remove(NAMES.pop(request["pid"], ""))
+            wire.send(control, reply)
+
+
+def reap(pid: int, grace: float) -> dict:
+    """Wait up to `grace` seconds for a worker to end by itself, then kill its whole tree."""
+    deadline = time.monotonic() + grace
+    while True:
+        done, status, usage = os.wait4(pid, os.WNOHANG)
+        if done or time.monotonic() >= deadline:
+            break
+        time.sleep(0.01)
+    killed = not done
+    if killed:
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        _, status, usage = os.wait4(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    # The reaper's usage includes every process of its tree that was waited for: the submission's own CPU.
+    return {"killed": killed, "exit": code, "cpu": usage.ru_utime + usage.ru_stime}
+
+
+if __name__ == "__main__":
+    main()

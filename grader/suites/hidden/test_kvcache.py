@@ -1,0 +1,337 @@
+"""kvcache: greedy generation with a key/value cache, on the grader's own TinyGPT.
+
+While this milestone is graded, ``m1_attention`` and ``m2_model`` in the worker are
+the grader's, so the model the student's code drives is trusted. Its weights are
+copied into the reference TinyGPT in this process, whose uncached ``generate``
+(m4) gives the expected tokens. A forward pre-hook on ``blocks.0.attn.qkv`` (in
+the worker) counts the positions the student's code really fed to the model.
+
+When tokens differ, the grader replays the most common cache bugs here (the same
+model, run on the whole sequence with the bug's positions and attention pattern)
+and names those that give exactly the student's tokens.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from grader.sandbox.client import StudentError
+from grader.sandbox.common.agreement import ErrorKind
+from grader.suites import checks
+
+V, D, T = 29, 24, 8
+H, L = 4, 2  # heads and layers of the model most checks use
+COUNT_AT = "blocks.0.attn.qkv"
+SHARPEN = 3.0  # see build
+
+
+# ------------------------------------------------------------------ the model, prompts, calls
+
+def build(kvcache, ref, seed: int, heads: int = H, layers: int = L):
+    """The grader's TinyGPT in the worker, and a copy with the same weights here.
+
+    At its initial scale an untrained model's next token hardly depends on attention (the newest token's
+    embedding dominates), so most cache bugs would still give the right tokens: qkv and proj are scaled up.
+    """
+    model = kvcache.new("TinyGPT", V, D, heads, layers, T, module="m2_model", seed=seed)
+    copy = ref.m2_model.TinyGPT(V, D, heads, layers, T)
+    state = weights(model, copy)
+    for name in state:
+        if name.endswith(("attn.qkv.weight", "attn.proj.weight")):
+            state[name] = SHARPEN * state[name]
+    model.load(state)
+    copy.load_state_dict(state)
+    return model, copy.eval()
+
+
+def weights(model, like: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """The worker model's weights, each checked against the shape of ``like``'s."""
+    state, want = model.state_dict(), like.state_dict()
+    if not isinstance(state, dict) or set(state) != set(want):
+        checks.fail("the grader's TinyGPT in the worker no longer has its own weights: "
+                    "your file must not change the m2_model module it is given")
+    return {name: checks.tensor(state[name], f"the model's weight {name}", w.shape) for name, w in want.items()}
+
+
+def prompt(seed: int, B: int, t: int) -> torch.Tensor:
+    return torch.randint(0, V, (B, t), generator=torch.Generator().manual_seed(seed))
+
+
+def generate_cached(kvcache, model, start: torch.Tensor, max_new: int | None) -> torch.Tensor:
+    """The student's result, validated: (B, t + max_new) token ids that start with the prompt.
+
+    A ValueError for a sequence that fits fails with the reason. ``max_new=None`` uses the default.
+    """
+    B, t = start.shape
+    n = 5 if max_new is None else max_new
+    kwargs = {} if max_new is None else {"max_new": max_new}
+    try:
+        out = kvcache.call("generate_cached", model, start, **kwargs)
+    except StudentError as e:
+        if e.type == ErrorKind.VALUE_ERROR and t + n - 1 <= T:
+            checks.fail(f"a prompt of {tokens(t)} with max_new={n} fits, but your code raised ValueError "
+                        f"({e.message:.150}): t + max_new - 1 = {t + n - 1} <= model.T = {T}, because the last "
+                        "new token is never fed; raise only when t + max_new - 1 > model.T")
+        raise
+    what = f"generate_cached's result for a ({B}, {t}) prompt and max_new={n}"
+    if isinstance(out, torch.Tensor) and tuple(out.shape) == (B, n) and n:
+        checks.fail(f"{what} holds only the new tokens: return the prompt followed by them, (B, t + max_new)")
+    out = checks.tensor(out, what, (B, t + n), dtype=None)
+    if out.dtype != torch.long:
+        checks.fail(f"{what} has dtype {out.dtype}: token ids are torch.long (argmax gives long; keep it)")
+    if not torch.equal(out[:, :t], start):
+        checks.fail(f"{what} does not start with the prompt: return the prompt followed by the new tokens")
+    return out
+
+
+def expected(ref, copy, start: torch.Tensor, max_new: int) -> torch.Tensor:
+    """m4's generate on ``copy``, worked out once per grading process for each set of weights and prompt."""
+    key = ("kvcache expected", checks.fingerprint(*copy.state_dict().values(), start), max_new)
+    return checks.remembered(key, lambda: ref.m4_generate.generate(copy, start, max_new))
+
+
+def positions_seen(counter) -> int:
+    value = counter.attr("positions")
+    if type(value) is not int:
+        checks.fail("the grader's position counter was tampered with")
+    return value
+
+
+# ------------------------------------------------------------------ the expected tokens, and known bugs replayed
+
+class Bug(NamedTuple):
+    """A known bug, replayed on the whole sequence: the positions tokens were fed at, which keys each query saw.
+
+    ``positions(p, t)`` and ``visible(i, j, t)`` take positions in the whole sequence (i a query's, j a key's)
+    and the prompt's length t; ``scale`` multiplies the scores (None: 1 / sqrt(d_head)).
+    """
+
+    cause: str
+    positions: Callable = lambda p, t: p
+    visible: Callable = lambda i, j, t: j <= i
+    scale: float | None = None
+
+
+KNOWN_BUGS = [
+    Bug("the prompt pass has no causal mask: each prompt position also attended to the prompt's later positions. "
+        "Mask the prompt's scores causally, as in m1 (a single new token may see every cached key, a prompt "
+        "position may not)", visible=lambda i, j, t: (j <= i) | ((i < t) & (j < t))),
+    Bug("every new token was fed at position t = {t}, the prompt's length: the position index is not advanced. "
+        "At step i (from 0) the newest token sits at position t + i - 1", positions=lambda p, t: p.clamp(max=t)),
+    Bug("the cache is never updated: each new token attended only to itself. Keep each layer's keys and values "
+        "from the prompt pass and append the newest token's every step",
+        visible=lambda i, j, t: (j <= i) & ((i < t) | (j == i))),
+    Bug("the new tokens' keys and values are not appended to the cache: each new token saw the prompt and "
+        "itself only. Store the extended keys and values back in the layer's cache every step",
+        visible=lambda i, j, t: (j <= i) & ((i < t) | (j < t) | (j == i))),
+    Bug("the attention scores are not divided by sqrt(d_head), with d_head = d // n_heads", scale=1.0),
+]
+
+
+@torch.no_grad()
+def replay(copy, start: torch.Tensor, max_new: int, bug: Bug | None = None) -> torch.Tensor:
+    """Greedy generation by whole-sequence forwards of ``copy``, as ``bug`` would compute it (None: no bug)."""
+    bug = bug or Bug("")
+    idx, t = start, start.shape[1]
+    for _ in range(max_new):
+        n = idx.shape[1]
+        p = torch.arange(n)
+        mask = bug.visible(p.view(n, 1), p.view(1, n), t)
+        x = copy.tok(idx) + copy.pos(bug.positions(p, t))
+        for block in copy.blocks:
+            x = x + attention(block.attn, block.ln1(x), mask, bug.scale)
+            x = x + block.ffn(block.ln2(x))
+        idx = torch.cat([idx, copy.head(copy.ln(x[:, -1])).argmax(dim=-1, keepdim=True)], dim=1)
+    return idx
+
+
+def attention(attn, x: torch.Tensor, mask: torch.Tensor, scale: float | None) -> torch.Tensor:
+    B, n, d = x.shape
+    q, k, v = (z.view(B, n, attn.n_heads, d // attn.n_heads).transpose(1, 2) for z in attn.qkv(x).split(d, dim=-1))
+    out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    return attn.proj(out.transpose(1, 2).reshape(B, n, d))
+
+
+def same_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], want: torch.Tensor) -> None:
+    """Each of the student's results for ``start`` (one per max_new) must be the matching prefix of ``want``.
+
+    The first difference is named, with the likely cause: a known bug that gives every one of the runs.
+    """
+    t = start.shape[1]
+    for got in runs:
+        if torch.equal(got, want[:, :got.shape[1]]):
+            continue
+        i = int((got != want[:, :got.shape[1]]).any(dim=0).nonzero()[0])
+        b = int((got[:, i] != want[:, i]).nonzero()[0])
+        message = (f"with a prompt of {tokens(t)} and max_new={got.shape[1] - t}, new token {i - t + 1} (position "
+                   f"{i}, batch row {b}) is {int(got[b, i])}, but m4's generate gives {int(want[b, i])}")
+        checks.fail(f"{message}. {explain_tokens(copy, start, runs, i)}")
+
+
+def explain_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], i: int) -> str:
+    t, longest = start.shape[1], max(r.shape[1] for r in runs)
+    causes = []
+    for bug in KNOWN_BUGS:
+        replayed = replay(copy, start, longest - t, bug)
+        if all(torch.equal(r, replayed[:, :r.shape[1]]) for r in runs):
+            causes.append(bug.cause.format(t=t))
+    if causes:
+        return "Likely cause: " + "; or ".join(causes)
+    if i == t:
+        return ("The first new token comes from the prompt pass alone, so that pass already differs from the "
+                "model's forward: check the heads' split (B, t, n_heads, d // n_heads), the scaling by sqrt(d_head), "
+                "the causal mask, both residuals, ln1 and ln2, model.ln and model.head on the last position, and "
+                "each layer starting from an empty cache of its own")
+    return ("The first new token is right, so the prompt pass works: the cache or the positions of later steps are "
+            "likely wrong (the position index not advanced, keys and values not appended to the cache, or one "
+            "layer reading another layer's cache)")
+
+
+def tokens(t: int) -> str:
+    return f"{t} token" if t == 1 else f"{t} tokens"
+
+
+# ------------------------------------------------------------------ the checks
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("B,heads,layers,seed", [(3, 4, 2, 15), (2, 3, 3, 28)],
+                         ids=["4-heads-2-layers-batch-3", "3-heads-3-layers-batch-2"])
+def test_same_tokens_as_generate(kvcache, ref, B, heads, layers, seed):
+    """generate_cached gives m4's tokens for every prompt length and max_new that fit in model.T"""
+    model, copy = build(kvcache, ref, seed, heads, layers)
+    for t in range(1, T + 1):
+        start = prompt(100 * seed + t, B, t)
+        want = expected(ref, copy, start, T + 1 - t)  # every max_new is a prefix of the longest
+        runs = [generate_cached(kvcache, model, start, max_new) for max_new in range(1, T + 2 - t)]
+        same_tokens(copy, start, runs, want)
+
+
+def test_result_is_prompt_then_new_tokens(kvcache, ref):
+    """generate_cached(model, start) returns the prompt then 5 new tokens, a (B, t + 5) long tensor"""
+    model, copy = build(kvcache, ref, 21)
+    start = prompt(21, 2, 3)
+    same_tokens(copy, start, [generate_cached(kvcache, model, start, None)], expected(ref, copy, start, 5))
+
+
+def test_zero_new_tokens(kvcache, ref):
+    """generate_cached(model, start, 0) returns the prompt unchanged"""
+    model, _ = build(kvcache, ref, 22)
+    generate_cached(kvcache, model, prompt(22, 2, 4), 0)
+
+
+def test_exactly_fills_the_context(kvcache, ref):
+    """a sequence whose last fed token sits at the last position (t + max_new - 1 = model.T) is generated"""
+    model, copy = build(kvcache, ref, 23)
+    for t in (T, 1, 4):
+        start = prompt(230 + t, 2, t)
+        want = expected(ref, copy, start, T + 1 - t)
+        same_tokens(copy, start, [generate_cached(kvcache, model, start, T + 1 - t)], want)
+
+
+def fed(prompt_len: int, max_new: int, cached: bool) -> int:
+    if max_new == 0:
+        return 0
+    return prompt_len + max_new - 1 if cached else max_new * prompt_len + max_new * (max_new - 1) // 2
+
+
+def explain_count(got: int, p: int, m: int, cached: bool) -> str:
+    if m == 0:
+        return "with max_new = 0 nothing is generated, so nothing is fed"
+    if got == fed(p, m + 1, cached):
+        return ("you counted the last new token as fed: the step that produces it is the last one, "
+                "nothing is fed after it")
+    if got == fed(p, m, not cached):
+        return f"that is the count {'without' if cached else 'with'} a cache"
+    if cached and got in (m - 1, m):
+        return "you forgot the prompt: with a cache it is still fed once, in the first step"
+    if not cached and got in (m * (m - 1) // 2, m * (m + 1) // 2):
+        return "you forgot the prompt: without a cache every step feeds it again, with the tokens generated so far"
+    if not cached:
+        return "without a cache, step i (from 0) feeds the whole sequence so far: prompt_len + i positions"
+    return "with a cache, the prompt is fed once, then one position per step after the first"
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("prompt_len,max_new,cached", [
+    (10, 20, False), (10, 20, True), (3, 4, False), (3, 4, True), (1, 6, False), (1, 6, True),
+    (7, 1, True), (5, 0, False), (5, 0, True)],
+    ids=["lesson-uncached", "lesson-cached", "3+4-uncached", "3+4-cached", "1+6-uncached", "1+6-cached",
+         "7+1-cached", "nothing-new-uncached", "nothing-new-cached"])
+def test_positions_processed(kvcache, prompt_len, max_new, cached):
+    """positions_processed counts the positions fed to the model, with and without a cache"""
+    call = f"positions_processed({prompt_len}, {max_new}, cached={cached})"
+    got = int(checks.number(kvcache.call("positions_processed", prompt_len, max_new, cached), call, integer=True))
+    want = fed(prompt_len, max_new, cached)
+    if got != want:
+        checks.fail(f"{call} is {got!r}, expected {want}: {explain_count(got, prompt_len, max_new, cached)}")
+
+
+@pytest.mark.points(2)
+def test_each_position_fed_once(kvcache, ref):
+    """generate_cached makes the model process the prompt once, then one new token per step"""
+    model, copy = build(kvcache, ref, 24)
+    counter = model.count_positions(COUNT_AT)
+    for t, max_new in ((3, 5), (1, 8), (6, 1)):
+        before = positions_seen(counter)
+        start = prompt(240 + t, 1, t)
+        out = generate_cached(kvcache, model, start, max_new)
+        got, want, uncached = positions_seen(counter) - before, fed(t, max_new, True), fed(t, max_new, False)
+        if got == want:
+            continue
+        message = (f"with a prompt of {tokens(t)} and max_new={max_new}, model.{COUNT_AT} processed {got} positions, "
+                   f"expected {want} (the prompt once, then the {max_new - 1} new tokens before the last one)")
+        if got == 0 and torch.equal(out, expected(ref, copy, start, max_new)):
+            checks.not_observed(f"your code generated the right tokens without calling model.{COUNT_AT} as a "
+                                "module (F.linear with its weight?), so the grader could not count the positions fed")
+        if got == 0:
+            checks.fail(f"{message}: the model's submodules were not called as modules (no positions seen). Call "
+                        "them, block.attn.qkv(x), rather than using their weights or a copy of the model")
+        if got == uncached:
+            checks.fail(f"{message}: you fed the whole sequence each step (no cache), {uncached} positions in all. "
+                        "Feed the prompt once, then only the newest token, reusing the cached keys and values")
+        if got == want + 1:
+            checks.fail(f"{message}: the last new token was fed too, but nothing uses its prediction")
+        checks.fail(f"{message}: each position passes through each layer exactly once")
+
+
+def test_too_long_raises_value_error(kvcache, ref):
+    """a sequence that would run past model.T raises ValueError before generating"""
+    model, _ = build(kvcache, ref, 25)
+    counter = model.count_positions(COUNT_AT)
+    for t, max_new in ((T, 2), (5, 5), (T + 1, 1)):
+        case = (f"a prompt of {tokens(t)} with max_new={max_new} (t + max_new - 1 = {t + max_new - 1} > "
+                f"model.T = {T}: the last token fed would sit past the position table)")
+        before = positions_seen(counter)
+        try:
+            out = kvcache.call("generate_cached", model, prompt(250 + t, 2, t), max_new)
+        except StudentError as e:
+            if e.type == ErrorKind.NOT_IMPLEMENTED:
+                raise
+            if e.type != ErrorKind.VALUE_ERROR:
+                checks.fail(f"for {case} your code raised {e.type} ({e.message:.120}): a clear ValueError is "
+                            "expected, raised before generating: check t + max_new - 1 > model.T first")
+            if positions_seen(counter) > before:
+                checks.fail(f"for {case} your code raised ValueError, but only after feeding "
+                            f"{positions_seen(counter) - before} positions: check before generating anything")
+            continue
+        checks.fail(f"for {case} generate_cached returned {checks.describe(out)}: it must raise ValueError (a "
+                    "cache cannot crop the sequence as m4's generate does)")
+
+
+def test_model_unchanged(kvcache, ref):
+    """generation records no gradients and only reads the model: its weights are the same afterwards"""
+    model, copy = build(kvcache, ref, 26)
+    before = copy.state_dict()
+    counter = model.count_positions(COUNT_AT)
+    for t, max_new in ((2, 5), (5, 3)):
+        generate_cached(kvcache, model, prompt(260 + t, 2, t), max_new)
+    if counter.attr("calls_with_grad"):  # seen where the code calls the submodule (the contract asks it to)
+        checks.fail("the model was called with gradients enabled: wrap generation in torch.no_grad()")
+    for name, value in weights(model, copy).items():
+        if not torch.equal(value, before[name]):
+            checks.fail(f"generation changed the model's weight {name}: it must only read the model "
+                        "(keep the cache in your own tensors, and change nothing in place)")

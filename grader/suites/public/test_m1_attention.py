@@ -1,0 +1,61 @@
+"""Public checks for milestone 1: the lesson's worked example and the shapes."""
+import torch
+
+from grader.suites import checks
+
+
+def test_public_causal_mask(m1):
+    """(public) causal_mask(4) is torch.tril(torch.ones(4, 4))"""
+    mask = checks.tensor(m1.call("causal_mask", 4), "causal_mask(4)", (4, 4), dtype=None)
+    if not torch.equal(mask.float(), torch.tril(torch.ones(4, 4))):
+        checks.fail(f"causal_mask(4) is {mask.tolist()}: ones on and below the diagonal, zeros above")
+
+
+def test_public_worked_example(m1):
+    """(public) seed 7: weights[0] = [1, 0, 0, 0] and out[0] = [-0.0835, -0.0235, 0.1744, 2.2983]"""
+    torch.manual_seed(7)
+    q, k, v = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
+    pair = m1.call("causal_attention", q, k, v)
+    if not (isinstance(pair, tuple | list) and len(pair) == 2):
+        checks.fail(f"causal_attention should return (out, weights), not {checks.describe(pair)}")
+    out = checks.tensor(pair[0], "out", (4, 4))
+    weights = checks.tensor(pair[1], "weights", (4, 4))
+    checks.assert_close_where(weights[0], torch.tensor([1.0, 0, 0, 0]), "weights[0]", ("column",), atol=1e-4)
+    checks.assert_close_where(out[0], torch.tensor([-0.0835, -0.0235, 0.1744, 2.2983]), "out[0]", ("column",),
+                              atol=1e-3)
+
+
+def test_public_self_attention_shape(m1):
+    """(public) CausalSelfAttention(16, 4) maps (2, 5, 16) to (2, 5, 16)"""
+    layer = m1.new("CausalSelfAttention", 16, 4, seed=0)
+    checks.tensor(layer(torch.randn(2, 5, 16)), "CausalSelfAttention's output", (2, 5, 16))
+
+
+# A query that scores key 0 at 0 and key 1 at 2 (q . k for d_k = 4), and one-hot values, so out[1] = weights[1].
+SCALE_Q = torch.tensor([[0.0, 0, 0, 0], [1, 1, 1, 1]])
+SCALE_K = torch.tensor([[0.0, 0, 0, 0], [1, 1, 0, 0]])
+SCALE_V = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 0]])
+SCALED_ROW = [0.2689, 0.7311]    # softmax([0, 2 / sqrt(4)]) = [1, e] / (1 + e)
+UNSCALED_ROW = [0.1192, 0.8808]  # softmax([0, 2]) = [1, e^2] / (1 + e^2)
+OVER_D_ROW = [0.3775, 0.6225]    # softmax([0, 2 / 4])
+
+
+def test_public_scores_are_scaled(m1):
+    """(public) d_k = 4, raw scores [0, 2] for query 1: scaled to [0, 1], its weights are [0.2689, 0.7311]"""
+    pair = m1.call("causal_attention", SCALE_Q, SCALE_K, SCALE_V)
+    if not (isinstance(pair, tuple | list) and len(pair) == 2):
+        checks.fail(f"causal_attention should return (out, weights), not {checks.describe(pair)}")
+    out = checks.tensor(pair[0], "out", (2, 4))
+    weights = checks.tensor(pair[1], "weights", (2, 2))
+    checks.finite(weights, "weights", ("query", "key"))
+    row = weights[1]
+    if not torch.allclose(row, torch.tensor(SCALED_ROW), atol=1e-4):
+        if torch.allclose(row, torch.tensor(UNSCALED_ROW), atol=1e-4):
+            cause = "that is the softmax of the raw scores [0, 2], unscaled"
+        elif torch.allclose(row, torch.tensor(OVER_D_ROW), atol=1e-4):
+            cause = "that is the softmax of [0, 2 / 4]: the scale is 1 / sqrt(d_k), not 1 / d_k"
+        else:
+            cause = f"expected {SCALED_ROW}, the softmax of [0, 2 / sqrt(4)]"
+        checks.fail(f"weights[1] is {[round(x, 4) for x in row.tolist()]}: {cause}. Are the scores divided by "
+                    "sqrt(d_k) before the softmax?")
+    checks.assert_close_where(out[1], torch.tensor([*SCALED_ROW, 0, 0]), "out[1]", ("column",), atol=1e-4)

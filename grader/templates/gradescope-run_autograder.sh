@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Gradescope runs this for each submission. AUTOGRADER_ROOT (default /autograder) lets it run elsewhere.
+set -uo pipefail
+ROOT="${AUTOGRADER_ROOT:-/autograder}"
+PYTHON="${GRADE_PYTHON:-$ROOT/venv/bin/python}"
+RESULTS="$ROOT/results/results.json"
+# Who sees the hidden suites' checks (Gradescope's levels: visible, after_due_date, after_published, hidden);
+# set by `grade gradescope --visibility`. The public checks are always visible, worth 0 points.
+VISIBILITY=@visibility
+mkdir -p "$ROOT/results"
+
+# The exercise files or one notebook, in submission/ or in the one folder inside it; the reason for
+# anything that cannot be graded goes into the results' output, which students see.
+FAILED='{"score": 0, "tests": [], "output": "The autograder could not grade this submission '\
+'(a grader failure); please tell your instructor."}'
+cd "$ROOT/source" || { printf '%s\n' "$FAILED" > "$RESULTS"; exit 1; }
+if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY"; then
+    [ -s "$RESULTS" ] || printf '%s\n' "$FAILED" > "$RESULTS"
+fi

@@ -1,0 +1,256 @@
+"""`grade batch`: every layout found, parallel grading into SQLite, resume, and nothing lost to kill -9."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from grader.batch.discover import discover, unpacked
+from grader.fingerprint import ROOT_VARIABLE
+from helpers import EXERCISES, REPO, SOLUTIONS, cli
+
+QUICK = ("-m", "m1", "-m", "m4")
+
+
+@pytest.fixture(autouse=True, scope="module")
+def pinned_grader(tmp_path_factory):
+    """The batches here count a row as current against a snapshot of the grading code (grader/, solutions/),
+    so that an edit to the real files while they run (a shared checkout) regrades nothing they resume."""
+    snapshot = tmp_path_factory.mktemp("grader_snapshot")
+    for name in ("grader", "solutions"):
+        shutil.copytree(REPO / name, snapshot / name, ignore=shutil.ignore_patterns("__pycache__"))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ROOT_VARIABLE, str(snapshot))
+        yield snapshot
+
+
+def reference(folder: Path) -> Path:
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def notebook_of(folder: Path, path: Path) -> Path:
+    cells = [{"cell_type": "code", "metadata": {}, "source": p.read_text(), "outputs": [], "execution_count": None}
+             for p in sorted(folder.glob("m[1-4]_*.py"))]
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    return path
+
+
+def zip_of(folder: Path, path: Path, extra: dict[str, str] | None = None) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for p in sorted(folder.glob("*.py")):
+            zf.write(p, f"work/{p.name}")
+        for name, text in (extra or {}).items():
+            zf.writestr(name, text)
+    return path
+
+
+def batch(*args: str) -> subprocess.CompletedProcess:
+    return cli("batch", *args)
+
+
+def rows(db: Path) -> dict[str, dict]:
+    with sqlite3.connect(db) as con:
+        con.row_factory = sqlite3.Row
+        subs = {r["student"]: dict(r) for r in con.execute("SELECT * FROM submissions")}
+        for student, count in con.execute("SELECT c.student, COUNT(*) FROM checks c JOIN submissions s ON "
+                                          "c.student = s.student AND c.attempt = s.attempt GROUP BY c.student"):
+            subs[student]["checks_stored"] = count  # the latest attempt's: the gradebook keeps every attempt
+    return subs
+
+
+def committed(db: Path) -> int:
+    """Submissions in the gradebook so far; 0 before the batch has created its tables."""
+    try:
+        return len(rows(db)) if db.exists() else 0
+    except sqlite3.OperationalError:  # the file exists a moment before its schema
+        return 0
+
+
+# ---------------------------------------------------------------- finding submissions
+
+def test_discovers_folders_notebooks_zips(tmp_path):
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(EXERCISES, root / "bob" / "inner")          # one level down
+    notebook_of(SOLUTIONS, root / "carol.ipynb")
+    zip_of(SOLUTIONS, root / "dave.zip")
+    (root / "empty").mkdir()
+    (root / ".hidden").mkdir()
+    found = {f.student: f.path.relative_to(root).as_posix() for f in discover(root)}
+    assert found == {"alice": "alice", "bob": "bob/inner", "carol": "carol.ipynb", "dave": "dave.zip"}
+
+
+def test_discovers_nbgrader_layout(tmp_path):
+    submitted = tmp_path / "course" / "submitted"
+    (submitted / "alice" / "lesson").mkdir(parents=True)
+    notebook_of(SOLUTIONS, submitted / "alice" / "lesson" / "tinygpt.ipynb")
+    for assignment in ("lesson", "extra"):
+        reference(submitted / "bob" / assignment)
+    found = {f.student: f.path.relative_to(submitted).as_posix() for f in discover(tmp_path / "course")}
+    assert found == {"alice": "alice/lesson/tinygpt.ipynb", "bob/extra": "bob/extra", "bob/lesson": "bob/lesson"}
+
+
+def test_zip_members_cannot_escape(tmp_path):
+    bundle = zip_of(SOLUTIONS, tmp_path / "evil.zip", {"../escaped.py": "x = 1", "/abs.py": "x = 1"})
+    with unpacked(bundle) as inner:
+        assert (inner / "m1_attention.py").is_file()
+    assert not (tmp_path / "escaped.py").exists() and not Path("/abs.py").exists()
+
+
+# ---------------------------------------------------------------- grading, resuming, regrading
+
+@pytest.mark.slow
+def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(EXERCISES, root / "bob")
+    notebook_of(SOLUTIONS, root / "carol.ipynb")
+    zip_of(SOLUTIONS, root / "dave.zip")
+    db = root / "grades.sqlite"
+    proc = batch(str(root), "--workers", "2", *QUICK)
+    assert proc.returncode == 0 and "4 graded, 0 already" in proc.stderr, proc.stderr
+    first = rows(db)
+    assert {s: (r["score"], r["max_score"]) for s, r in first.items()} == {
+        "alice": (36, 36), "bob": (0, 36), "carol": (36, 36), "dave": (36, 36)}, first
+    assert all(r["checks_stored"] == r["n_checks"] > 0 and r["status"] == "graded" for r in first.values())
+
+    proc = batch(str(root), *QUICK)
+    assert "0 graded, 4 already" in proc.stderr and rows(db) == first, proc.stderr
+
+    (root / "bob" / "m4_generate.py").write_text((SOLUTIONS / "m4_generate.py").read_text())
+    proc = batch(str(root), *QUICK)
+    assert "1 graded, 3 already" in proc.stderr, proc.stderr
+    assert rows(db)["bob"]["score"] == 9 and rows(db)["alice"] == first["alice"]
+
+    proc = batch(str(root), "--regrade", "-m", "m4")
+    assert "4 graded, 0 already" in proc.stderr and rows(db)["alice"]["max_score"] == 9, proc.stderr
+
+    out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
+    proc = cli("export", str(db), "--csv", str(out), "--gradescope", str(gradescope))
+    assert proc.returncode == 0, proc.stderr
+    assert out.read_text().splitlines()[:2] == ["student,score,max_score,status,m4", "alice,9.0,9.0,graded,9.0"]
+    results = json.loads((gradescope / "bob" / "results.json").read_text())
+    assert results["score"] == 9 and all(t["tags"] == ["m4"] and t["status"] == "passed" for t in results["tests"])
+
+    proc = cli("report", str(db), "--png", str(tmp_path / "charts"))
+    assert proc.returncode == 0 and "4 submissions, 4 graded" in proc.stdout, proc.stderr
+    for chart in ("score-distribution.png", "check-failure-rates.png"):
+        assert (tmp_path / "charts" / chart).read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
+def test_report_names_the_most_failed_check(tmp_path):
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(SOLUTIONS, root / "bob", ignore=shutil.ignore_patterns("__pycache__"))
+    generate = root / "bob" / "m4_generate.py"
+    generate.write_text(generate.read_text().replace("logits[:, -1, :]", "logits[:, 0, :]"))
+    assert batch(str(root), "-m", "m4").returncode == 0
+    proc = cli("report", str(root / "grades.sqlite"), "--top", "1")
+    assert "50.0%  m4: each new token is the argmax" in proc.stdout, proc.stdout
+
+
+
+@pytest.mark.slow
+def test_kill_9_loses_nothing_and_a_rerun_finishes(tmp_path):
+    root = tmp_path / "class"
+    for i in range(6):
+        reference(root / f"s{i}")
+    db = root / "grades.sqlite"
+    proc = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1",
+                             "-m", "m2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+        if 1 <= committed(db) < 6:
+            break
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = rows(db)
+    assert 1 <= len(before) < 6, "the kill came too late to test anything"
+    assert all(r["checks_stored"] == r["n_checks"] > 0 for r in before.values()), before
+    rerun = batch(str(root), "--workers", "1", "-m", "m1", "-m", "m2")
+    assert f"{6 - len(before)} graded, {len(before)} already" in rerun.stderr, rerun.stderr
+    left = 6 - len(before)
+    assert f"{len(before)} of 6 already in grades.sqlite (unchanged): grading the other {left}" in rerun.stderr
+    assert f" {left}/{left} " in rerun.stderr and "/6 " not in rerun.stderr, "the bar counts what is left"
+    after = rows(db)
+    assert len(after) == 6 and all(r["score"] == r["max_score"] for r in after.values())
+    assert all(after[s]["graded_at"] == r["graded_at"] for s, r in before.items()), "a committed result was redone"
+
+
+@pytest.mark.slow
+def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(tmp_path):
+    root = tmp_path / "class"
+    for i in range(4):
+        reference(root / f"s{i}")
+    db = root / "grades.sqlite"
+    command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1"]
+    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None and not 1 <= committed(db) < 4:
+        time.sleep(0.1)
+    os.kill(proc.pid, signal.SIGINT)  # what Ctrl-C sends (to the batch process; a terminal sends it to all)
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("the batch did not stop within 60 s of Ctrl-C") from None
+    saved = len(rows(db))
+    assert 1 <= saved < 4, "the interrupt came too late to test anything"
+    assert proc.returncode == 130, stderr
+    assert f"interrupted: {saved} result{'s' * (saved != 1)} saved by this run ({saved} of 4 submissions in {db}); " \
+           "run the same command again to resume" in stderr, stderr
+    rerun = batch(str(root), "--workers", "1", "-m", "m1")
+    assert rerun.returncode == 0 and f"{4 - saved} graded, {saved} already" in rerun.stderr, rerun.stderr
+    assert len(rows(db)) == 4
+
+
+@pytest.mark.parametrize("args,phrase", [(["--workers", "0"], "--workers"), ([], "no submissions found")])
+def test_batch_usage_errors(tmp_path, args, phrase):
+    proc = batch(str(tmp_path), *args)
+    assert proc.returncode == 2 and phrase in proc.stderr, proc.stderr
+
+
+@pytest.mark.slow
+def test_batch_on_a_dask_cluster(tmp_path):
+    """--scheduler: the same gradebook and resume, with the grading done by a LocalCluster's workers."""
+    distributed = pytest.importorskip("distributed")
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(EXERCISES, root / "bob")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster:
+        proc = batch(str(root), "--scheduler", cluster.scheduler_address, *QUICK)
+        assert proc.returncode == 0 and "2 graded, 0 already" in proc.stderr, proc.stderr
+        again = batch(str(root), "--scheduler", cluster.scheduler_address, *QUICK)
+        assert "0 graded, 2 already" in again.stderr, again.stderr
+    assert {s: r["score"] for s, r in rows(root / "grades.sqlite").items()} == {"alice": 36, "bob": 0}
+
+
+@pytest.mark.slow
+def test_submission_time_limit_fails_the_checks_past_it(tmp_path):
+    """--submission-timeout: a submission whose every call sleeps 0.3 s runs out of its 4 s; the checks after
+    that fail unrun, saying why, and the submission's grading ends soon after its limit."""
+    root = tmp_path / "class"
+    slow = reference(root / "slow") / "m1_attention.py"
+    first_line = "    T, d_k = q.shape[-2], q.shape[-1]\n"
+    slow.write_text(slow.read_text().replace(first_line, "    __import__('time').sleep(0.3)\n" + first_line))
+    proc = batch(str(root), "-m", "m1", "--submission-timeout", "4")
+    assert proc.returncode == 0, proc.stderr
+    row = rows(root / "grades.sqlite")["slow"]
+    with sqlite3.connect(root / "grades.sqlite") as con:
+        unrun = [m for (m,) in con.execute("SELECT message FROM checks WHERE NOT passed") if "time limit of 4 s" in m]
+    assert unrun and row["score"] < row["max_score"], row
+    assert row["seconds"] < 4 + 20 + 5, f"the submission took {row['seconds']:.0f} s with a 4 s limit"

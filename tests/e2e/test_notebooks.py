@@ -1,0 +1,109 @@
+"""Notebook submissions: graded through the same isolated workers as folders, cell by cell as a kernel runs them."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import attacks as A
+import pytest
+
+from grader.milestones import STUDENT_MODULES
+from helpers import CORE, SOLUTIONS, Graded, cli, explain, grade
+
+pytestmark = pytest.mark.slow  # every test here grades whole submissions
+
+CORE_ARGS = [a for m in CORE for a in ("-m", m)]
+
+
+def code(source: str, grade_id: str | None = None, test: bool = False) -> dict:
+    """A code cell; with a grade_id, nbgrader metadata (an answer cell, or a locked autograder test cell)."""
+    meta = {}
+    if grade_id:
+        meta["nbgrader"] = {"grade": test, "grade_id": grade_id, "locked": test, "schema_version": 3,
+                            "solution": not test, "task": False, **({"points": 1} if test else {})}
+    return {"cell_type": "code", "metadata": meta, "source": source.splitlines(keepends=True), "outputs": [],
+            "execution_count": None}
+
+
+def write(path: Path, cells: list[dict | str]) -> Path:
+    cells = [code(c) if isinstance(c, str) else c for c in cells]
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    return path
+
+
+def reference(module: str) -> str:
+    return (SOLUTIONS / f"{module}.py").read_text()
+
+
+def graded_notebook(tmp_path: Path, cells: list[dict | str], *args: str) -> Graded:
+    return grade(write(tmp_path / "submission.ipynb", cells), *args)
+
+
+def test_reference_notebook_scores_full_marks(tmp_path):
+    """One cell per file of the reference, behind magics and shell lines: every milestone full."""
+    result = graded_notebook(tmp_path, ["%matplotlib inline\n!echo hi", *map(reference, STUDENT_MODULES)])
+    assert result.returncode == 0 and result.report["score"] == result.report["max_score"], explain(result)
+
+
+def test_nbgrader_cells_reordered_duplicated_and_with_magics(tmp_path):
+    """By grade_id: the last version of a duplicated cell counts, order does not matter, the grader's own
+    test cells are ignored, Python cell magics are kept and other cell magics dropped."""
+    buggy_m1 = reference("m1_attention").replace("torch.tril(", "torch.triu(")
+    cells = [
+        code(reference("m2_model"), "m2-answer"),                      # before the m1 it builds on
+        code(buggy_m1, "m1-answer"),                                     # an early, buggy version ...
+        code("assert False, 'an instructor test cell'", "m1-tests", test=True),
+        code("%%bash\necho not python", None),
+        code("%%time\n" + reference("m1_attention"), "m1-answer"),      # ... replaced by its last version
+        code(reference("m3_train"), "m3-answer"),
+        code(reference("m4_generate"), "m4-answer"),
+    ]
+    result = graded_notebook(tmp_path, cells, *CORE_ARGS)
+    assert result.returncode == 0 and all(result.full(m) for m in CORE), explain(result)
+
+
+def test_a_deleted_cell_and_a_cell_that_raises_cost_only_their_names(tmp_path):
+    """m4's cell deleted, a demo cell that raises before m2: m4 says what is missing, the rest is full."""
+    cells = [reference("m1_attention"), "print(generate(None, None))  # a demo left behind: NameError",
+             reference("m2_model"), reference("m3_train")]
+    result = graded_notebook(tmp_path, cells, *CORE_ARGS)
+    assert result.returncode == 0, explain(result)
+    assert all(result.full(m) for m in ("m1", "m2", "m3")), explain(result)
+    messages = result.messages("m4")
+    assert messages and all("the notebook defines no generate" in m for m in messages), explain(result)
+    assert any("cell_002 raised NameError" in m for m in messages), explain(result)
+
+
+KERNEL_TRICKS = {
+    # Turns every later cell into `pass` in a kernel, so in-kernel tests never run.
+    "input-transformer": "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])",
+    # Hides every failing test's traceback in a kernel.
+    "showtraceback": "ip = get_ipython()\nip.showtraceback = lambda *a, **k: None\n"
+                     "ip._showtraceback = ip.showtraceback",
+    # Comparison helpers that always pass, as in-kernel tests would use them.
+    "assert-helpers": A.MONKEYPATCH_COMPARISONS,
+}
+
+
+@pytest.mark.parametrize("trick", list(KERNEL_TRICKS))
+def test_kernel_tricks_earn_nothing(tmp_path, trick):
+    """A trick that fools in-kernel grading, then a future-leaking mask: m1 still loses points for the leak."""
+    leaky = reference("m1_attention").replace("torch.tril(", "torch.triu(")
+    cells = [KERNEL_TRICKS[trick], leaky, reference("m2_model"), reference("m3_train"), reference("m4_generate")]
+    result = graded_notebook(tmp_path, cells, *CORE_ARGS)
+    assert result.returncode == 0 and not result.full("m1"), explain(result)
+    assert any("leaks from the future" in m or "upper-triangular" in m for m in result.messages("m1")), \
+        explain(result)
+    assert all(result.full(m) for m in ("m2", "m3", "m4")), explain(result)
+
+
+@pytest.mark.parametrize("text,phrase", [
+    ("{not json", "not a readable Jupyter notebook"),
+    (json.dumps({"cells": "nope"}), "not a readable Jupyter notebook"),
+    (json.dumps({"nbformat": 4, "cells": [code("# only a comment")]}), "has no code"),
+])
+def test_unusable_notebooks_are_usage_errors(tmp_path, text, phrase):
+    path = tmp_path / "bad.ipynb"
+    path.write_text(text)
+    proc = cli("check", str(path))
+    assert proc.returncode == 2 and phrase in proc.stderr and "Traceback" not in proc.stderr, proc.stderr

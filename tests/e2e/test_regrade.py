@@ -1,0 +1,188 @@
+"""Regrading after the grader changes: the grading code's fingerprint, the gradebook that keys on it, and
+`grade report`'s count of what an older grader graded.
+
+The batches fingerprint temp copies of grader/ and solutions/ (GPTKIT_GRADER_ROOT points the fingerprint at
+one), a changed suite being a copy with one suite edited: the real files are never edited, and edits to them
+while the tests run change nothing here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from grader.batch.gradebook import Gradebook
+from grader.fingerprint import PROJECT, ROOT_VARIABLE, fingerprint_of, grader_fingerprint
+from helpers import EXERCISES, REPO, SOLUTIONS, cli
+
+SUITE = Path("grader/suites/hidden/test_m1_attention.py")
+# The gradebook of grader 0.1.0, before fingerprints and internal errors were stored.
+SCHEMA_0_1_0 = """
+CREATE TABLE submissions (
+    student TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL, grader_version TEXT NOT NULL,
+    milestones TEXT NOT NULL, status TEXT NOT NULL, error TEXT, score REAL, max_score REAL,
+    n_checks INTEGER NOT NULL, seconds REAL, protections TEXT, graded_at TEXT NOT NULL, worker_cpu REAL);
+CREATE TABLE checks (
+    student TEXT NOT NULL, milestone TEXT NOT NULL, name TEXT NOT NULL, score REAL NOT NULL,
+    max_score REAL NOT NULL, passed INTEGER NOT NULL, message TEXT NOT NULL, seconds REAL);
+CREATE INDEX checks_by_student ON checks (student);
+"""
+
+
+def reference(folder: Path) -> Path:
+    shutil.copytree(SOLUTIONS, folder, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def rows(db: Path) -> dict[str, dict]:
+    with sqlite3.connect(db) as con:
+        con.row_factory = sqlite3.Row
+        found = {r["student"]: dict(r) for r in con.execute("SELECT * FROM submissions")}
+    con.close()
+    return found
+
+
+def grader_copy(folder: Path) -> Path:
+    """grader/ and solutions/ as they are now, in ``folder``, to be changed there."""
+    for name in ("grader", "solutions"):
+        shutil.copytree(REPO / name, folder / name, ignore=shutil.ignore_patterns("__pycache__"))
+    return folder
+
+
+def edit(path: Path, extra: str = "\n# a fix to the suite\n") -> str:
+    """Append to a file; returns its old text."""
+    old = path.read_text()
+    path.write_text(old + extra)
+    return old
+
+
+def with_root(root: Path) -> dict[str, str]:
+    return {**os.environ, ROOT_VARIABLE: str(root)}
+
+
+# ---------------------------------------------------------------- the fingerprint
+
+def test_fingerprint_changes_with_the_grading_code_and_nothing_else(tmp_path, monkeypatch):
+    assert PROJECT == REPO, "by default, the grader in use is fingerprinted"
+    kit = grader_copy(tmp_path / "kit")
+    before = fingerprint_of(kit)
+    assert re.fullmatch(r"[0-9a-f]{16}", before) and fingerprint_of(kit) == before
+    same = shutil.copytree(kit, tmp_path / "elsewhere")
+    assert fingerprint_of(same) == before, "the same files elsewhere must give the same fingerprint"
+
+    (kit / "grader" / "suites" / "__pycache__").mkdir(exist_ok=True)
+    (kit / "grader" / "suites" / "__pycache__" / "stale.cpython-311.pyc").write_bytes(b"\0junk")
+    (kit / "grader" / "suites" / "notes.txt").write_text("not grading code")
+    (kit / "solutions" / "README.md").write_text("not a solution")
+    assert fingerprint_of(kit) == before, "caches and other files decide no grade"
+
+    for changed in (SUITE, Path("grader/suites/pytest.ini"), Path("grader/sandbox/worker/request_handler.py"),
+                    Path("solutions/m1_attention.py")):
+        old = edit(kit / changed)
+        assert fingerprint_of(kit) != before, f"{changed} decides grades"
+        (kit / changed).write_text(old)
+        assert fingerprint_of(kit) == before
+
+    (kit / SUITE).rename(kit / SUITE.with_name("test_m1_renamed.py"))
+    assert fingerprint_of(kit) != before, "a renamed suite is another suite"
+    (kit / SUITE.with_name("test_m1_renamed.py")).rename(kit / SUITE)
+    shutil.rmtree(kit / "solutions")
+    assert fingerprint_of(kit) != before, "a student release (no reference) is another grader"
+
+    started = time.perf_counter()
+    monkeypatch.setenv(ROOT_VARIABLE, str(kit))
+    assert grader_fingerprint() == fingerprint_of(kit)
+    assert time.perf_counter() - started < 2, "the fingerprint must be cheap"
+    edit(kit / SUITE)
+    assert grader_fingerprint() != fingerprint_of(kit), "computed once per process"
+    assert grader_fingerprint(same) == fingerprint_of(same)
+
+
+# ---------------------------------------------------------------- grade batch and grade report
+
+@pytest.mark.slow
+def test_batch_regrades_after_a_suite_changes_and_only_then(tmp_path):
+    root = tmp_path / "class"
+    reference(root / "alice")
+    shutil.copytree(EXERCISES, root / "bob")
+    db = root / "grades.sqlite"
+    quick = (str(root), "--workers", "2", "-m", "m1")
+    old = grader_copy(tmp_path / "old")  # the grader now
+    new = shutil.copytree(old, tmp_path / "new")  # the grader after a fix to one suite
+    edit(new / SUITE)
+    assert fingerprint_of(old) != fingerprint_of(new)
+
+    proc = cli("batch", *quick, env=with_root(old))
+    assert proc.returncode == 0 and "2 graded, 0 already" in proc.stderr, proc.stderr
+    first = rows(db)
+    assert {r["grader_hash"] for r in first.values()} == {fingerprint_of(old)}, first
+    assert first["alice"]["score"] == first["alice"]["max_score"] > 0 and first["bob"]["score"] == 0, first
+
+    proc = cli("batch", *quick, env=with_root(old))
+    assert "0 graded, 2 already" in proc.stderr and rows(db) == first, proc.stderr
+    proc = cli("report", str(db), env=with_root(old))
+    assert proc.returncode == 0 and "older grader" not in proc.stdout, proc.stdout
+
+    proc = cli("report", str(db), env=with_root(new))
+    assert f"2 of 2 submissions were graded by an older grader: run `grade batch {root} -m m1` again" \
+        in proc.stdout, proc.stdout
+
+    proc = cli("batch", *quick, env=with_root(new))
+    assert proc.returncode == 0 and "2 graded, 0 already" in proc.stderr, proc.stderr
+    second = rows(db)
+    assert {r["grader_hash"] for r in second.values()} == {fingerprint_of(new)}, second
+    assert all(second[s]["graded_at"] >= r["graded_at"] and second[s]["score"] == r["score"]
+               for s, r in first.items())
+    proc = cli("batch", *quick, env=with_root(new))
+    assert "0 graded, 2 already" in proc.stderr and rows(db) == second, proc.stderr
+    proc = cli("report", str(db), env=with_root(new))
+    assert proc.returncode == 0 and "older grader" not in proc.stdout, proc.stdout
+
+
+def test_an_old_gradebook_is_migrated_and_counts_as_older(tmp_path):
+    db = tmp_path / "grades.sqlite"
+    with sqlite3.connect(db) as con:
+        con.executescript(SCHEMA_0_1_0)
+        for student in ("alice", "bob"):
+            con.execute("INSERT INTO submissions VALUES (?, ?, 'abc', '0.1.0', ?, 'graded', NULL, 1, 1, 1, 2.0, "
+                        "'[]', '2025-01-01T00:00:00', 0.5)", (student, f"/class/{student}", json.dumps(["m1"])))
+            con.execute("INSERT INTO checks VALUES (?, 'm1', 'shapes', 1, 1, 1, '', 0.1)", (student,))
+    con.close()
+
+    kit = grader_copy(tmp_path / "kit")  # the grader in use, for the rows recorded now
+    book = Gradebook(db)
+    try:
+        current = fingerprint_of(kit)
+        assert not book.is_current("alice", "abc", current, ["m1"]), "an old row matches no grader"
+        assert [r["grader_hash"] for r in book.rows()] == [None, None]
+        assert [c["internal_error"] for c in book.checks()] == [0, 0]
+        report = {"score": 1, "max_score": 2, "seconds": 1.0, "protections": [], "worker_cpu_seconds": 0.2,
+                  "milestones": [{"id": "m1", "checks": [
+                      {"name": "shapes", "score": 1, "max_score": 1, "passed": True, "message": "", "seconds": 0.1,
+                       "internal_error": False},
+                      {"name": "causal mask", "score": 0, "max_score": 1, "passed": False, "seconds": 0.1,
+                       "message": "InternalError: the grader broke\nmore", "internal_error": True}]}]}
+        book.record("alice", "/class/alice", "abc", "0.2.0", ["m1"], report, fingerprint=current)
+        assert book.is_current("alice", "abc", current, ["m1"])
+        assert not book.is_current("alice", "abc", "0" * 16, ["m1"]), "another grader's row is not current"
+        assert [(c["name"], c["internal_error"]) for c in book.checks() if c["student"] == "alice"] == [
+            ("shapes", 0), ("causal mask", 1)]
+    finally:
+        book.close()
+
+    proc = cli("report", str(db), env=with_root(kit))
+    assert proc.returncode == 0, proc.stderr
+    assert f"1 of 2 submissions was graded by an older grader: run `grade batch {tmp_path} -m m1` again to " \
+           "regrade it" in proc.stdout, proc.stdout
+    assert "1 check could not be graded (grader errors" in proc.stdout, proc.stdout
+    assert "  alice  m1: causal mask: InternalError: the grader broke\n" in proc.stdout, proc.stdout
+    assert "m1: causal mask" not in proc.stdout.split("most often failed checks")[1], "not the student's failure"
+
+    proc = cli("export", str(db), "--csv", str(tmp_path / "grades.csv"), env=with_root(kit))
+    assert proc.returncode == 0 and "1 of 2 submissions was graded by an older grader" in proc.stderr, proc.stderr
