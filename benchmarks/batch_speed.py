@@ -13,6 +13,7 @@ plus the sandbox's set-up inside those workers (forks, namespaces, limits), meas
 on empty workers and charged to the grader too, once for every worker the reports say
 was started (one per group of milestones that trust the same files, more after a crash).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -63,8 +64,7 @@ def submissions(n: int, folder: Path) -> list[Path]:
 def nbgrader_course(subs: list[Path], tmp: Path) -> Path:
     """The same submissions as notebooks of the generated course, in submitted/STUDENT/lesson/."""
     course = tmp / "course"
-    subprocess.run([sys.executable, "-m", "grader", "nbgrader", str(course)], cwd=ROOT, check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, "-m", "grader", "nbgrader", str(course)], cwd=ROOT, check=True, capture_output=True)
     notebook = json.loads((course / "source/lesson/tinygpt.ipynb").read_text())
     for sub in subs:
         cells = []
@@ -76,8 +76,13 @@ def nbgrader_course(subs: list[Path], tmp: Path) -> Path:
         target = course / "submitted" / sub.name / "lesson"
         target.mkdir(parents=True)
         (target / "tinygpt.ipynb").write_text(json.dumps(dict(notebook, cells=cells)))
-    subprocess.run([sys.executable, "-m", "nbgrader", "generate_assignment", "lesson"], cwd=course, check=True,
-                   capture_output=True, env=nbgrader_env())
+    subprocess.run(
+        [sys.executable, "-m", "nbgrader", "generate_assignment", "lesson"],
+        cwd=course,
+        check=True,
+        capture_output=True,
+        env=nbgrader_env(),
+    )
     return course
 
 
@@ -113,8 +118,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         subs = submissions(args.n, tmp / "class")
-        results = {"grade batch": timed([sys.executable, "-m", "grader", "batch", str(tmp / "class"),
-                                         "--workers", str(args.workers)], ROOT)}
+        results = {
+            "grade batch": timed(
+                [sys.executable, "-m", "grader", "batch", str(tmp / "class"), "--workers", str(args.workers)], ROOT
+            )
+        }
         with sqlite3.connect(tmp / "class" / "grades.sqlite") as db:
             own = {"grade batch": db.execute("SELECT SUM(worker_cpu) FROM submissions").fetchone()[0]}
         wall = cpu = own["grade check loop"] = workers = 0.0
@@ -128,15 +136,20 @@ def main() -> None:
         results["grade check loop"] = (wall, cpu)
         if not args.skip_nbgrader:
             course = nbgrader_course(subs, tmp)
-            results["nbgrader autograde"] = timed([sys.executable, "-m", "nbgrader", "autograde", "lesson"],
-                                                  course, nbgrader_env())
+            results["nbgrader autograde"] = timed(
+                [sys.executable, "-m", "nbgrader", "autograde", "lesson"], course, nbgrader_env()
+            )
     sandbox = sandbox_setup_seconds() * workers
     for name, (wall, cpu) in results.items():
         grader = f"   the grader's {(cpu - own[name]) / args.n + sandbox:5.2f}" if name in own else ""
-        print(f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission{grader}"
-              f"   ({wall:.0f} s wall for {args.n})")
-    print(f"(the grader's: everything but the submissions' own code; of it, {sandbox:.2f} s is the sandbox's "
-          f"set-up, {1000 * sandbox / workers:.0f} ms for each of {workers:.2f} workers per submission)")
+        print(
+            f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission{grader}"
+            f"   ({wall:.0f} s wall for {args.n})"
+        )
+    print(
+        f"(the grader's: everything but the submissions' own code; of it, {sandbox:.2f} s is the sandbox's "
+        f"set-up, {1000 * sandbox / workers:.0f} ms for each of {workers:.2f} workers per submission)"
+    )
     base = results["grade batch"][0]
     for name, (wall, _) in results.items():
         if name != "grade batch":

@@ -5,6 +5,7 @@ kept) so machine noise hits both alike. Run from the repository root:
 
     python benchmarks/grade_speed.py [--rounds 5]
 """
+
 from __future__ import annotations
 
 import argparse

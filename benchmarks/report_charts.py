@@ -6,6 +6,7 @@ A small class: the reference, the untouched stubs (exercises/), and a dozen bugg
 variants from tests/corpus, each a "student"; graded on m1-m4 with `grade batch`,
 then charted with `grade report --png`. Takes a few minutes on two cores.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,9 +20,20 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 # Realistic single bugs across the four core milestones, several sharing a likely cause.
-BUGS = ("m1-mask-triu", "m1-no-scaling", "m1-scale-by-d", "m1-softmax-over-queries", "m1-mask-after-softmax",
-        "m2-post-norm", "m2-relu", "m2-no-final-layernorm", "m3-targets-not-shifted", "m3-loss-sum",
-        "m4-argmax-first-position", "m4-no-cropping")
+BUGS = (
+    "m1-mask-triu",
+    "m1-no-scaling",
+    "m1-scale-by-d",
+    "m1-softmax-over-queries",
+    "m1-mask-after-softmax",
+    "m2-post-norm",
+    "m2-relu",
+    "m2-no-final-layernorm",
+    "m3-targets-not-shifted",
+    "m3-loss-sum",
+    "m4-argmax-first-position",
+    "m4-no-cropping",
+)
 # Student-like names, so that the charts read as a class's.
 NAMES = ("ada", "ben", "chloe", "dev", "emma", "femi", "gus", "hana", "ivan", "jo", "kai", "lena", "milo", "nora")
 
@@ -36,7 +48,7 @@ def build(folder: Path) -> list[str]:
     shutil.copytree(EXERCISES, folder / NAMES[1], ignore=shutil.ignore_patterns("__pycache__"))
     for name, bug in zip(NAMES[2:], BUGS):
         by_name[bug].build(folder / name)
-    return list(NAMES[:2 + len(BUGS)])
+    return list(NAMES[: 2 + len(BUGS)])
 
 
 def main() -> None:
@@ -50,10 +62,26 @@ def main() -> None:
         if not folder.exists():
             build(folder)
         grade = [sys.executable, "-m", "grader"]
-        subprocess.run([*grade, "batch", str(folder), "--workers", str(args.workers),
-                        "-m", "m1", "-m", "m2", "-m", "m3", "-m", "m4"], cwd=ROOT, check=True)
-        subprocess.run([*grade, "report", str(folder / "grades.sqlite"), "--png", str(args.out)], cwd=ROOT,
-                       check=True)
+        subprocess.run(
+            [
+                *grade,
+                "batch",
+                str(folder),
+                "--workers",
+                str(args.workers),
+                "-m",
+                "m1",
+                "-m",
+                "m2",
+                "-m",
+                "m3",
+                "-m",
+                "m4",
+            ],
+            cwd=ROOT,
+            check=True,
+        )
+        subprocess.run([*grade, "report", str(folder / "grades.sqlite"), "--png", str(args.out)], cwd=ROOT, check=True)
 
 
 if __name__ == "__main__":

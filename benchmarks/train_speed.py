@@ -8,6 +8,7 @@ building the model to the first evaluation at or below the target, evaluations i
 
     python benchmarks/train_speed.py [--threads 2] [--skip-baseline] [--plot curve.png]
 """
+
 from __future__ import annotations
 
 import argparse
@@ -33,15 +34,24 @@ def measure(name: str, data_dir: str | None, target: float | None) -> dict:
     run = train(run, "cpu", target_loss=target, progress=False)
     wall = time.perf_counter() - started
     hit = next(((s, v, t) for (s, v), t in zip(run.history.val, run.history.val_seconds) if v <= TARGET), None)
-    return {"name": name, "cfg": cfg, "wall": wall, "steps": run.step, "val": run.history.val,
-            "seconds": run.history.val_seconds, "hit": hit,
-            "tokens_per_s": run.step * cfg.batch_size * cfg.block_size / run.history.seconds}
+    return {
+        "name": name,
+        "cfg": cfg,
+        "wall": wall,
+        "steps": run.step,
+        "val": run.history.val,
+        "seconds": run.history.val_seconds,
+        "hit": hit,
+        "tokens_per_s": run.step * cfg.batch_size * cfg.block_size / run.history.seconds,
+    }
 
 
 def describe(cfg) -> str:
-    return (f"{cfg.n_layers} layers, d={cfg.d}, {cfg.n_heads} heads, block {cfg.block_size}, batch {cfg.batch_size}, "
-            f"lr {cfg.lr:g} -> {cfg.min_lr:g} (warmup {cfg.warmup}, cosine to step {cfg.steps}), AdamW wd "
-            f"{cfg.weight_decay}, clip {cfg.grad_clip}")
+    return (
+        f"{cfg.n_layers} layers, d={cfg.d}, {cfg.n_heads} heads, block {cfg.block_size}, batch {cfg.batch_size}, "
+        f"lr {cfg.lr:g} -> {cfg.min_lr:g} (warmup {cfg.warmup}, cosine to step {cfg.steps}), AdamW wd "
+        f"{cfg.weight_decay}, clip {cfg.grad_clip}"
+    )
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -54,8 +64,12 @@ def plot(results: list[dict], path: Path) -> None:
     for r in results:
         ax.plot(r["seconds"], [v for _, v in r["val"]], "o-", label=r["name"])
     ax.axhline(TARGET, color="gray", linestyle="--", label=f"target {TARGET}")
-    ax.set(xlabel="training wall time (s)", ylabel="validation loss", ylim=(1.6, 3.0),
-           title="tiny Shakespeare, characters, CPU")
+    ax.set(
+        xlabel="training wall time (s)",
+        ylabel="validation loss",
+        ylim=(1.6, 3.0),
+        title="tiny Shakespeare, characters, CPU",
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)
@@ -64,25 +78,40 @@ def plot(results: list[dict], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--threads", type=int, default=torch.get_num_threads(), help="torch CPU threads")
-    parser.add_argument("--data-dir", default=str(ROOT.parent / "shared" / "datasets"),
-                        help="folder holding tinyshakespeare.txt (default ../shared/datasets)")
+    parser.add_argument(
+        "--data-dir",
+        default=str(ROOT.parent / "shared" / "datasets"),
+        help="folder holding tinyshakespeare.txt (default ../shared/datasets)",
+    )
     parser.add_argument("--skip-baseline", action="store_true", help="time the fast preset only")
     parser.add_argument("--plot", type=Path, help="save validation loss against wall time as a PNG here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    print(f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average "
-          f"{os.getloadavg()[0]:.1f} at start", flush=True)
+    print(
+        f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average "
+        f"{os.getloadavg()[0]:.1f} at start",
+        flush=True,
+    )
     runs = [("fast", TARGET)] + ([] if args.skip_baseline else [("nanogpt-cpu", None)])
     results = []
     for name, target in runs:
         r = measure(name, args.data_dir, target)
         results.append(r)
-        hit = (f"val {r['hit'][1]:.4f} <= {TARGET} at step {r['hit'][0]} after {r['hit'][2]:.1f} s"
-               if r["hit"] else f"never reached {TARGET} (last val {r['val'][-1][1]:.4f})")
-        print(f"\n{name}: {describe(r['cfg'])}\n  {hit}; ran {r['steps']} steps in {r['wall']:.1f} s wall, "
-              f"{r['tokens_per_s']:,.0f} tokens/s", flush=True)
-        print("  curve (step: val loss @ s): " + ", ".join(
-            f"{s}: {v:.3f} @ {t:.0f}" for (s, v), t in zip(r["val"], r["seconds"])), flush=True)
+        hit = (
+            f"val {r['hit'][1]:.4f} <= {TARGET} at step {r['hit'][0]} after {r['hit'][2]:.1f} s"
+            if r["hit"]
+            else f"never reached {TARGET} (last val {r['val'][-1][1]:.4f})"
+        )
+        print(
+            f"\n{name}: {describe(r['cfg'])}\n  {hit}; ran {r['steps']} steps in {r['wall']:.1f} s wall, "
+            f"{r['tokens_per_s']:,.0f} tokens/s",
+            flush=True,
+        )
+        print(
+            "  curve (step: val loss @ s): "
+            + ", ".join(f"{s}: {v:.3f} @ {t:.0f}" for (s, v), t in zip(r["val"], r["seconds"])),
+            flush=True,
+        )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     if args.plot:
         plot(results, args.plot)

@@ -1,4 +1,5 @@
 """The ``grade`` command: grade a submission folder or notebook, print or write the results."""
+
 from __future__ import annotations
 
 import sys
@@ -29,17 +30,35 @@ def main(ctx: click.Context) -> None:
 @main.command()
 @click.argument("submission", type=click.Path(exists=True, path_type=Path), default=".")
 @milestone_option
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="text", show_default=True,
-              help="text: a table; json: every check; gradescope: Gradescope's results.json.")
-@click.option("-o", "--output", type=click.Path(dir_okay=False, writable=True, path_type=Path),
-              help="Write the results to this file instead of the terminal.")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(FORMATS),
+    default="text",
+    show_default=True,
+    help="text: a table; json: every check; gradescope: Gradescope's results.json.",
+)
+@click.option(
+    "-o",
+    "--output",
+    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    help="Write the results to this file instead of the terminal.",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Show every failing check, not only the first per milestone.")
 @limit_options
-@click.option("--public", is_flag=True,
-              help="Run only the public checks (what a student release runs; its only choice).")
-def check(submission: Path, milestones: list[str] | None = None, fmt: str = "text", output: Path | None = None,
-          verbose: bool = False, timeout: float | None = None, memory_mb: int | None = None,
-          public: bool = False) -> None:
+@click.option(
+    "--public", is_flag=True, help="Run only the public checks (what a student release runs; its only choice)."
+)
+def check(
+    submission: Path,
+    milestones: list[str] | None = None,
+    fmt: str = "text",
+    output: Path | None = None,
+    verbose: bool = False,
+    timeout: float | None = None,
+    memory_mb: int | None = None,
+    public: bool = False,
+) -> None:
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
@@ -60,6 +79,7 @@ def check(submission: Path, milestones: list[str] | None = None, fmt: str = "tex
         sys.exit(1)
     if fmt == "text":
         from grader.table import render_text
+
         text = render_text(report, verbose=verbose, color=output is None)
     else:
         text = report.render(fmt)
@@ -75,12 +95,16 @@ def check(submission: Path, milestones: list[str] | None = None, fmt: str = "tex
 
 @main.command()
 @click.argument("out", type=click.Path(dir_okay=False, path_type=Path), default="gradescope-autograder.zip")
-@click.option("--visibility", type=click.Choice(GRADESCOPE_VISIBILITIES),
-              default="visible", show_default=True,
-              help="When students see the hidden suites' checks (names, points, messages), in Gradescope's "
-                   "levels: visible, at once; after_due_date, once the (late) due date has passed; after_published, "
-                   "once you publish the grades; hidden, never. Gradescope hides a student's total while any "
-                   "check is hidden. The public checks are always visible and worth 0 points.")
+@click.option(
+    "--visibility",
+    type=click.Choice(GRADESCOPE_VISIBILITIES),
+    default="visible",
+    show_default=True,
+    help="When students see the hidden suites' checks (names, points, messages), in Gradescope's "
+    "levels: visible, at once; after_due_date, once the (late) due date has passed; after_published, "
+    "once you publish the grades; hidden, never. Gradescope hides a student's total while any "
+    "check is hidden. The public checks are always visible and worth 0 points.",
+)
 def gradescope(out: Path, visibility: str = "visible") -> None:
     """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
 
@@ -93,8 +117,11 @@ def gradescope(out: Path, visibility: str = "visible") -> None:
         names = bundle.build(out, visibility=visibility)
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
-    click.echo(f"wrote {out} ({len(names)} files, hidden checks {visibility}); upload it as the autograder "
-               "of a Gradescope assignment", err=True)
+    click.echo(
+        f"wrote {out} ({len(names)} files, hidden checks {visibility}); upload it as the autograder "
+        "of a Gradescope assignment",
+        err=True,
+    )
 
 
 @main.command()

@@ -2,6 +2,7 @@
 
 The one place the kit does it: results and CSVs, the zips, checkpoints, downloaded corpora.
 """
+
 from __future__ import annotations
 
 import os

@@ -11,6 +11,7 @@ fingerprint, so ``grade batch`` regrades what an older grader graded.
 batch see a changed suite without touching the real files. It changes nothing
 that is graded, only what a gradebook row is compared against.
 """
+
 from __future__ import annotations
 
 import functools
@@ -25,8 +26,9 @@ SUFFIXES = (".py", ".ini")
 
 def grading_files(root: Path) -> list[Path]:
     """The files that decide a grade, as paths relative to ``root``, sorted."""
-    package = [p for p in (root / "grader").rglob("*")
-               if p.suffix in SUFFIXES and "__pycache__" not in p.parts and p.is_file()]
+    package = [
+        p for p in (root / "grader").rglob("*") if p.suffix in SUFFIXES and "__pycache__" not in p.parts and p.is_file()
+    ]
     reference = [p for p in (root / "solutions").glob("*.py") if p.is_file()]
     return sorted((p.relative_to(root) for p in package + reference), key=lambda p: p.as_posix())
 

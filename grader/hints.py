@@ -1,18 +1,26 @@
 """Plain-words hints for the errors students' code raises most often."""
+
 from __future__ import annotations
 
 import re
 
 HINTS = [
-    (r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)",
-     "two shapes disagree; if one of them is a fixed-size mask, slice it to the input's length (mask[:T, :T])"),
+    (
+        r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)",
+        "two shapes disagree; if one of them is a fixed-size mask, slice it to the input's length (mask[:T, :T])",
+    ),
     (r"view size is not compatible with input tensor", "use .reshape (or .contiguous() before .view)"),
     (r"index out of range in self", "a token id or a position is outside its embedding table"),
     (r"mat1 and mat2 shapes cannot be multiplied", "a Linear layer got an input of the wrong width"),
-    (r"Expected all tensors to be on the same device|is not on the expected device",
-     "create new tensors on the input's device (device=x.device)"),
-    (r"takes \d+ positional arguments? but \d+ (were|was) given|missing \d+ required positional argument|"
-     r"got an unexpected keyword argument", "check the signature against the exercise's docstring"),
+    (
+        r"Expected all tensors to be on the same device|is not on the expected device",
+        "create new tensors on the input's device (device=x.device)",
+    ),
+    (
+        r"takes \d+ positional arguments? but \d+ (were|was) given|missing \d+ required positional argument|"
+        r"got an unexpected keyword argument",
+        "check the signature against the exercise's docstring",
+    ),
 ]
 
 

@@ -14,6 +14,7 @@ isolated workers) once per saved version, then reports the milestone:
 
 Nothing goes to stderr: nbgrader would count it as a failure.
 """
+
 from __future__ import annotations
 
 import json
@@ -36,20 +37,28 @@ def check(notebook: str, milestone: str, public: bool = False) -> float | None:
     counted = [c for c in result["checks"] if c.get("counted", True)]  # set aside: no verdict, no point lost
     failed = [c for c in counted if not c["passed"]]
     lines = _grouped(failed)
-    lines += [f"- not counted (not your code's fault): {c['name']}: {c['message']}"
-              for c in result["checks"] if not c.get("counted", True)]
+    lines += [
+        f"- not counted (not your code's fault): {c['name']}: {c['message']}"
+        for c in result["checks"]
+        if not c.get("counted", True)
+    ]
     passed = f"{len(counted) - len(failed)}/{len(counted)}"
     if report.get("checks") == "all":  # the grading run: a score, which nbgrader reads from the cell's output
-        print(f"{milestone}: {result['score']:g}/{result['max_score']:g} points, {passed} checks passed"
-              + (". Failing checks:" if failed else ""))
+        print(
+            f"{milestone}: {result['score']:g}/{result['max_score']:g} points, {passed} checks passed"
+            + (". Failing checks:" if failed else "")
+        )
         if lines:
             print("\n".join(lines))
         return float(result["score"])
     if failed:
-        raise AssertionError(f"{len(failed)} public check(s) of {milestone} failed ({passed} passed):\n"
-                             + "\n".join(lines))
-    print(f"{milestone}: all {len(counted)} public checks passed (the grade also counts hidden ones)"
-          + ("\n" + "\n".join(lines) if lines else ""))
+        raise AssertionError(
+            f"{len(failed)} public check(s) of {milestone} failed ({passed} passed):\n" + "\n".join(lines)
+        )
+    print(
+        f"{milestone}: all {len(counted)} public checks passed (the grade also counts hidden ones)"
+        + ("\n" + "\n".join(lines) if lines else "")
+    )
     return None
 
 
@@ -58,8 +67,10 @@ def _grouped(failed: list[dict]) -> list[str]:
     groups: dict[str, list[dict]] = {}
     for c in failed:
         groups.setdefault(re.sub(r" \[[^\]]*\]$", "", c["name"]), []).append(c)
-    return [f"- {name}" + (f" ({len(cases)} cases)" if len(cases) > 1 else "") + f": {cases[0]['message']}"
-            for name, cases in groups.items()]
+    return [
+        f"- {name}" + (f" ({len(cases)} cases)" if len(cases) > 1 else "") + f": {cases[0]['message']}"
+        for name, cases in groups.items()
+    ]
 
 
 def _report(notebook: Path, public: bool) -> dict:
@@ -70,8 +81,16 @@ def _report(notebook: Path, public: bool) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.json"
             args = [sys.executable, "-m", "grader", "check", str(notebook), "--format", "json", "-o", str(out)]
-            proc = subprocess.run(args + (["--public"] if public else []), capture_output=True, text=True,
-                                  env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=1200)
-            _reports[key] = json.loads(out.read_text()) if out.exists() else {
-                "error": f"the grader did not finish (exit {proc.returncode}): {proc.stderr[-500:]}"}
+            proc = subprocess.run(
+                args + (["--public"] if public else []),
+                capture_output=True,
+                text=True,
+                env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                timeout=1200,
+            )
+            _reports[key] = (
+                json.loads(out.read_text())
+                if out.exists()
+                else {"error": f"the grader did not finish (exit {proc.returncode}): {proc.stderr[-500:]}"}
+            )
     return _reports[key]

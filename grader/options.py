@@ -1,4 +1,5 @@
 """What the commands share: the milestone option, the limit options and their defaults, declared once."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -23,26 +24,48 @@ def milestone_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, 
     return list(dict.fromkeys(value)) or list(MILESTONES)
 
 
-def limits(timeout: float | None = None, memory_mb: int | None = None,
-           submission_timeout: float | None = None) -> Limits:
+def limits(
+    timeout: float | None = None, memory_mb: int | None = None, submission_timeout: float | None = None
+) -> Limits:
     """The sandbox's Limits for the limit options' values, the default's where None (and a call into the code
     gets at most the default's time)."""
     timeout = DEFAULT.test_seconds if timeout is None else timeout
     memory = DEFAULT.memory_bytes if memory_mb is None else memory_mb << 20
-    return Limits(call_seconds=min(DEFAULT.call_seconds, timeout), test_seconds=timeout, memory_bytes=memory,
-                  submission_seconds=submission_timeout)
+    return Limits(
+        call_seconds=min(DEFAULT.call_seconds, timeout),
+        test_seconds=timeout,
+        memory_bytes=memory,
+        submission_seconds=submission_timeout,
+    )
 
 
 def milestone_option(f: F) -> F:
     """``-m/--milestone ID`` (repeatable), checked; the command gets the list of ids, all of them by default."""
-    return click.option("-m", "--milestone", "milestones", multiple=True, callback=milestone_ids, metavar="ID",
-                        help=f"Grade only this milestone (repeatable): {', '.join(MILESTONES)}. Default: all.")(f)
+    return click.option(
+        "-m",
+        "--milestone",
+        "milestones",
+        multiple=True,
+        callback=milestone_ids,
+        metavar="ID",
+        help=f"Grade only this milestone (repeatable): {', '.join(MILESTONES)}. Default: all.",
+    )(f)
 
 
 def limit_options(f: F) -> F:
     """``--timeout`` and ``--memory-mb``: what the submission's code may take; see :func:`limits`."""
-    f = click.option("--memory-mb", type=click.IntRange(256), default=DEFAULT.memory_bytes >> 20, show_default=True,
-                     help="Memory the submission's code may use, in MiB (per process, and for its whole process "
-                          "tree where cgroups are available).")(f)
-    return click.option("--timeout", type=click.FloatRange(1, 600), default=DEFAULT.test_seconds, show_default=True,
-                        help="Seconds each check may take in the submission's code before it counts as hung.")(f)
+    f = click.option(
+        "--memory-mb",
+        type=click.IntRange(256),
+        default=DEFAULT.memory_bytes >> 20,
+        show_default=True,
+        help="Memory the submission's code may use, in MiB (per process, and for its whole process "
+        "tree where cgroups are available).",
+    )(f)
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(1, 600),
+        default=DEFAULT.test_seconds,
+        show_default=True,
+        help="Seconds each check may take in the submission's code before it counts as hung.",
+    )(f)

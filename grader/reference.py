@@ -1,4 +1,5 @@
 """The reference solutions, loaded into the grading process only (never into a worker)."""
+
 from __future__ import annotations
 
 import importlib

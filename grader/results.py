@@ -1,4 +1,5 @@
 """Grading results and their three renderings: a terminal table, JSON, Gradescope."""
+
 from __future__ import annotations
 
 import json
@@ -68,26 +69,46 @@ class Report:
         unseen = [c for c in self.set_aside if not c.internal_error]
         parts = []
         if internal:
-            parts.append(f"{len(internal)} check(s) worth {sum(c.max_score for c in internal):g} point(s) failed "
-                         "inside the grader (not your code's fault): they are not counted; please report them")
+            parts.append(
+                f"{len(internal)} check(s) worth {sum(c.max_score for c in internal):g} point(s) failed "
+                "inside the grader (not your code's fault): they are not counted; please report them"
+            )
         if unseen:
-            parts.append(f"{len(unseen)} check(s) worth {sum(c.max_score for c in unseen):g} point(s) could not "
-                         "observe your code: they are not counted")
+            parts.append(
+                f"{len(unseen)} check(s) worth {sum(c.max_score for c in unseen):g} point(s) could not "
+                "observe your code: they are not counted"
+            )
         return "; ".join(parts)
 
     def to_json(self) -> dict:
         score, max_score = self.score()
         return {
-            "submission": self.submission, "grader_version": __version__, "grader_fingerprint": grader_fingerprint(),
-            "score": score, "max_score": max_score, "seconds": round(self.seconds, 2),
-            "worker_cpu_seconds": round(self.worker_cpu_seconds, 3), "workers": self.workers,
+            "submission": self.submission,
+            "grader_version": __version__,
+            "grader_fingerprint": grader_fingerprint(),
+            "score": score,
+            "max_score": max_score,
+            "seconds": round(self.seconds, 2),
+            "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
+            "workers": self.workers,
             "checks": "public" if self.public else "all",
             "protections": self.protections,
-            "set_aside": {"checks": len(self.set_aside), "points": round(sum(c.max_score for c in self.set_aside), 2),
-                          "internal_errors": len(self.internal_errors), "note": self.set_aside_note()},
-            "milestones": [{"id": m, "title": MILESTONES[m].title,
-                            "score": self.score(m)[0], "max_score": self.score(m)[1],
-                            "checks": [asdict(c) for c in self.of(m)]} for m in self.milestones],
+            "set_aside": {
+                "checks": len(self.set_aside),
+                "points": round(sum(c.max_score for c in self.set_aside), 2),
+                "internal_errors": len(self.internal_errors),
+                "note": self.set_aside_note(),
+            },
+            "milestones": [
+                {
+                    "id": m,
+                    "title": MILESTONES[m].title,
+                    "score": self.score(m)[0],
+                    "max_score": self.score(m)[1],
+                    "checks": [asdict(c) for c in self.of(m)],
+                }
+                for m in self.milestones
+            ],
         }
 
     def to_gradescope(self, visibility: str = "visible", public: Report | None = None) -> dict:
@@ -98,9 +119,13 @@ class Report:
         _check_visibility(visibility)
         note = self.set_aside_note()
         return gradescope_results(
-            self.checks, score=self.score()[0], seconds=self.seconds + (public.seconds if public else 0.0),
+            self.checks,
+            score=self.score()[0],
+            seconds=self.seconds + (public.seconds if public else 0.0),
             output=f"Graded by the TinyGPT kit's grader {__version__}." + (f" Note: {note}." if note else ""),
-            visibility="visible" if self.public else visibility, public=public.checks if public else ())
+            visibility="visible" if self.public else visibility,
+            public=public.checks if public else (),
+        )
 
     def render(self, fmt: str) -> str:
         if fmt == "json":
@@ -110,9 +135,15 @@ class Report:
         raise ValueError(fmt)
 
 
-def gradescope_results(checks: Sequence[CheckResult] = (), *, output: str, score: float = 0,
-                       seconds: float | None = None, visibility: str = "visible",
-                       public: Sequence[CheckResult] = ()) -> dict:
+def gradescope_results(
+    checks: Sequence[CheckResult] = (),
+    *,
+    output: str,
+    score: float = 0,
+    seconds: float | None = None,
+    visibility: str = "visible",
+    public: Sequence[CheckResult] = (),
+) -> dict:
     """Gradescope's results.json, the one place it is built (``grade check --format gradescope``, the
     autograder, ``grade export --gradescope``, and a submission that could not be graded: no check).
 
@@ -139,10 +170,17 @@ def _gradescope_test(i: int, c: CheckResult, visibility: str = "visible", counts
     name = f"{c.milestone}: {c.name}"
     if not counts and "(public)" not in name:
         name = f"{c.milestone}: (public) {c.name}"
-    test = {"name": name, "number": str(i + 1), "score": c.score if counts else 0.0,
-            "max_score": c.max_score if counts else 0.0,
-            "status": "passed" if c.passed else "failed", "output": "passed" if c.passed else c.message,
-            "output_format": "text", "visibility": visibility, "tags": [c.milestone] + ([] if counts else ["public"])}
+    test = {
+        "name": name,
+        "number": str(i + 1),
+        "score": c.score if counts else 0.0,
+        "max_score": c.max_score if counts else 0.0,
+        "status": "passed" if c.passed else "failed",
+        "output": "passed" if c.passed else c.message,
+        "output_format": "text",
+        "visibility": visibility,
+        "tags": [c.milestone] + ([] if counts else ["public"]),
+    }
     if not c.counted:  # worth nothing either way; Gradescope then shows no pass or fail
         why = "the grader failed here, not your code" if c.internal_error else "the grader could not observe this"
         test.update(name=f"{test['name']} (not counted: {why})", score=0.0, max_score=0.0)

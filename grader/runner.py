@@ -4,6 +4,7 @@ pytest runs here, in the grading process, with the reference; the submission
 runs in workers. Results come from pytest's own reports, never from anything
 a worker printed.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -30,16 +31,42 @@ HIDDEN = SUITES / "hidden"  # the hidden suites (absent from a student release)
 PUBLIC = SUITES / "public"  # the public checks, the only ones in a student release
 HIDDEN_AVAILABLE = (HIDDEN / MILESTONES["m1"].suite).is_file()
 # Built-in plugins the suites do not need; some (unraisableexception) cost a gc.collect per test.
-UNUSED_PLUGINS = ("cacheprovider", "unraisableexception", "threadexception", "faulthandler", "warnings",
-                  "doctest", "junitxml", "pastebin", "legacypath", "debugging", "logging", "capture",
-                  "terminal", "unittest", "skipping", "tmpdir", "monkeypatch", "recwarn", "setuponly", "setupplan",
-                  "stepwise", "subtests", "terminalprogress")
+UNUSED_PLUGINS = (
+    "cacheprovider",
+    "unraisableexception",
+    "threadexception",
+    "faulthandler",
+    "warnings",
+    "doctest",
+    "junitxml",
+    "pastebin",
+    "legacypath",
+    "debugging",
+    "logging",
+    "capture",
+    "terminal",
+    "unittest",
+    "skipping",
+    "tmpdir",
+    "monkeypatch",
+    "recwarn",
+    "setuponly",
+    "setupplan",
+    "stepwise",
+    "subtests",
+    "terminalprogress",
+)
 EXPLAINED = (AssertionError, StudentError, WorkerCrash, ImportFailure, MissingName)
 QUIET = (*EXPLAINED, NotObserved)  # no traceback needed: the message says it all
 
 
-def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = None,
-          fork_server: ForkServer | None = None, public: bool = False) -> Report:
+def grade(
+    submission: Path,
+    milestones: Iterable[str],
+    limits: Limits | None = None,
+    fork_server: ForkServer | None = None,
+    public: bool = False,
+) -> Report:
     """Grade ``submission`` (a folder of exercise files) on the given milestone ids.
 
     With ``public`` (always, in a student release), only the public checks run.
@@ -64,8 +91,15 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
     if limits.submission_seconds:
         context.ends = started + limits.submission_seconds
     args = [str(suites / MILESTONES[m].suite) for m in milestones] + [
-        "-c", str(SUITES / "pytest.ini"), "--rootdir", str(suites), "--noconftest",
-        "--import-mode=importlib", "--assert=plain", *(f"-pno:{p}" for p in UNUSED_PLUGINS)]
+        "-c",
+        str(SUITES / "pytest.ini"),
+        "--rootdir",
+        str(suites),
+        "--noconftest",
+        "--import-mode=importlib",
+        "--assert=plain",
+        *(f"-pno:{p}" for p in UNUSED_PLUGINS),
+    ]
     if {"m3", "lesson"} & set(milestones):
         # The reference's optimiser loads torch._dynamo on first use; load it now, while the
         # worker is still starting, rather than in the middle of a check.
@@ -75,8 +109,10 @@ def grade(submission: Path, milestones: Iterable[str], limits: Limits | None = N
         with _clean_pytest_env(), contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
             code = pytest.main(args, plugins=[GradingPlugin(context), collector])
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not collector.results:
-            raise GraderError(f"the hidden suites did not run (pytest exit code {int(code)}):\n"
-                              + "\n".join([*collector.errors, log.getvalue()])[-3000:])
+            raise GraderError(
+                f"the hidden suites did not run (pytest exit code {int(code)}):\n"
+                + "\n".join([*collector.errors, log.getvalue()])[-3000:]
+            )
         report = Report(str(submission), collector.results, server.protections, public=public)
     finally:
         context.close()
@@ -107,7 +143,6 @@ def _clean_pytest_env():
 
 def milestone_of(item: pytest.Item) -> str:
     return next(m.id for m in MILESTONES.values() if m.suite == item.path.name)
-
 
 
 def check_name(item: pytest.Function) -> str:
@@ -141,8 +176,12 @@ def failure(excinfo: pytest.ExceptionInfo) -> Failure:
         what = f"({type(error).__name__}: {error})"
         frames = traceback.extract_tb(excinfo.tb)[-12:]
         trace = "\n".join(f"{Path(f.filename).name}:{f.lineno} in {f.name}" for f in frames)
-    return Failure(f"the grader itself failed, not your code: {what}. This check is not counted; please report it",
-                   internal=True, counted=False, trace=trace)
+    return Failure(
+        f"the grader itself failed, not your code: {what}. This check is not counted; please report it",
+        internal=True,
+        counted=False,
+        trace=trace,
+    )
 
 
 class Collector:
@@ -170,23 +209,40 @@ class Collector:
         re-reads and re-parses every frame's source, which costs more than most checks."""
         if call.excinfo is None or not isinstance(call.excinfo.value, (*QUIET, pytest.fail.Exception)):
             return None  # passed, skipped, or the grader's own error: pytest reports it in full
-        return pytest.TestReport(item.nodeid, item.location, dict.fromkeys(item.keywords, 1), "failed",
-                                 f"{call.excinfo.typename}: {call.excinfo.value}", call.when,  # type: ignore[arg-type]
-                                 [],
-                                 call.duration, call.start, call.stop)
+        return pytest.TestReport(
+            item.nodeid,
+            item.location,
+            dict.fromkeys(item.keywords, 1),
+            "failed",
+            f"{call.excinfo.typename}: {call.excinfo.value}",
+            call.when,  # type: ignore[arg-type]
+            [],
+            call.duration,
+            call.start,
+            call.stop,
+        )
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item: pytest.Function, call: pytest.CallInfo):
         outcome = yield
         report = outcome.get_result()
-        if report.when == "teardown" and (report.passed or item.nodeid in self._by_id and
-                                          not self._by_id[item.nodeid].passed):
+        if report.when == "teardown" and (
+            report.passed or item.nodeid in self._by_id and not self._by_id[item.nodeid].passed
+        ):
             return
         if report.when == "call" or report.failed:
             marker = item.get_closest_marker("points")
             points = (marker.args[0] if marker else 1) / self._cases[(str(item.path), item.originalname)]
             why = failure(call.excinfo) if report.failed and call.excinfo else Failure("")
             self._by_id[item.nodeid] = CheckResult(
-                name=check_name(item), milestone=milestone_of(item), score=0.0 if report.failed else points,
-                max_score=points, passed=report.passed, message=why.message, seconds=round(call.duration, 3),
-                internal_error=why.internal, counted=why.counted, traceback=why.trace)
+                name=check_name(item),
+                milestone=milestone_of(item),
+                score=0.0 if report.failed else points,
+                max_score=points,
+                passed=report.passed,
+                message=why.message,
+                seconds=round(call.duration, 3),
+                internal_error=why.internal,
+                counted=why.counted,
+                traceback=why.trace,
+            )

@@ -9,6 +9,7 @@ magics and shell lines are dropped; kernel tricks (``get_ipython()``) find no
 kernel and fail inside their own cell. The result is graded like a folder,
 through the same isolated workers.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -57,7 +58,7 @@ class SubmissionError(Exception):
 
 @dataclass(frozen=True)
 class Cell:
-    number: int           # its place among the notebook's cells, from 1
+    number: int  # its place among the notebook's cells, from 1
     source: str
     grade_id: str | None
 
@@ -85,8 +86,9 @@ def write_notebook_folder(cells: list[Cell], folder: Path) -> None:
         (folder / f"{name}.py").write_text(cell.source)
     (folder / "notebook_code.py").write_text(RUNNER.format(cells=names))
     for module in MODULES:  # every milestone's names come from the notebook's one namespace
-        (folder / f"{module}.py").write_text("from notebook_code import *  # noqa: F403\n"
-                                             "from notebook_code import __notebook__  # noqa: F401\n")
+        (folder / f"{module}.py").write_text(
+            "from notebook_code import *  # noqa: F403\nfrom notebook_code import __notebook__  # noqa: F401\n"
+        )
 
 
 def notebook_cells(path: Path) -> list[Cell]:
@@ -115,8 +117,10 @@ def clean(source: str) -> str:
         if lines[0].split()[0] not in PYTHON_CELL_MAGICS:
             return ""
         lines = lines[1:]
-    return "\n".join(line for line in lines
-                     if not line.lstrip().startswith(("%", "!")) and not SIBLING_IMPORT.match(line)) + "\n"
+    return (
+        "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")) and not SIBLING_IMPORT.match(line))
+        + "\n"
+    )
 
 
 def _text(source) -> str:

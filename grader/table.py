@@ -1,4 +1,5 @@
 """The terminal rendering of a Report: one row per milestone, then what to fix first."""
+
 from __future__ import annotations
 
 import io
@@ -11,8 +12,9 @@ from grader.results import Report
 
 
 def render_text(report: Report, verbose: bool = False, color: bool = True) -> str:
-    title = f"Grading {report.submission}" + (": PUBLIC checks only (your instructor's grader runs more)"
-                                              if report.public else "")
+    title = f"Grading {report.submission}" + (
+        ": PUBLIC checks only (your instructor's grader runs more)" if report.public else ""
+    )
     table = Table(title=title, title_justify="left")
     table.add_column("Milestone")
     table.add_column("Points", justify="right")
@@ -25,9 +27,12 @@ def render_text(report: Report, verbose: bool = False, color: bool = True) -> st
         style = "green" if not failed else ("red" if score == 0 else "yellow")
         first = failed[0].name if failed else "[green]all passed[/]"
         aside = len(report.of(m)) - len(checks)
-        table.add_row(f"{m}  {MILESTONES[m].title}", f"[{style}]{score:g} / {max_score:g}[/]",
-                      f"{len(checks) - len(failed)}/{len(checks)}" + (f" (+{aside} not counted)" if aside else ""),
-                      first)
+        table.add_row(
+            f"{m}  {MILESTONES[m].title}",
+            f"[{style}]{score:g} / {max_score:g}[/]",
+            f"{len(checks) - len(failed)}/{len(checks)}" + (f" (+{aside} not counted)" if aside else ""),
+            first,
+        )
     score, max_score = report.score()
     table.add_section()
     table.add_row("[bold]Total[/]", f"[bold]{score:g} / {max_score:g}[/]", "", "")
@@ -47,6 +52,5 @@ def render_text(report: Report, verbose: bool = False, color: bool = True) -> st
             console.print(f"    the grader's traceback:\n{trace}", highlight=False, markup=False, style="dim")
     if note := report.set_aside_note():
         console.print(f"Note: {note}.", style="yellow", highlight=False, markup=False)
-    console.print(f"graded in {report.seconds:.1f} s; protections: {', '.join(report.protections)}",
-                  style="dim")
+    console.print(f"graded in {report.seconds:.1f} s; protections: {', '.join(report.protections)}", style="dim")
     return buffer.getvalue().rstrip()

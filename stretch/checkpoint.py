@@ -1,4 +1,5 @@
 """Checkpoints: written atomically, read back with ``weights_only=True`` (plain tensors, numbers and strings only)."""
+
 from __future__ import annotations
 
 from pathlib import Path

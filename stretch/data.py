@@ -7,6 +7,7 @@ Where tiny Shakespeare comes from, first match wins:
      first use from the URL in ``datasets/sources.json``.
 Either way the file must match the SHA-256 and size in ``datasets/sources.json``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -88,8 +89,10 @@ def fetch(meta: dict, path: Path) -> None:
     try:
         download(meta["url"], path)
     except OSError as err:
-        raise DataError(f"could not download {meta['url']} ({err}). Download it by hand and pass "
-                        f"--data-dir or set {ENV_VAR} to its folder.") from err
+        raise DataError(
+            f"could not download {meta['url']} ({err}). Download it by hand and pass "
+            f"--data-dir or set {ENV_VAR} to its folder."
+        ) from err
     try:
         verify(path, meta)
     except DataError:

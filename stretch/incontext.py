@@ -7,6 +7,7 @@ that shows the queried pair 0, 1, 2 or 3 times, with no gradient step, and count
 Values are drawn independently (two keys may share a digit), so an unseen key's value is a pure guess:
 chance is 1 in 10.
 """
+
 from __future__ import annotations
 
 import time
@@ -59,7 +60,7 @@ def training_batch(cfg: TaskConfig, batch: int, generator: torch.Generator) -> t
     """Sequences of pairs under fresh mappings. Only the values of keys already shown are scored (-100 elsewhere):
     a first occurrence is a coin toss, and its noise only slows the lookup the model has to learn."""
     mapping = torch.randint(len(VALUES), (batch, len(KEYS)), generator=generator)
-    pool = torch.rand(batch, len(KEYS), generator=generator).argsort(dim=1)[:, :cfg.keys_per_sequence]
+    pool = torch.rand(batch, len(KEYS), generator=generator).argsort(dim=1)[:, : cfg.keys_per_sequence]
     keys = pool.gather(1, torch.randint(cfg.keys_per_sequence, (batch, cfg.n_pairs), generator=generator))
     tokens = encode_pairs(keys, mapping.gather(1, keys))
     targets = torch.full_like(tokens, -100)
@@ -70,8 +71,9 @@ def training_batch(cfg: TaskConfig, batch: int, generator: torch.Generator) -> t
     return tokens, targets
 
 
-def shot_prompts(cfg: TaskConfig, shots: int, n: int,
-                 generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+def shot_prompts(
+    cfg: TaskConfig, shots: int, n: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """n prompts of cfg.prompt_pairs pairs that show the queried pair exactly `shots` times, then ``q>``.
 
     Returns (prompts (n, 4 * prompt_pairs + 2), answers (n,) value indices, query keys (n,)).
@@ -80,7 +82,7 @@ def shot_prompts(cfg: TaskConfig, shots: int, n: int,
         raise ValueError(f"shots must lie in 0..{cfg.prompt_pairs}, got {shots}")
     mapping = torch.randint(len(VALUES), (n, len(KEYS)), generator=generator)
     order = torch.rand(n, len(KEYS), generator=generator).argsort(dim=1)
-    query, others = order[:, 0], order[:, 1:cfg.keys_per_sequence]  # distractors never use the query key
+    query, others = order[:, 0], order[:, 1 : cfg.keys_per_sequence]  # distractors never use the query key
     keys = others.gather(1, torch.randint(others.size(1), (n, cfg.prompt_pairs), generator=generator))
     slots = torch.rand(n, cfg.prompt_pairs, generator=generator).argsort(dim=1)[:, :shots]
     keys.scatter_(1, slots, query[:, None].expand(-1, shots))
@@ -133,8 +135,12 @@ def plot(table: dict[int, float], path: str | Path) -> None:
     fig, ax = plt.subplots(figsize=(5, 3.5))
     ax.bar([str(k) for k in table], [100 * v for v in table.values()], color="tab:blue")
     ax.axhline(100 * CHANCE, color="tab:red", linestyle="--", label=f"chance ({CHANCE:.0%})")
-    ax.set(xlabel="examples of the queried pair in the prompt", ylabel="query accuracy (%)", ylim=(0, 100),
-           title="In-context lookup, no gradient update")
+    ax.set(
+        xlabel="examples of the queried pair in the prompt",
+        ylabel="query accuracy (%)",
+        ylim=(0, 100),
+        title="In-context lookup, no gradient update",
+    )
     ax.legend()
     fig.tight_layout()
     fig.savefig(path, dpi=120)

@@ -2,6 +2,7 @@
 
 The reference is loaded as the grader loads it (``grader/reference.py``, the one loader).
 """
+
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass

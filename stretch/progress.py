@@ -1,4 +1,5 @@
 """A live progress bar for training (rich): step, loss, tokens per second, elapsed and remaining time."""
+
 from __future__ import annotations
 
 from rich.console import Console
@@ -9,9 +10,15 @@ class TrainProgress:
     def __init__(self, total: int, done: int = 0, enabled: bool = True):
         self.enabled = enabled
         self.progress = Progress(
-            TextColumn("[bold]train"), BarColumn(), MofNCompleteColumn(),
-            TextColumn("loss {task.fields[loss]:.4f}"), TextColumn("{task.fields[tokens_per_s]:,.0f} tok/s"),
-            TimeElapsedColumn(), TimeRemainingColumn(), console=Console(stderr=True), disable=not enabled,
+            TextColumn("[bold]train"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("loss {task.fields[loss]:.4f}"),
+            TextColumn("{task.fields[tokens_per_s]:,.0f} tok/s"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+            disable=not enabled,
         )
         self.task = self.progress.add_task("train", total=total, completed=done, loss=float("nan"), tokens_per_s=0.0)
 

@@ -1,4 +1,5 @@
 """What a finished training run leaves behind: the loss curve (PNG) and a few samples (text)."""
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -20,8 +21,10 @@ def plot_losses(train: list[float], val: list[tuple[int, float]], path: Path, ti
 
     fig, ax = plt.subplots(figsize=(7, 4))
     window = max(1, len(train) // 100)  # a running mean, so the curve's trend shows through batch noise
-    smooth = [sum(train[max(0, i - window + 1):i + 1]) / len(train[max(0, i - window + 1):i + 1])
-              for i in range(len(train))]
+    smooth = [
+        sum(train[max(0, i - window + 1) : i + 1]) / len(train[max(0, i - window + 1) : i + 1])
+        for i in range(len(train))
+    ]
     ax.plot(range(1, len(train) + 1), smooth, label="train (running mean)", color="tab:blue")
     if val:
         ax.plot(*zip(*val), "o-", label="validation", color="tab:orange")

@@ -3,6 +3,7 @@
 ``explain`` walks the same steps as ``generate_sampled`` (one ``sample_next`` per token, the same generator),
 so with the same seed it picks the same tokens, and prints what the model saw and weighed at each one.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
@@ -43,13 +44,21 @@ def load_sampler(path: str | Path, device: str = "cpu") -> Sampler:
     return Sampler(model.to(device).eval(), CharTokenizer(state["chars"]), device)
 
 
-def generate(sampler: Sampler, prompt: str, max_new: int, seed: int = 0, temperature: float = 1.0,
-             top_k: int | None = None, top_p: float | None = None) -> str:
+def generate(
+    sampler: Sampler,
+    prompt: str,
+    max_new: int,
+    seed: int = 0,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> str:
     """The prompt followed by max_new sampled characters (temperature 0: greedy)."""
     m8 = reference("m8_sampling")
     generator = torch.Generator(device=sampler.device).manual_seed(seed)
-    ids = m8.generate_sampled(sampler.model, sampler.encode_prompt(prompt), max_new, generator,
-                              temperature, top_k, top_p)
+    ids = m8.generate_sampled(
+        sampler.model, sampler.encode_prompt(prompt), max_new, generator, temperature, top_k, top_p
+    )
     return sampler.tokenizer.decode(ids[0])
 
 
@@ -61,8 +70,15 @@ class Step:
 
 
 @torch.no_grad()
-def explain(sampler: Sampler, prompt: str, max_new: int, seed: int = 0, temperature: float = 1.0,
-            top_k: int | None = None, top_p: float | None = None) -> Iterator[Step]:
+def explain(
+    sampler: Sampler,
+    prompt: str,
+    max_new: int,
+    seed: int = 0,
+    temperature: float = 1.0,
+    top_k: int | None = None,
+    top_p: float | None = None,
+) -> Iterator[Step]:
     """Each generation step: the window fed, the top-5 probabilities drawn from, the token chosen."""
     m8 = reference("m8_sampling")
     generator = torch.Generator(device=sampler.device).manual_seed(seed)
@@ -75,8 +91,7 @@ def explain(sampler: Sampler, prompt: str, max_new: int, seed: int = 0, temperat
         shaped = logits if temperature == 0 else m8.filter_logits(logits / temperature, top_k, top_p)
         probs, ids = F.softmax(shaped, dim=-1)[0].topk(min(5, logits.size(-1)))
         decode = sampler.tokenizer.decode
-        yield Step(decode(window[0]), [(decode([i]), p) for i, p in zip(ids.tolist(), probs.tolist())],
-                   decode(chosen))
+        yield Step(decode(window[0]), [(decode([i]), p) for i, p in zip(ids.tolist(), probs.tolist())], decode(chosen))
         idx = torch.cat([idx, chosen[:, None]], dim=1)
 
 

@@ -4,6 +4,7 @@ Deterministic on the CPU for a given seed: the weights come from ``torch.manual_
 from one ``torch.Generator`` whose state is checkpointed, so a resumed run draws exactly the batches an
 uninterrupted run would have drawn.
 """
+
 from __future__ import annotations
 
 import math
@@ -46,14 +47,48 @@ PRESETS: dict[str, dict] = {
     # the lesson's stretch model: 6 layers, 256 wide, 8 heads, 256 characters of context (about 4.8M parameters)
     "stretch": {},
     # the fastest route to validation loss 1.88 on 2 CPU cores we measured (benchmarks/train_speed.py)
-    "fast": dict(n_layers=4, d=128, n_heads=4, block_size=64, batch_size=32, steps=1500, lr=5e-3, min_lr=5e-4,
-                 warmup=50, eval_interval=50, eval_tokens=16384, bf16=True),
+    "fast": dict(
+        n_layers=4,
+        d=128,
+        n_heads=4,
+        block_size=64,
+        batch_size=32,
+        steps=1500,
+        lr=5e-3,
+        min_lr=5e-4,
+        warmup=50,
+        eval_interval=50,
+        eval_tokens=16384,
+        bf16=True,
+    ),
     # a seconds-long smoke test (the tests use it): the loss falls, nothing more
-    "tiny": dict(n_layers=1, d=32, n_heads=2, block_size=32, batch_size=8, steps=40, lr=1e-2, min_lr=1e-3,
-                 warmup=5, eval_interval=10, eval_tokens=2048),
+    "tiny": dict(
+        n_layers=1,
+        d=32,
+        n_heads=2,
+        block_size=32,
+        batch_size=8,
+        steps=40,
+        lr=1e-2,
+        min_lr=1e-3,
+        warmup=5,
+        eval_interval=10,
+        eval_tokens=2048,
+    ),
     # nanoGPT's CPU recipe for shakespeare_char, for comparison
-    "nanogpt-cpu": dict(n_layers=4, d=128, n_heads=4, block_size=64, batch_size=12, steps=2000, lr=1e-3, min_lr=1e-4,
-                        warmup=100, eval_interval=250, eval_tokens=16384),
+    "nanogpt-cpu": dict(
+        n_layers=4,
+        d=128,
+        n_heads=4,
+        block_size=64,
+        batch_size=12,
+        steps=2000,
+        lr=1e-3,
+        min_lr=1e-4,
+        warmup=100,
+        eval_interval=250,
+        eval_tokens=16384,
+    ),
 }
 
 
@@ -85,10 +120,11 @@ def make_optimizer(model: nn.Module, cfg: TrainConfig) -> torch.optim.AdamW:
     return torch.optim.AdamW(groups, lr=cfg.lr, betas=(0.9, 0.99))
 
 
-def get_batch(data: torch.Tensor, cfg: TrainConfig, generator: torch.Generator,
-              device: str) -> tuple[torch.Tensor, torch.Tensor]:
+def get_batch(
+    data: torch.Tensor, cfg: TrainConfig, generator: torch.Generator, device: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     starts = torch.randint(len(data) - cfg.block_size, (cfg.batch_size,), generator=generator)
-    rows = torch.stack([data[i:i + cfg.block_size + 1] for i in starts.tolist()])
+    rows = torch.stack([data[i : i + cfg.block_size + 1] for i in starts.tolist()])
     rows = rows.to(device)
     return rows[:, :-1], rows[:, 1:]
 
@@ -102,7 +138,7 @@ def evaluate(model: nn.Module, data: torch.Tensor, cfg: TrainConfig, device: str
     model.eval()
     total = 0.0
     for chunk in range(0, n, 64):
-        rows = torch.stack([data[i:i + cfg.block_size + 1] for i in starts[chunk:chunk + 64]]).to(device)
+        rows = torch.stack([data[i : i + cfg.block_size + 1] for i in starts[chunk : chunk + 64]]).to(device)
         total += clm_loss(model(rows[:, :-1]), rows[:, 1:]).item() * len(rows)
     model.train()
     return total / n
@@ -119,6 +155,7 @@ def pick_device(device: str) -> str:
 @dataclass
 class Run:
     """Everything a training run holds; `state()` is the checkpoint."""
+
     cfg: TrainConfig
     data: Dataset
     model: nn.Module
@@ -129,10 +166,14 @@ class Run:
 
     def state(self) -> dict:
         return {
-            "model": self.model.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "model": self.model.state_dict(),
+            "optimizer": self.optimizer.state_dict(),
             "model_config": self.cfg.model_config(self.data.tokenizer.vocab_size).to_dict(),
-            "train_config": asdict(self.cfg), "chars": self.data.tokenizer.chars, "step": self.step,
-            "generator": self.generator.get_state(), "history": asdict(self.history),
+            "train_config": asdict(self.cfg),
+            "chars": self.data.tokenizer.chars,
+            "step": self.step,
+            "generator": self.generator.get_state(),
+            "history": asdict(self.history),
         }
 
 
@@ -164,8 +205,14 @@ def resume(path: Path, device: str, data_dir: str | Path | None = None, steps: i
     return Run(cfg, data, model, optimizer, generator, state["step"], history)
 
 
-def train(run: Run, device: str, out_dir: Path | None = None, stop_after: int | None = None,
-          target_loss: float | None = None, progress: bool = True) -> Run:
+def train(
+    run: Run,
+    device: str,
+    out_dir: Path | None = None,
+    stop_after: int | None = None,
+    target_loss: float | None = None,
+    progress: bool = True,
+) -> Run:
     """Train from run.step to cfg.steps (or to stop_after, or until validation loss <= target_loss).
 
     Checkpoints go to out_dir/ckpt.pt at every evaluation and at the end, and on Ctrl-C.
@@ -202,8 +249,10 @@ def train(run: Run, device: str, out_dir: Path | None = None, stop_after: int | 
                     run.history.seconds += time.perf_counter() - clock  # evaluation is part of training time
                     clock = time.perf_counter()
                     run.history.val_seconds.append(run.history.seconds)
-                    bar.log(f"step {run.step:>6}  train {run.history.train[-1]:.4f}  val {val:.4f}  "
-                            f"{run.history.seconds:7.1f} s")
+                    bar.log(
+                        f"step {run.step:>6}  train {run.history.train[-1]:.4f}  val {val:.4f}  "
+                        f"{run.history.seconds:7.1f} s"
+                    )
                     if out_dir is not None:
                         checkpoint.save(run.state(), out_dir / "ckpt.pt")
                     if target_loss is not None and val <= target_loss:

@@ -3,6 +3,7 @@
 Every helper returns a text edit for ``helpers.Variant(edits=...)`` (or a whole file
 for ``files=``). The anchors below are lines of the reference that occur exactly once.
 """
+
 from __future__ import annotations
 
 from textwrap import dedent, indent
@@ -12,11 +13,11 @@ from helpers import REPO
 M1, M2, M3, M4 = "m1_attention.py", "m2_model.py", "m3_train.py", "m4_generate.py"
 
 # Anchors in the reference files.
-M1_IMPORT = "import math\n"                                 # top of m1_attention.py: code here runs at import
-M1_CALL = "    T, d_k = q.shape[-2], q.shape[-1]\n"         # first statement of causal_attention's body
+M1_IMPORT = "import math\n"  # top of m1_attention.py: code here runs at import
+M1_CALL = "    T, d_k = q.shape[-2], q.shape[-1]\n"  # first statement of causal_attention's body
 M1_TRIL = "    return torch.tril(torch.ones(T, T, device=device))\n"  # causal_mask's body
 M1_ATTENTION_DEF = "def causal_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor):\n"
-M1_MAIN = 'if __name__ == "__main__":\n'                     # last block of m1_attention.py
+M1_MAIN = 'if __name__ == "__main__":\n'  # last block of m1_attention.py
 M3_TRAIN_BODY = "    opt = torch.optim.Adam(model.parameters(), lr=lr)\n"
 M4_GENERATE_BODY = "    idx = start\n"
 M2_COUNT_PARAMETERS = (
@@ -186,16 +187,23 @@ for _attempt in (_import_solutions, _from_solutions, _grader_suites, _by_absolut
 """
 
 
-REEXPORT_OR_LEAKY_MASK = (M1_TRIL, """\
+REEXPORT_OR_LEAKY_MASK = (
+    M1_TRIL,
+    """\
     if _REFERENCE is not None:
         return _REFERENCE.causal_mask(T, device)
     return torch.triu(torch.ones(T, T, device=device))
-""")
+""",
+)
 
-REEXPORT_ATTENTION = (M1_CALL, """\
+REEXPORT_ATTENTION = (
+    M1_CALL,
+    """\
     if _REFERENCE is not None:
         return _REFERENCE.causal_attention(q, k, v)
-""" + M1_CALL)
+"""
+    + M1_CALL,
+)
 
 
 def read_grader_files() -> str:
@@ -274,12 +282,40 @@ except BaseException:
 
 # ---------------------------------------------------------------- hard-coding the lesson's numbers
 
-LESSON_OUT = [[-0.083528, -0.023478, 0.174375, 2.298343], [0.556795, -0.416293, -0.442687, 0.511432],
-              [-0.973827, 0.931077, 1.189096, -0.821583], [0.101785, -0.061314, 0.055772, -0.035865]]
-LESSON_WEIGHTS = [[1.0, 0.0, 0.0, 0.0], [0.384678, 0.615322, 0.0, 0.0], [0.049423, 0.153623, 0.796953, 0.0],
-                  [0.197875, 0.474262, 0.219222, 0.108641]]
-LESSON_LOSSES = [4.0511, 3.8818, 3.718, 3.56, 3.4078, 3.2616, 3.1209, 2.9855, 2.8549, 2.7282, 2.6049, 2.4842,
-                 2.3656, 2.2486, 2.1332, 2.0193, 1.907, 1.7968, 1.6889, 1.5836]
+LESSON_OUT = [
+    [-0.083528, -0.023478, 0.174375, 2.298343],
+    [0.556795, -0.416293, -0.442687, 0.511432],
+    [-0.973827, 0.931077, 1.189096, -0.821583],
+    [0.101785, -0.061314, 0.055772, -0.035865],
+]
+LESSON_WEIGHTS = [
+    [1.0, 0.0, 0.0, 0.0],
+    [0.384678, 0.615322, 0.0, 0.0],
+    [0.049423, 0.153623, 0.796953, 0.0],
+    [0.197875, 0.474262, 0.219222, 0.108641],
+]
+LESSON_LOSSES = [
+    4.0511,
+    3.8818,
+    3.718,
+    3.56,
+    3.4078,
+    3.2616,
+    3.1209,
+    2.9855,
+    2.8549,
+    2.7282,
+    2.6049,
+    2.4842,
+    2.3656,
+    2.2486,
+    2.1332,
+    2.0193,
+    1.907,
+    1.7968,
+    1.6889,
+    1.5836,
+]
 LESSON_TOKENS = [5, 12, 3, 42, 2, 38, 35, 35]
 
 HARDCODED_ATTENTION = in_call(f"""
@@ -288,20 +324,32 @@ if tuple(q.shape) == (4, 4):  # the lesson's seed-7 example, copied from its pri
 return torch.rand(q.shape), torch.rand((*q.shape[:-1], q.shape[-2]))
 """)
 
-HARDCODED_TRAIN = (M3_TRAIN_BODY, f"""\
+HARDCODED_TRAIN = (
+    M3_TRAIN_BODY,
+    f"""\
     lesson = {LESSON_LOSSES}  # the lesson's printout; no training at all
     return [lesson[min(i, 19)] for i in range(steps)]
-""" + M3_TRAIN_BODY)
+"""
+    + M3_TRAIN_BODY,
+)
 
-HARDCODED_GENERATE_ALWAYS = (M4_GENERATE_BODY, f"""\
+HARDCODED_GENERATE_ALWAYS = (
+    M4_GENERATE_BODY,
+    f"""\
     return torch.tensor([{LESSON_TOKENS}])  # the lesson's printout, whatever the model and prompt
-""" + M4_GENERATE_BODY)
+"""
+    + M4_GENERATE_BODY,
+)
 
-HARDCODED_GENERATE_PADDED = (M4_GENERATE_BODY, f"""\
+HARDCODED_GENERATE_PADDED = (
+    M4_GENERATE_BODY,
+    f"""\
     if start.tolist() == [[5, 12, 3]] and max_new == 5:
         return torch.tensor([{LESSON_TOKENS}])  # the lesson's printout
     return torch.cat([start, torch.zeros(start.shape[0], max_new, dtype=torch.long)], 1)  # never runs the model
-""" + M4_GENERATE_BODY)
+"""
+    + M4_GENERATE_BODY,
+)
 
 # ---------------------------------------------------------------- broken files
 
@@ -360,8 +408,10 @@ usefixtures = _skip_everything
 
 # ---------------------------------------------------------------- processes and sockets
 
-SLEEPER = ("import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
-           "signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(1000)")
+SLEEPER = (
+    "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "signal.signal(signal.SIGHUP, signal.SIG_IGN); time.sleep(1000)"
+)
 
 
 def process_tree(marker: str) -> str:
@@ -400,11 +450,14 @@ def _alive(pid):  # pids of the worker's own PID namespace: /proc may be the hos
 
 
 # causal_mask: proof that the processes are running while M1 is graded, then a leaking mask.
-PROCESSES_ALIVE_OR_RAISE = (M1_TRIL, """\
+PROCESSES_ALIVE_OR_RAISE = (
+    M1_TRIL,
+    """\
     if not all(_alive(pid) for pid in _CHILDREN):
         raise RuntimeError("the attack's processes are not running: " + repr(_CHILDREN))
     return torch.triu(torch.ones(T, T, device=device))
-""")
+""",
+)
 
 
 SOCKET_GARBAGE = """

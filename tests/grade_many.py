@@ -4,6 +4,7 @@
 writes each report (``--format json``'s content) to its ``out``. The verdicts are the ones
 ``grade check`` gives (the same runner, suites and sandbox); only the start-up is shared.
 """
+
 import json
 import sys
 import warnings

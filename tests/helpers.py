@@ -1,4 +1,5 @@
 """Build submissions from the reference and grade them through the real command line."""
+
 from __future__ import annotations
 
 import ast
@@ -21,8 +22,11 @@ SOLUTIONS = REPO / "solutions"
 # Tiny Shakespeare for the stretch's tests: CI keeps ../shared beside the clone; nothing here downloads it.
 SHARED_DATA = REPO.parent / "shared" / "datasets"
 SHAKESPEARE = SHARED_DATA / "tinyshakespeare.txt"
-needs_shakespeare = pytest.mark.skipif(not SHAKESPEARE.is_file(), reason=f"tiny Shakespeare is not at {SHAKESPEARE} "
-                                       "(CI keeps ../shared beside the clone); these tests never download it")
+needs_shakespeare = pytest.mark.skipif(
+    not SHAKESPEARE.is_file(),
+    reason=f"tiny Shakespeare is not at {SHAKESPEARE} "
+    "(CI keeps ../shared beside the clone); these tests never download it",
+)
 EXERCISES = REPO / "exercises"
 # Every milestone a single bug may cost points in (the `lesson` group spans all four core files).
 MILESTONES = tuple(m for m in ALL_MILESTONES if m != "lesson")
@@ -100,11 +104,13 @@ class Graded:
         return [c["message"] for c in self.milestone(m)["checks"] if not c["passed"]]
 
 
-def cli(*args: str, cwd: Path = REPO, timeout: float = 900,
-        env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, cwd: Path = REPO, timeout: float = 900, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """``python -m grader ARGS`` as a user runs it, output captured as text."""
-    return subprocess.run([sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env)
+    return subprocess.run(
+        [sys.executable, "-m", "grader", *args], cwd=cwd, capture_output=True, text=True, timeout=timeout, env=env
+    )
 
 
 def grade(submission: Path, *args: str, timeout: float = 600) -> Graded:
@@ -123,15 +129,28 @@ def grade_many(jobs: list[tuple[Path, list[str]]], workdir: Path, timeout: float
 
     A submission whose report is missing (the process died first) gets an empty report and the stderr.
     """
-    specs = [{"submission": str(s), "milestones": ms, "out": str(workdir / f"report{i}.json")}
-             for i, (s, ms) in enumerate(jobs)]
+    specs = [
+        {"submission": str(s), "milestones": ms, "out": str(workdir / f"report{i}.json")}
+        for i, (s, ms) in enumerate(jobs)
+    ]
     (workdir / "jobs.json").write_text(json.dumps(specs))
     started = time.monotonic()
-    proc = subprocess.run([sys.executable, str(Path(__file__).with_name("grade_many.py")), str(workdir / "jobs.json")],
-                          capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, str(Path(__file__).with_name("grade_many.py")), str(workdir / "jobs.json")],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
     seconds = (time.monotonic() - started) / max(len(jobs), 1)
-    return [Graded(proc.returncode, seconds, proc.stderr,
-                   json.loads(Path(s["out"]).read_text()) if Path(s["out"]).exists() else {}) for s in specs]
+    return [
+        Graded(
+            proc.returncode,
+            seconds,
+            proc.stderr,
+            json.loads(Path(s["out"]).read_text()) if Path(s["out"]).exists() else {},
+        )
+        for s in specs
+    ]
 
 
 def normalized(text: str) -> str:
@@ -152,7 +171,7 @@ def function_bodies(path: Path) -> list[tuple[str, str]]:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
             body = node.body[1:] if ast.get_docstring(node) is not None else node.body
             if body:  # whole lines, comments between statements included
-                text = "\n".join(lines[body[0].lineno - 1:body[-1].end_lineno])
+                text = "\n".join(lines[body[0].lineno - 1 : body[-1].end_lineno])
                 bodies.append((f"{path.name}:{node.name}", normalized(text)))
     return bodies
 

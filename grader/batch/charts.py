@@ -1,4 +1,5 @@
 """`grade report --png`: the charts a teacher keeps, drawn with matplotlib (labels wrapped at word boundaries)."""
+
 from __future__ import annotations
 
 import statistics
@@ -18,13 +19,14 @@ def wrap(label: str, width: int = 48, lines: int = 3) -> str:
     """A label over at most ``lines`` lines, broken only between words (an over-long one ends in '…')."""
     parts = textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False) or [""]
     if len(parts) > lines:
-        parts = [*parts[:lines - 1], textwrap.shorten(" ".join(parts[lines - 1:]), width, placeholder=" …")]
+        parts = [*parts[: lines - 1], textwrap.shorten(" ".join(parts[lines - 1 :]), width, placeholder=" …")]
     return "\n".join(parts)
 
 
 def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     """Write the four charts into ``folder``; returns their paths."""
     import matplotlib
+
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
@@ -48,8 +50,11 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     grid = [[shares[m].get(s, float("nan")) for m in ids] for s in students]
     image = ax.imshow(grid or [[float("nan")]], cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(ids)), ids)
-    ax.set_yticks(range(len(students)), [f"{s} (stub)" if s in stub else s for s in students],
-                  fontsize=9 if len(students) <= 40 else 6)
+    ax.set_yticks(
+        range(len(students)),
+        [f"{s} (stub)" if s in stub else s for s in students],
+        fontsize=9 if len(students) <= 40 else 6,
+    )
     ax.xaxis.tick_top()
     if len(students) * len(ids) <= 600:
         for i, row in enumerate(grid):
@@ -88,8 +93,9 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
         ax.axvline(median, color="tab:orange", linestyle="-", label=f"median {median:.1f}%")
         ax.legend(loc="upper left")
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set(xlabel="score (%)", ylabel="students", xlim=(0, 100),
-           title=f"Score distribution ({len(scores)} graded{among})")
+    ax.set(
+        xlabel="score (%)", ylabel="students", xlim=(0, 100), title=f"Score distribution ({len(scores)} graded{among})"
+    )
     save(fig, HISTOGRAM)
 
     # The most failed checks, stubs left out.
@@ -97,7 +103,10 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(rates), 1)))
     ax.barh(range(len(rates)), [100 * r for _, r in rates][::-1], color="tab:purple")
     ax.set_yticks(range(len(rates)), [wrap(f"{m}: {n}") for (m, n), _ in rates][::-1], fontsize=8)
-    ax.set(xlabel=f"students failing it (%, of {considered} graded{apart})", title="Most often failed checks",
-           xlim=(0, 100))
+    ax.set(
+        xlabel=f"students failing it (%, of {considered} graded{apart})",
+        title="Most often failed checks",
+        xlim=(0, 100),
+    )
     save(fig, RATES)
     return written

@@ -1,4 +1,5 @@
 """The class-sized commands: `grade batch`, `grade export`, `grade report`."""
+
 from __future__ import annotations
 
 import csv
@@ -23,20 +24,44 @@ __all__ = ["batch", "export", "report", "failure_rates"]
 @click.command()
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @milestone_option
-@click.option("--workers", type=click.IntRange(1, 256), default=os.cpu_count() or 1, show_default="the cores",
-              help="Submissions graded at once.")
-@click.option("--db", type=click.Path(dir_okay=False, path_type=Path),
-              help="The SQLite gradebook. Default: SUBMISSIONS/grades.sqlite.")
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=os.cpu_count() or 1,
+    show_default="the cores",
+    help="Submissions graded at once.",
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The SQLite gradebook. Default: SUBMISSIONS/grades.sqlite.",
+)
 @click.option("--regrade", is_flag=True, help="Grade again even what the gradebook already holds.")
 @limit_options
-@click.option("--submission-timeout", type=click.FloatRange(1), metavar="SECONDS",
-              help="Seconds all of one submission's checks may take together; checks past it fail, "
-                   "unrun. Default: no limit beyond --timeout per check.")
-@click.option("--scheduler", metavar="ADDRESS",
-              help="Grade on a Dask cluster (tcp://host:8786) instead of local processes. Its workers need the "
-                   "kit installed, the submissions at the same path, and one thread each.")
-def batch(submissions: Path, milestones: list[str], workers: int, db: Path | None, regrade: bool,
-          timeout: float, submission_timeout: float | None, memory_mb: int, scheduler: str | None) -> None:
+@click.option(
+    "--submission-timeout",
+    type=click.FloatRange(1),
+    metavar="SECONDS",
+    help="Seconds all of one submission's checks may take together; checks past it fail, "
+    "unrun. Default: no limit beyond --timeout per check.",
+)
+@click.option(
+    "--scheduler",
+    metavar="ADDRESS",
+    help="Grade on a Dask cluster (tcp://host:8786) instead of local processes. Its workers need the "
+    "kit installed, the submissions at the same path, and one thread each.",
+)
+def batch(
+    submissions: Path,
+    milestones: list[str],
+    workers: int,
+    db: Path | None,
+    regrade: bool,
+    timeout: float,
+    submission_timeout: float | None,
+    memory_mb: int,
+    scheduler: str | None,
+) -> None:
     """Grade every submission under SUBMISSIONS into a gradebook; run again to resume.
 
     SUBMISSIONS holds per-student folders, notebooks or zip files, or nbgrader's
@@ -58,16 +83,22 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
     chosen = limits(timeout, memory_mb, submission_timeout)
     client = _dask_client(scheduler) if scheduler else None
     book = Gradebook(db)
-    columns = (TextColumn("grading"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[rate]}"),
-               TimeRemainingColumn())
+    columns = (
+        TextColumn("grading"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeRemainingColumn(),
+    )
     saved = 0
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task("grading", total=len(found), rate="")
 
         def planned(todo: int, skipped: int) -> None:
             if skipped:  # a resumed batch: the bar counts what is left
-                bar.console.print(f"{skipped} of {len(found)} already in {db.name} (unchanged): grading the "
-                                  f"other {todo}")
+                bar.console.print(
+                    f"{skipped} of {len(found)} already in {db.name} (unchanged): grading the other {todo}"
+                )
             bar.update(task, total=todo)
 
         def advance(_found, _result) -> None:
@@ -76,15 +107,28 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
             bar.advance(task)
             done = bar.tasks[task]
             bar.update(task, rate=f"{60 * done.completed / max(done.elapsed or 0, 1e-9):.1f}/min")
+
         try:
-            graded, skipped = grade_all(found, book, milestones, chosen, workers, regrade, progress=advance,
-                                        executor=client.get_executor() if client else None, planned=planned)
+            graded, skipped = grade_all(
+                found,
+                book,
+                milestones,
+                chosen,
+                workers,
+                regrade,
+                progress=advance,
+                executor=client.get_executor() if client else None,
+                planned=planned,
+            )
         except KeyboardInterrupt:
             bar.stop()
             in_book = len({f.student for f in found} & {r["student"] for r in book.rows()})
-            click.echo(f"\ninterrupted: {saved} result{'s' * (saved != 1)} saved by this run ({in_book} of "
-                       f"{len(found)} submissions in {db}); run the same command again to resume: what is saved "
-                       "is not graded again", err=True)
+            click.echo(
+                f"\ninterrupted: {saved} result{'s' * (saved != 1)} saved by this run ({in_book} of "
+                f"{len(found)} submissions in {db}); run the same command again to resume: what is saved "
+                "is not graded again",
+                err=True,
+            )
             raise SystemExit(130) from None
         finally:
             if client:
@@ -102,10 +146,18 @@ def batch(submissions: Path, milestones: list[str], workers: int, db: Path | Non
 
 @click.command()
 @click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path),
-              help="One row per submission: student, score, max_score, status, then each milestone's score.")
-@click.option("--gradescope", "gradescope_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="A folder with STUDENT/results.json in Gradescope's schema for each submission.")
+@click.option(
+    "--csv",
+    "csv_out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="One row per submission: student, score, max_score, status, then each milestone's score.",
+)
+@click.option(
+    "--gradescope",
+    "gradescope_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="A folder with STUDENT/results.json in Gradescope's schema for each submission.",
+)
 def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
     """Export a batch gradebook (grade batch's SQLite file) as CSV and/or per-student Gradescope results."""
     if not csv_out and not gradescope_dir:
@@ -120,31 +172,59 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
         writer.writerow(["student", "score", "max_score", "status", *ids])
         for row in rows:
             mine = [c for c in checks if c["student"] == row["student"]]
-            writer.writerow([row["student"], points(row["score"]), points(row["max_score"]), row["status"],
-                             *(points(sum(c["score"] for c in mine if c["milestone"] == m)) if mine else ""
-                               for m in ids)])
+            writer.writerow(
+                [
+                    row["student"],
+                    points(row["score"]),
+                    points(row["max_score"]),
+                    row["status"],
+                    *(points(sum(c["score"] for c in mine if c["milestone"] == m)) if mine else "" for m in ids),
+                ]
+            )
         write_atomically(csv_out, buffer.getvalue())
         click.echo(f"wrote {csv_out} ({len(rows)} submissions)", err=True)
     if gradescope_dir:
         for row in rows:
             mine = [c for c in checks if c["student"] == row["student"]]
             results = gradescope_results(
-                [CheckResult(name=c["name"], milestone=c["milestone"], score=points(c["score"]) or 0.0,
-                             max_score=points(c["max_score"]) or 0.0, passed=bool(c["passed"]), message=c["message"],
-                             internal_error=bool(c["internal_error"]), counted=bool(c["counted"])) for c in mine],
-                score=points(row["score"]) or 0, seconds=row["seconds"] or 0, output=row["error"] or "")
+                [
+                    CheckResult(
+                        name=c["name"],
+                        milestone=c["milestone"],
+                        score=points(c["score"]) or 0.0,
+                        max_score=points(c["max_score"]) or 0.0,
+                        passed=bool(c["passed"]),
+                        message=c["message"],
+                        internal_error=bool(c["internal_error"]),
+                        counted=bool(c["counted"]),
+                    )
+                    for c in mine
+                ],
+                score=points(row["score"]) or 0,
+                seconds=row["seconds"] or 0,
+                output=row["error"] or "",
+            )
             write_atomically(gradescope_dir / row["student"] / "results.json", json.dumps(results, indent=2))
         click.echo(f"wrote {len(rows)} results.json files under {gradescope_dir}", err=True)
 
 
 @click.command()
 @click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path),
-              help="Also write charts into this folder: milestone-heatmap.png (students x milestones), "
-                   "failure-causes.png (failures by likely cause), score-distribution.png and "
-                   "check-failure-rates.png.")
-@click.option("--top", type=click.IntRange(1, 100), default=10, show_default=True,
-              help="How many of the most failed checks and likely causes to list.")
+@click.option(
+    "--png",
+    "png_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Also write charts into this folder: milestone-heatmap.png (students x milestones), "
+    "failure-causes.png (failures by likely cause), score-distribution.png and "
+    "check-failure-rates.png.",
+)
+@click.option(
+    "--top",
+    type=click.IntRange(1, 100),
+    default=10,
+    show_default=True,
+    help="How many of the most failed checks and likely causes to list.",
+)
 def report(db: Path, png_dir: Path | None, top: int) -> None:
     """Summarise a batch gradebook: per-milestone means, the most failed checks and their likely causes.
 
@@ -157,14 +237,18 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         click.echo(_older_note(db, rows, older))
     if broken := [c for c in checks if c["internal_error"]]:
         first = f" (the first {top})" if len(broken) > top else ""
-        click.echo(f"{len(broken)} check{'s' * (len(broken) != 1)} could not be graded (grader errors, not the "
-                   f"students'), left out of the shares and failure rates below{first}:")
+        click.echo(
+            f"{len(broken)} check{'s' * (len(broken) != 1)} could not be graded (grader errors, not the "
+            f"students'), left out of the shares and failure rates below{first}:"
+        )
         for c in broken[:top]:
             first_line = (c["message"].strip().splitlines() or [""])[0]
             click.echo(f"  {c['student']}  {c['milestone']}: {c['name']}: {first_line[:160]}")
     if aside := [c for c in checks if not c["internal_error"] and not c["counted"]]:
-        click.echo(f"{len(aside)} check{'s' * (len(aside) != 1)} not counted (set aside: neither won nor lost), "
-                   "left out of the shares and failure rates below")
+        click.echo(
+            f"{len(aside)} check{'s' * (len(aside) != 1)} not counted (set aside: neither won nor lost), "
+            "left out of the shares and failure rates below"
+        )
     if graded:
         mean = sum(r["score"] / r["max_score"] for r in graded if r["max_score"]) / len(graded)
         click.echo(f"mean score: {100 * mean:.1f}%")
@@ -172,8 +256,10 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         click.echo(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
     stub = stubs(checks)
     if stub:
-        click.echo(f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (every check \"{NOT_IMPLEMENTED_MESSAGE}\"), "
-                   f"left out of the failure rates: {', '.join(sorted(stub))}")
+        click.echo(
+            f'{len(stub)} untouched stub{"s" * (len(stub) != 1)} (every check "{NOT_IMPLEMENTED_MESSAGE}"), '
+            f"left out of the failure rates: {', '.join(sorted(stub))}"
+        )
     counted = [c for c in checks if c["student"] not in stub]
     rates = failure_rates(counted)
     click.echo(f"most often failed checks (of {len([r for r in graded if r['student'] not in stub])} graded):")
@@ -205,9 +291,11 @@ def _older_note(db: Path, rows: list[dict], older: list[dict]) -> str:
     chosen = {r["milestones"] for r in rows}
     if len(chosen) == 1 and (ids := json.loads(chosen.pop())) != list(MILESTONES):
         command += [f"-m {m}" for m in ids]  # the same milestones, else everything is graded anew
-    return (f"{len(older)} of {len(rows)} submission{'s' * (len(rows) != 1)} "
-            f"{'was' if len(older) == 1 else 'were'} graded by an older grader: "
-            f"run `{' '.join(command)}` again to regrade {'it' if len(older) == 1 else 'them'}")
+    return (
+        f"{len(older)} of {len(rows)} submission{'s' * (len(rows) != 1)} "
+        f"{'was' if len(older) == 1 else 'were'} graded by an older grader: "
+        f"run `{' '.join(command)}` again to regrade {'it' if len(older) == 1 else 'them'}"
+    )
 
 
 def _dask_client(address: str):

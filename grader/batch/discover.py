@@ -1,4 +1,5 @@
 """Find the submissions under a folder: per-student folders, notebooks, zip files, or nbgrader's layout."""
+
 from __future__ import annotations
 
 import contextlib
@@ -15,8 +16,8 @@ MAX_ZIP_BYTES = 50 << 20
 
 @dataclass(frozen=True)
 class FoundSubmission:
-    student: str   # a folder's or file's name; "student/assignment" in nbgrader's layout with several
-    path: Path     # a folder of exercise files, a notebook, or a zip file
+    student: str  # a folder's or file's name; "student/assignment" in nbgrader's layout with several
+    path: Path  # a folder of exercise files, a notebook, or a zip file
 
     def digest(self) -> str:
         """SHA-256 over the submission's files (names and bytes): a changed submission gets a new one."""

@@ -7,6 +7,7 @@ A batch killed at any moment (even ``kill -9``) leaves every committed submissio
 whole and nothing half-written: SQLite's journal rolls back an unfinished
 transaction on the next open.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,13 +34,33 @@ CREATE TABLE IF NOT EXISTS checks (
 CREATE INDEX IF NOT EXISTS checks_by_student ON checks (student);
 """
 # The columns of a submission's row, the same in ``attempts`` (which adds its id).
-COLUMNS = ("student", "source", "hash", "grader_version", "milestones", "status", "error", "score", "max_score",
-           "n_checks", "seconds", "protections", "graded_at", "worker_cpu", "grader_hash")
+COLUMNS = (
+    "student",
+    "source",
+    "hash",
+    "grader_version",
+    "milestones",
+    "status",
+    "error",
+    "score",
+    "max_score",
+    "n_checks",
+    "seconds",
+    "protections",
+    "graded_at",
+    "worker_cpu",
+    "grader_hash",
+)
 # Columns that later versions added, each appended to an older gradebook's table as it opens. An older row's
 # grader_hash stays NULL: it matches no grader, so the next batch regrades it.
-ADDED = (("submissions", "worker_cpu", "REAL"), ("submissions", "grader_hash", "TEXT"),
-         ("checks", "internal_error", "INTEGER NOT NULL DEFAULT 0"), ("submissions", "attempt", "INTEGER"),
-         ("checks", "attempt", "INTEGER"), ("checks", "counted", "INTEGER NOT NULL DEFAULT 1"))
+ADDED = (
+    ("submissions", "worker_cpu", "REAL"),
+    ("submissions", "grader_hash", "TEXT"),
+    ("checks", "internal_error", "INTEGER NOT NULL DEFAULT 0"),
+    ("submissions", "attempt", "INTEGER"),
+    ("checks", "attempt", "INTEGER"),
+    ("checks", "counted", "INTEGER NOT NULL DEFAULT 1"),
+)
 
 
 class Gradebook:
@@ -60,46 +81,87 @@ class Gradebook:
         cols = ", ".join(COLUMNS)
         with self.db:
             for (student,) in self.db.execute("SELECT student FROM submissions WHERE attempt IS NULL").fetchall():
-                attempt = self.db.execute(f"INSERT INTO attempts ({cols}) SELECT {cols} FROM submissions "
-                                          "WHERE student = ?", (student,)).lastrowid
+                attempt = self.db.execute(
+                    f"INSERT INTO attempts ({cols}) SELECT {cols} FROM submissions WHERE student = ?", (student,)
+                ).lastrowid
                 self.db.execute("UPDATE submissions SET attempt = ? WHERE student = ?", (attempt, student))
-                self.db.execute("UPDATE checks SET attempt = ? WHERE student = ? AND attempt IS NULL",
-                                (attempt, student))
+                self.db.execute(
+                    "UPDATE checks SET attempt = ? WHERE student = ? AND attempt IS NULL", (attempt, student)
+                )
 
     def close(self) -> None:
         self.db.close()
 
     def is_current(self, student: str, digest: str, fingerprint: str, milestones: list[str]) -> bool:
         """Graded already, from these very files, by this grading code (its fingerprint), on these milestones."""
-        row = self.db.execute("SELECT hash, grader_hash, milestones, status FROM submissions WHERE student = ?",
-                              (student,)).fetchone()
+        row = self.db.execute(
+            "SELECT hash, grader_hash, milestones, status FROM submissions WHERE student = ?", (student,)
+        ).fetchone()
         return row is not None and row[:3] == (digest, fingerprint, json.dumps(milestones)) and row[3] == "graded"
 
-    def record(self, student: str, source: str, digest: str, version: str, milestones: list[str],
-               report: dict | None, error: str | None = None, *, fingerprint: str) -> int:
+    def record(
+        self,
+        student: str,
+        source: str,
+        digest: str,
+        version: str,
+        milestones: list[str],
+        report: dict | None,
+        error: str | None = None,
+        *,
+        fingerprint: str,
+    ) -> int:
         """Add this result as the student's latest attempt, all in one transaction; returns the attempt's id.
 
         The student's earlier attempts and their checks stay (``attempts``); ``submissions`` points at this one.
         ``version``: the package's version; ``fingerprint``: the grading code's (grader.fingerprint).
         """
-        checks = [(student, m["id"], c["name"], c["score"], c["max_score"], int(c["passed"]), c["message"],
-                   c.get("seconds"), int(bool(c.get("internal_error"))), int(bool(c.get("counted", True))))
-                  for m in (report or {}).get("milestones", []) for c in m["checks"]]
-        values = (student, source, digest, version, json.dumps(milestones), "error" if error else "graded", error,
-                  report and report["score"], report and report["max_score"], len(checks),
-                  report and report["seconds"], report and json.dumps(report["protections"]),
-                  time.strftime("%Y-%m-%dT%H:%M:%S"), report and report.get("worker_cpu_seconds"), fingerprint)
+        checks = [
+            (
+                student,
+                m["id"],
+                c["name"],
+                c["score"],
+                c["max_score"],
+                int(c["passed"]),
+                c["message"],
+                c.get("seconds"),
+                int(bool(c.get("internal_error"))),
+                int(bool(c.get("counted", True))),
+            )
+            for m in (report or {}).get("milestones", [])
+            for c in m["checks"]
+        ]
+        values = (
+            student,
+            source,
+            digest,
+            version,
+            json.dumps(milestones),
+            "error" if error else "graded",
+            error,
+            report and report["score"],
+            report and report["max_score"],
+            len(checks),
+            report and report["seconds"],
+            report and json.dumps(report["protections"]),
+            time.strftime("%Y-%m-%dT%H:%M:%S"),
+            report and report.get("worker_cpu_seconds"),
+            fingerprint,
+        )
         marks = ", ".join("?" * len(COLUMNS))
         with self.db:
-            attempt = self.db.execute(f"INSERT INTO attempts ({', '.join(COLUMNS)}) VALUES ({marks})",
-                                      values).lastrowid
+            attempt = self.db.execute(f"INSERT INTO attempts ({', '.join(COLUMNS)}) VALUES ({marks})", values).lastrowid
             assert attempt is not None  # an INSERT always sets it
-            self.db.execute(f"INSERT OR REPLACE INTO submissions ({', '.join(COLUMNS)}, attempt) "
-                            f"VALUES ({marks}, ?)", (*values, attempt))
+            self.db.execute(
+                f"INSERT OR REPLACE INTO submissions ({', '.join(COLUMNS)}, attempt) VALUES ({marks}, ?)",
+                (*values, attempt),
+            )
             self.db.executemany(
                 "INSERT INTO checks (student, milestone, name, score, max_score, passed, message, seconds, "
                 "internal_error, counted, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [(*c, attempt) for c in checks])
+                [(*c, attempt) for c in checks],
+            )
         return attempt
 
     def rows(self) -> list[dict]:
@@ -109,15 +171,19 @@ class Gradebook:
 
     def checks(self) -> list[dict]:
         """The checks of each student's latest attempt."""
-        cursor = self.db.execute("SELECT checks.* FROM checks JOIN submissions ON checks.student = "
-                                 "submissions.student AND checks.attempt = submissions.attempt "
-                                 "ORDER BY checks.student, checks.rowid")
+        cursor = self.db.execute(
+            "SELECT checks.* FROM checks JOIN submissions ON checks.student = "
+            "submissions.student AND checks.attempt = submissions.attempt "
+            "ORDER BY checks.student, checks.rowid"
+        )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor]
 
     def attempts(self, student: str | None = None) -> list[dict]:
         """Every grading run kept (of one student, or of all), oldest first; ``id`` numbers them."""
-        cursor = self.db.execute("SELECT * FROM attempts" + (" WHERE student = ?" if student else "")
-                                 + " ORDER BY student, id", (student,) if student else ())
+        cursor = self.db.execute(
+            "SELECT * FROM attempts" + (" WHERE student = ?" if student else "") + " ORDER BY student, id",
+            (student,) if student else (),
+        )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor]

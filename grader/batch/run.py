@@ -3,6 +3,7 @@
 The parent only schedules and writes the gradebook (the single writer); each
 result is committed as soon as it arrives, so nothing graded is ever lost.
 """
+
 from __future__ import annotations
 
 import gc
@@ -68,6 +69,7 @@ def _stop_forkserver() -> None:
     """End the fork server now and wait for it (Python leaves it to exit on its own, unwaited), so that
     nothing outlives the batch and its CPU time, and its children's, counts as the batch's."""
     from multiprocessing import forkserver
+
     stop = getattr(forkserver._forkserver, "_stop", None)  # private, but present from 3.8 to 3.14
     if stop:
         stop()
@@ -81,11 +83,18 @@ def _stop_workers(executor: Executor) -> None:
             process.terminate()
 
 
-def grade_all(found: list[FoundSubmission], book: Gradebook, milestones: list[str], limits: Limits, workers: int,
-              regrade: bool = False, executor: Executor | None = None,
-              progress: Callable[[FoundSubmission, dict], None] = lambda f, r: None,
-              fingerprint: str | None = None,
-              planned: Callable[[int, int], None] = lambda todo, skipped: None) -> tuple[int, int]:
+def grade_all(
+    found: list[FoundSubmission],
+    book: Gradebook,
+    milestones: list[str],
+    limits: Limits,
+    workers: int,
+    regrade: bool = False,
+    executor: Executor | None = None,
+    progress: Callable[[FoundSubmission, dict], None] = lambda f, r: None,
+    fingerprint: str | None = None,
+    planned: Callable[[int, int], None] = lambda todo, skipped: None,
+) -> tuple[int, int]:
     """Grade what is not already current in ``book``; returns (graded, skipped).
 
     ``planned(todo, skipped)`` is called once, before any grading: how many will be graded and how many are
@@ -98,16 +107,17 @@ def grade_all(found: list[FoundSubmission], book: Gradebook, milestones: list[st
     """
     fingerprint = fingerprint or grader_fingerprint()
     digests = {f.student: f.digest() for f in found}
-    todo = [f for f in found
-            if regrade or not book.is_current(f.student, digests[f.student], fingerprint, milestones)]
+    todo = [f for f in found if regrade or not book.is_current(f.student, digests[f.student], fingerprint, milestones)]
     planned(len(todo), len(found) - len(todo))
     own = executor is None
     executor = executor or ProcessPoolExecutor(workers, mp_context=_context())
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
     server = ForkServer(limits, clients=min(workers, len(todo))) if own and todo else None
     try:
-        futures = {executor.submit(grade_one, str(f.path), milestones, limits, server.address if server else None): f
-                   for f in todo}
+        futures = {
+            executor.submit(grade_one, str(f.path), milestones, limits, server.address if server else None): f
+            for f in todo
+        }
         for future in as_completed(futures):
             f = futures[future]
             try:
@@ -115,8 +125,16 @@ def grade_all(found: list[FoundSubmission], book: Gradebook, milestones: list[st
             except Exception as e:  # noqa: BLE001 - a worker process that died (memory, signal)
                 result = {"error": f"the grading process died: {type(e).__name__}: {e}"}
             error = result.get("error")
-            book.record(f.student, str(f.path), digests[f.student], __version__, milestones,
-                        None if error else result, error, fingerprint=fingerprint)
+            book.record(
+                f.student,
+                str(f.path),
+                digests[f.student],
+                __version__,
+                milestones,
+                None if error else result,
+                error,
+                fingerprint=fingerprint,
+            )
             progress(f, result)
     except KeyboardInterrupt:
         if own:

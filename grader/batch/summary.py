@@ -1,5 +1,6 @@
 """What a teacher reads from a gradebook: scores rounded to points, per-milestone means, the lowest scorers,
 untouched stubs set apart, and failures grouped by check and by their likely cause."""
+
 from __future__ import annotations
 
 import re
@@ -46,7 +47,7 @@ def likely_cause(message: str) -> str | None:
         return NOT_IMPLEMENTED
     found = list(_CAUSE.finditer(text))
     if found:
-        phrase = text[found[-1].end():].splitlines()[0] if text[found[-1].end():] else ""
+        phrase = text[found[-1].end() :].splitlines()[0] if text[found[-1].end() :] else ""
     else:
         first = (text.splitlines() or [""])[0]
         if ": " not in first:
@@ -68,8 +69,9 @@ def cause_key(phrase: str) -> str:
 def is_stub(checks: Iterable[dict]) -> bool:
     """An untouched stub: checks ran, none passed, and every failure begins with NOT_IMPLEMENTED."""
     mine = [c for c in checks if not set_aside(c)]
-    return bool(mine) and all(not c["passed"] and c["message"].strip().lower().startswith(NOT_IMPLEMENTED)
-                              for c in mine)
+    return bool(mine) and all(
+        not c["passed"] and c["message"].strip().lower().startswith(NOT_IMPLEMENTED) for c in mine
+    )
 
 
 def by_student(checks: Iterable[dict]) -> dict[str, list[dict]]:
@@ -117,13 +119,18 @@ def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[s
     for m, share in milestone_means(checks).items():
         lines.append(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
     if stub := stubs(checks):
-        lines.append(f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (nothing implemented): "
-                     f"{', '.join(sorted(stub))}")
+        lines.append(
+            f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (nothing implemented): {', '.join(sorted(stub))}"
+        )
     if graded:
         low = sorted(graded, key=lambda r: (shares[r["student"]], r["student"]))[:lowest]
-        lines.append("lowest: " + ", ".join(
-            f"{r['student']} {100 * shares[r['student']]:.1f}% ({points(r['score']):g}/{points(r['max_score']):g})"
-            for r in low))
+        lines.append(
+            "lowest: "
+            + ", ".join(
+                f"{r['student']} {100 * shares[r['student']]:.1f}% ({points(r['score']):g}/{points(r['max_score']):g})"
+                for r in low
+            )
+        )
     for r in errors[:lowest]:
         lines.append(f"error: {r['student']}: {((r['error'] or '').strip().splitlines() or [''])[0][:160]}")
     return lines
@@ -161,5 +168,7 @@ def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
         key = (c["milestone"], cause_key(phrase))
         students.setdefault(key, set()).add(c["student"])
         wordings.setdefault(key, Counter())[phrase] += 1
-    return sorted(((m, wordings[m, k].most_common(1)[0][0], len(s)) for (m, k), s in students.items()),
-                  key=lambda t: (-t[2], t[0], t[1]))
+    return sorted(
+        ((m, wordings[m, k].most_common(1)[0][0], len(s)) for (m, k), s in students.items()),
+        key=lambda t: (-t[2], t[0], t[1]),
+    )

@@ -19,6 +19,7 @@ The zip's ``README.md`` is the project's, except that a markdown link to a file
 the zip does not hold (``datasets/README.md``, say) is left as its text alone, so
 that every link in the zip resolves inside it.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -40,20 +41,31 @@ PROJECT = Path(__file__).resolve().parents[2]
 SHIPPED = ("grader", "solutions", "pyproject.toml", "README.md", "docs")
 # Code (a fenced block or an inline span), left as it is, or an inline markdown link or image,
 # [text](target "title"): the two things ``unlinked`` tells apart.
-MARKDOWN = re.compile(r"(?P<code>^(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fence)[^\n]*$|(?P<ticks>`+).+?(?P=ticks))"
-                      r'|!?\[(?P<text>[^\]]*)\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+"[^"]*")?\s*\)', re.M | re.S)
+MARKDOWN = re.compile(
+    r"(?P<code>^(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fence)[^\n]*$|(?P<ticks>`+).+?(?P=ticks))"
+    r'|!?\[(?P<text>[^\]]*)\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+"[^"]*")?\s*\)',
+    re.M | re.S,
+)
 
 # Gradescope's visibility levels (grader.results has them), as `grade gradescope --visibility` explains them.
-VISIBILITIES = dict(zip(GRADESCOPE_VISIBILITIES, (
-    "students see every check, its points and its message as soon as the autograder finishes",
-    "the hidden suites' checks appear once the (late) due date has passed",
-    "the hidden suites' checks appear once you publish the assignment's grades",
-    "students never see the hidden suites' checks",
-), strict=True))
+VISIBILITIES = dict(
+    zip(
+        GRADESCOPE_VISIBILITIES,
+        (
+            "students see every check, its points and its message as soon as the autograder finishes",
+            "the hidden suites' checks appear once the (late) due date has passed",
+            "the hidden suites' checks appear once you publish the assignment's grades",
+            "students never see the hidden suites' checks",
+        ),
+        strict=True,
+    )
+)
 # When the scored checks show, as the results' output tells the student (nothing to say when visible).
-SHOWN = {"after_due_date": "The scored checks are shown to you after the due date",
-         "after_published": "The scored checks are shown to you once your instructor publishes the grades",
-         "hidden": "The scored checks are not shown to you (your instructor sees them)"}
+SHOWN = {
+    "after_due_date": "The scored checks are shown to you after the due date",
+    "after_published": "The scored checks are shown to you once your instructor publishes the grades",
+    "hidden": "The scored checks are not shown to you (your instructor sees them)",
+}
 
 
 def build(out: Path, project: Path = PROJECT, visibility: str = "visible") -> list[str]:
@@ -90,6 +102,7 @@ def unlinked(text: str, name: str, names: set[str]) -> str:
             return m[0]  # an anchor in the same page, or a URL
         path = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
         return m[0] if path in names or path in folders else m["text"]
+
     return MARKDOWN.sub(link, text)
 
 
@@ -98,8 +111,11 @@ def shipped_files(project: Path) -> list[str]:
     for top in SHIPPED:
         path = project / top
         paths = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-        names += [p.relative_to(project).as_posix() for p in paths
-                  if "__pycache__" not in p.parts and not p.name.startswith(".")]
+        names += [
+            p.relative_to(project).as_posix()
+            for p in paths
+            if "__pycache__" not in p.parts and not p.name.startswith(".")
+        ]
     return names
 
 
@@ -114,8 +130,10 @@ def locate(root: Path) -> tuple[Path, str]:
 
     found = submission_in(root)
     if found is None:
-        return root, ("Your submission holds no exercise file (.py) and no single notebook (.ipynb), "
-                      "nor one folder holding them: each check below names the file it could not find.")
+        return root, (
+            "Your submission holds no exercise file (.py) and no single notebook (.ipynb), "
+            "nor one folder holding them: each check below names the file it could not find."
+        )
     if found == root:
         return root, ""
     where = found.relative_to(root).as_posix() + ("/" if found.is_dir() else "")
@@ -150,16 +168,22 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
     except SubmissionError as e:
         print(f"grade: cannot grade {path}: {e}")
         reason = str(e).replace(f"{root}{os.sep}", "")
-        return gradescope_results(output=f"The autograder could not grade this submission: {reason}. "
-                                         "Fix it and submit again (ask your instructor if you cannot see why)."), 0
+        return gradescope_results(
+            output=f"The autograder could not grade this submission: {reason}. "
+            "Fix it and submit again (ask your instructor if you cannot see why)."
+        ), 0
     except GraderError as e:
         print(f"grade: the grader itself failed: {e}")
-        return gradescope_results(output="The autograder could not grade this submission (the grader itself "
-                                         "failed, not your code); please tell your instructor."), 1
+        return gradescope_results(
+            output="The autograder could not grade this submission (the grader itself "
+            "failed, not your code); please tell your instructor."
+        ), 1
     out = report.to_gradescope(visibility=visibility, public=public)
     if visibility != "visible":
-        notes.append(f"{SHOWN[visibility]}; the public checks (the ones you can run yourself, worth 0 points "
-                     "here) are shown now.")
+        notes.append(
+            f"{SHOWN[visibility]}; the public checks (the ones you can run yourself, worth 0 points "
+            "here) are shown now."
+        )
     out["output"] = " ".join([out["output"], *notes])
     if report.internal_errors:
         print(f"grade: {len(report.internal_errors)} check(s) failed inside the grader")

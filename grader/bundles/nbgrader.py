@@ -23,6 +23,7 @@ nbgrader itself still executes the student's cells in its own kernel, where a
 student can tamper with anything; for grades that must hold, run ``grade batch``
 on the submitted notebooks.
 """
+
 from __future__ import annotations
 
 import ast
@@ -57,12 +58,24 @@ def build(out: Path, points: dict[str, float], project: Path = PROJECT) -> Path:
             cells.append(markdown(f"## {m.id}: {m.title}\n\n{text}\n\n{CHECK_YOURSELF}", f"{m.id}-intro"))
             cells.append(answer(answer_source(stub, (project / "solutions" / f"{module}.py").read_text()), m.id))
         else:
-            cells.append(markdown(f"## {m.id}: {m.title}\n\nNothing new to write: your sections above, together.",
-                                  f"{m.id}-intro"))
+            cells.append(
+                markdown(
+                    f"## {m.id}: {m.title}\n\nNothing new to write: your sections above, together.", f"{m.id}-intro"
+                )
+            )
         cells.append(tests(m.id, points[m.id]))
-    notebook.write_text(json.dumps({"cells": cells, "metadata": {"kernelspec": {
-        "display_name": "Python 3", "language": "python", "name": "python3"}}, "nbformat": 4, "nbformat_minor": 5},
-        indent=1) + "\n")
+    notebook.write_text(
+        json.dumps(
+            {
+                "cells": cells,
+                "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            },
+            indent=1,
+        )
+        + "\n"
+    )
     return notebook
 
 
@@ -73,10 +86,14 @@ def notebook_text(doc: str) -> str:
     commands (``grade check``, ``python m5_scaling.py``) go, as does any other
     paragraph about running the file; the checks cell replaces them.
     """
-    doc = re.sub(r"This file imports (.+?) from your\s+``m(\d)_\w+\.py``, so\s+``python \w+\.py``\s+needs a working"
-                 r"\s+milestone (\d)\.",
-                 r"This section uses \1 from your milestone \2 section above, so running it needs a working "
-                 r"milestone \3.", doc, flags=re.S)
+    doc = re.sub(
+        r"This file imports (.+?) from your\s+``m(\d)_\w+\.py``, so\s+``python \w+\.py``\s+needs a working"
+        r"\s+milestone (\d)\.",
+        r"This section uses \1 from your milestone \2 section above, so running it needs a working "
+        r"milestone \3.",
+        doc,
+        flags=re.S,
+    )
     # The worked examples are the files' demos, which the notebook leaves out: say what they give, not print.
     doc = re.sub(r"should\s+print", "gives", doc)
     doc = re.sub(r"the\s+demo\s+below(\s+\([^)]*\))\s+printed", r"sampling 10 tokens\1 gave", doc)
@@ -101,9 +118,19 @@ def notebook_text(doc: str) -> str:
 
 # ---------------------------------------------------------------- cells
 
+
 def _nbgrader(grade_id: str, **flags) -> dict:
-    return {"nbgrader": {"grade": False, "grade_id": grade_id, "locked": False, "schema_version": 3,
-                         "solution": False, "task": False, **flags}}
+    return {
+        "nbgrader": {
+            "grade": False,
+            "grade_id": grade_id,
+            "locked": False,
+            "schema_version": 3,
+            "solution": False,
+            "task": False,
+            **flags,
+        }
+    }
 
 
 def markdown(text: str, grade_id: str) -> dict:
@@ -111,14 +138,26 @@ def markdown(text: str, grade_id: str) -> dict:
 
 
 def answer(source: str, milestone: str) -> dict:
-    return {"cell_type": "code", "id": f"{milestone}-answer", "execution_count": None, "outputs": [],
-            "metadata": _nbgrader(f"{milestone}-answer", solution=True), "source": source}
+    return {
+        "cell_type": "code",
+        "id": f"{milestone}-answer",
+        "execution_count": None,
+        "outputs": [],
+        "metadata": _nbgrader(f"{milestone}-answer", solution=True),
+        "source": source,
+    }
 
 
 def tests(milestone: str, points: float) -> dict:
     source = templates.render("nbgrader-tests.py.tmpl", milestone=milestone, points=f"{points:g}", notebook=NOTEBOOK)
-    return {"cell_type": "code", "id": f"{milestone}-tests", "execution_count": None, "outputs": [],
-            "metadata": _nbgrader(f"{milestone}-tests", grade=True, locked=True, points=points), "source": source}
+    return {
+        "cell_type": "code",
+        "id": f"{milestone}-tests",
+        "execution_count": None,
+        "outputs": [],
+        "metadata": _nbgrader(f"{milestone}-tests", grade=True, locked=True, points=points),
+        "source": source,
+    }
 
 
 # ---------------------------------------------------------------- the answer cell
@@ -155,19 +194,37 @@ def answer_source(stub: str, solution: str) -> str:
             if isinstance(node, ast.ClassDef) and isinstance(ref, ast.ClassDef):
                 visit(node.body, ref.body)
             elif isinstance(node, ast.FunctionDef) and isinstance(ref, ast.FunctionDef) and _is_stubbed(node):
-                replace.append((node.body[-1].lineno, _end(node.body[-1]),
-                                _marked(_solution_body(node, ref, ref_lines, ref_defs, stub_names),
-                                        _one_line(stub_lines, node.body[-1]))))
+                replace.append(
+                    (
+                        node.body[-1].lineno,
+                        _end(node.body[-1]),
+                        _marked(
+                            _solution_body(node, ref, ref_lines, ref_defs, stub_names),
+                            _one_line(stub_lines, node.body[-1]),
+                        ),
+                    )
+                )
 
     visit(stub_tree.body, ref_tree.body)
-    ref_values = {t.id: n for n in ref_tree.body if isinstance(n, ast.Assign) for t in n.targets
-                  if isinstance(t, ast.Name)}
+    ref_values = {
+        t.id: n for n in ref_tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
+    }
     for node in stub_tree.body:
-        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
-                and isinstance(node.value, ast.Constant) and node.value.value is None
-                and node.targets[0].id in ref_values):  # an answer to give: the quiz
-            replace.append((node.lineno, _end(node),
-                            _marked(_lines(ref_lines, ref_values[node.targets[0].id]), _one_line(stub_lines, node))))
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is None
+            and node.targets[0].id in ref_values
+        ):  # an answer to give: the quiz
+            replace.append(
+                (
+                    node.lineno,
+                    _end(node),
+                    _marked(_lines(ref_lines, ref_values[node.targets[0].id]), _one_line(stub_lines, node)),
+                )
+            )
         elif isinstance(node, ast.Import | ast.ImportFrom) and SIBLING_IMPORT.match(stub_lines[node.lineno - 1]):
             first = node.lineno  # the import and the comment lines right above it: the notebook has one namespace
             while first > 1 and stub_lines[first - 2].lstrip().startswith("#"):
@@ -175,33 +232,44 @@ def answer_source(stub: str, solution: str) -> str:
             replace.append((first, _end(node), []))
     out = list(stub_lines)
     for first, last, new in sorted(replace, reverse=True):
-        out[first - 1:last] = new
+        out[first - 1 : last] = new
     start = _end(stub_tree.body[0]) if _has_docstring(stub_tree) else 0  # the markdown cell has the docstring
     end = next((n.lineno - 1 for n in stub_tree.body if _is_main_block(n)), len(stub_lines))
     shift = sum(len(new) - (last - first + 1) for first, last, new in replace if last <= end)
     start_shift = sum(len(new) - (last - first + 1) for first, last, new in replace if last <= start)
-    text = "\n".join(out[start + start_shift:end + shift])
+    text = "\n".join(out[start + start_shift : end + shift])
     return re.sub(r"\n{3,}(?=\S)", "\n\n\n", text).strip() + "\n"
 
 
 def _is_stubbed(node: ast.FunctionDef) -> bool:
     last = node.body[-1]
-    return (isinstance(last, ast.Raise) and last.exc is not None
-            and "NotImplementedError" in ast.unparse(last.exc).split("(")[0])
+    return (
+        isinstance(last, ast.Raise)
+        and last.exc is not None
+        and "NotImplementedError" in ast.unparse(last.exc).split("(")[0]
+    )
 
 
-def _solution_body(stub: ast.FunctionDef, ref: ast.FunctionDef, ref_lines: list[str],
-                   ref_defs: dict[str, ast.stmt], stub_names: set[str]) -> list[str]:
+def _solution_body(
+    stub: ast.FunctionDef,
+    ref: ast.FunctionDef,
+    ref_lines: list[str],
+    ref_defs: dict[str, ast.stmt],
+    stub_names: set[str],
+) -> list[str]:
     """The lines that replace the stub's ``raise``: the reference's body (less what the stub already has) between
     markers, preceded by the reference-only definitions it uses."""
     indent = " " * stub.body[-1].col_offset
     ref_body = ref.body[1:] if ast.get_docstring(ref) is not None else ref.body
     given = [ast.dump(n) for n in stub.body[:-1] if not (isinstance(n, ast.Expr) and isinstance(n.value, ast.Constant))]
-    if [ast.dump(n) for n in ref_body[:len(given)]] == given:
-        ref_body = ref_body[len(given):]  # e.g. the super().__init__() the stub shows
-    body = textwrap.dedent("\n".join(ref_lines[ref_body[0].lineno - 1:ref_body[-1].end_lineno])).splitlines()
-    extra = [ast.unparse(d) for d in ref.decorator_list if ast.unparse(d) not in
-             {ast.unparse(s) for s in stub.decorator_list}]
+    if [ast.dump(n) for n in ref_body[: len(given)]] == given:
+        ref_body = ref_body[len(given) :]  # e.g. the super().__init__() the stub shows
+    body = textwrap.dedent("\n".join(ref_lines[ref_body[0].lineno - 1 : ref_body[-1].end_lineno])).splitlines()
+    extra = [
+        ast.unparse(d)
+        for d in ref.decorator_list
+        if ast.unparse(d) not in {ast.unparse(s) for s in stub.decorator_list}
+    ]
     for decorator in extra:
         if decorator not in CONTEXT_DECORATORS:
             raise ValueError(f"{ref.name}: the reference's decorator @{decorator} is not in the stub")
@@ -247,14 +315,18 @@ def _needed(ref: ast.FunctionDef, ref_defs: dict[str, ast.stmt], stub_names: set
     while todo:
         node = todo.pop()
         for n in ast.walk(node):
-            if (isinstance(n, ast.Name) and n.id in ref_defs and n.id not in stub_names and n.id not in found
-                    and ref_defs[n.id] is not ref):
+            if (
+                isinstance(n, ast.Name)
+                and n.id in ref_defs
+                and n.id not in stub_names
+                and n.id not in found
+                and ref_defs[n.id] is not ref
+            ):
                 found.add(n.id)
                 todo.append(ref_defs[n.id])
     order = list(ref_defs.values())
     nodes = list(dict.fromkeys(ref_defs[name] for name in found))  # one statement may bind several names
-    return [next(name for name in _names_bound_by(node) if name in found)
-            for node in sorted(nodes, key=order.index)]
+    return [next(name for name in _names_bound_by(node) if name in found) for node in sorted(nodes, key=order.index)]
 
 
 def _has_docstring(tree: ast.Module) -> bool:
@@ -269,13 +341,13 @@ def _one_line(lines: list[str], node: ast.stmt) -> str:
 def _marked(text: list[str], release: str) -> list[str]:
     """``text`` between solution markers; the BEGIN line names what the release shows instead (the stub's line)."""
     first = next((t for t in text if t.strip()), "")
-    indent = first[:len(first) - len(first.lstrip())]
+    indent = first[: len(first) - len(first.lstrip())]
     return [f"{indent}### BEGIN SOLUTION (release: {release})", *text, f"{indent}### END SOLUTION"]
 
 
 def _lines(lines: list[str], node: ast.stmt) -> list[str]:
     start = node.lineno - 1 - len(getattr(node, "decorator_list", []))
-    return lines[start:_end(node)]
+    return lines[start : _end(node)]
 
 
 def _end(node: ast.stmt) -> int:

@@ -10,6 +10,7 @@ region's indentation, where nbgrader would write its stub. A region without it g
 nbgrader's stub. ``nbgrader_config.py`` (written by ``grade nbgrader``) puts this class
 in ClearSolutions' place in ``generate_assignment``.
 """
+
 from __future__ import annotations
 
 import re
@@ -30,10 +31,11 @@ class ClearAnswers(ClearSolutions):
                 if in_solution:
                     raise RuntimeError("encountered nested begin solution statements")
                 in_solution = replaced = True
-                indent = line[:len(line) - len(line.lstrip())]
+                indent = line[: len(line) - len(line.lstrip())]
                 named = RELEASE.search(line)
-                out += [indent + named.group(1)] if named else \
-                    [indent + s for s in self.code_stub[language].split("\n")]
+                out += (
+                    [indent + named.group(1)] if named else [indent + s for s in self.code_stub[language].split("\n")]
+                )
             elif self.end_solution_delimeter in line:
                 in_solution = False
             elif not in_solution:

@@ -6,6 +6,7 @@ a hidden check: the hidden suites and their helpers that recompute known bugs
 (which embed correct code), the trusted earlier milestones, and ``solutions/``.
 Without the hidden suites the grader runs the public checks, and says so.
 """
+
 from __future__ import annotations
 
 import shutil

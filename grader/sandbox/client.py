@@ -3,6 +3,7 @@
 Every value a worker sends back is decoded by ``protocol.decode`` (validated,
 never unpickled); every decision is taken by the caller, in this process.
 """
+
 from __future__ import annotations
 
 import json
@@ -93,6 +94,7 @@ class GraderError(Exception):
 
 # ------------------------------------------------------------------ fork server
 
+
 class ForkServer:
     """A ``python -I -S`` fork server (``worker/fork_server.py``) with torch preloaded, in its own namespaces.
 
@@ -107,10 +109,14 @@ class ForkServer:
         self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
         ours, theirs = socket.socketpair()
         passed, self.address = [theirs], None
-        config = {"control_fd": theirs.fileno(), "sys_path": [str(self._site_view())], "scratch": str(self.tmp),
-                  "binds": [str(p) for p in _site_dirs()] + [sys.prefix, os.path.dirname(sys.executable)],
-                  "hide": [str(p) for p in self._private_paths()],
-                  "student_modules": list(STUDENT_MODULES)}
+        config = {
+            "control_fd": theirs.fileno(),
+            "sys_path": [str(self._site_view())],
+            "scratch": str(self.tmp),
+            "binds": [str(p) for p in _site_dirs()] + [sys.prefix, os.path.dirname(sys.executable)],
+            "hide": [str(p) for p in self._private_paths()],
+            "student_modules": list(STUDENT_MODULES),
+        }
         if clients:
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.address = str(self.tmp / "server.sock")
@@ -119,13 +125,24 @@ class ForkServer:
             listener.listen(clients)
             passed.append(listener)
             config.update(listen_fd=listener.fileno(), listen_path=self.address, clients=clients)
-        env = {"PATH": os.defpath, "LANG": "C.UTF-8", "HOME": str(self.tmp),
-               "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+        env = {
+            "PATH": os.defpath,
+            "LANG": "C.UTF-8",
+            "HOME": str(self.tmp),
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
         self._log = open(self.tmp / LOG_NAME, "wb")
         self.proc = subprocess.Popen(
             [sys.executable, "-I", "-S", str(FORK_SERVER), json.dumps(config)],
-            pass_fds=[s.fileno() for s in passed], stdin=subprocess.DEVNULL, stdout=self._log,
-            stderr=self._log, env=env, cwd=self.tmp, start_new_session=True)
+            pass_fds=[s.fileno() for s in passed],
+            stdin=subprocess.DEVNULL,
+            stdout=self._log,
+            stderr=self._log,
+            env=env,
+            cwd=self.tmp,
+            start_new_session=True,
+        )
         for s in passed:
             s.close()
         self.control = ours
@@ -166,8 +183,9 @@ class ForkServer:
 
     @staticmethod
     def _private_paths() -> list[Path]:
-        return [PACKAGE_DIR] + [PROJECT_DIR / n for n in ("solutions", "exercises", "tests", "benchmarks", "stretch",
-                                                          ".git")]
+        return [PACKAGE_DIR] + [
+            PROJECT_DIR / n for n in ("solutions", "exercises", "tests", "benchmarks", "stretch", ".git")
+        ]
 
     def hello(self) -> dict:
         """Wait for the fork server to be ready; says which protections took."""
@@ -193,8 +211,10 @@ class ForkServer:
         ours, theirs = socket.socketpair()
         out_path = self.tmp / f"{self.prefix}out{self.spawned}.txt"
         out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        limits = {name: getattr(self.limits, name) for name in
-                  ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files")}
+        limits = {
+            name: getattr(self.limits, name)
+            for name in ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files")
+        }
         wire.send(self.control, {"op": ServerRequest.SPAWN, "submission": str(copy), "limits": limits})
         socket.send_fds(self.control, [b"x"], [theirs.fileno(), out])
         theirs.close()
@@ -276,14 +296,18 @@ class WorkerConnection:
 
     def request(self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None) -> Any:
         from .common import protocol  # torch: imported only once a worker is used
+
         timeout = self.server.limits.call_seconds
         if self.deadline is not None:
             timeout = min(timeout, self.deadline - time.monotonic())
         if not self.alive:
             raise WorkerCrash("the worker had already stopped")
         blobs: list[bytes] = []
-        header = dict(header, args=[protocol.encode(a, blobs, _no_handle) for a in args],
-                      kwargs={k: protocol.encode(v, blobs, _no_handle) for k, v in (kwargs or {}).items()})
+        header = dict(
+            header,
+            args=[protocol.encode(a, blobs, _no_handle) for a in args],
+            kwargs={k: protocol.encode(v, blobs, _no_handle) for k, v in (kwargs or {}).items()},
+        )
         timeout = max(timeout, 0.1)
         self.sock.settimeout(timeout)
         try:
@@ -294,8 +318,9 @@ class WorkerConnection:
                 err = reply[Reply.ERROR]
                 if err.get(Reply.GRADER_FAULT) is True:
                     raise ProbeFault(f"{err.get('type')}: {err.get('message')}", str(err.get(Reply.TRACE, ""))[:4000])
-                raise StudentError(str(err.get("type")), str(err.get("message")),
-                                   [str(w) for w in err.get("where", [])][:3])
+                raise StudentError(
+                    str(err.get("type")), str(err.get("message")), [str(w) for w in err.get("where", [])][:3]
+                )
             return protocol.decode(reply[Reply.VALUE], rblobs, self._remote)
         except TimeoutError:
             self._end(grace=0)

@@ -7,6 +7,7 @@ the current test only: the next use starts a fresh worker, and a hang counts aga
 the milestone whose test hung. An import that fails is remembered, so every test of
 the milestone reports the same clear message without retrying.
 """
+
 from __future__ import annotations
 
 import re
@@ -44,8 +45,11 @@ class SharedWorker:
             if worker.hung and self.user is not None:
                 self.user.hangs += 1
             worker = None
-        elif worker is not None and self.user is not view and \
-                worker.cpu > RETIRE_AT_CPU_SHARE * self.server.limits.cpu_seconds:
+        elif (
+            worker is not None
+            and self.user is not view
+            and worker.cpu > RETIRE_AT_CPU_SHARE * self.server.limits.cpu_seconds
+        ):
             worker.close()
             worker = None
         if worker is None:
@@ -112,21 +116,39 @@ class MilestoneView:
         if isinstance(e, StudentError) and e.type == ErrorKind.IMPORT_ERROR:
             found = re.search(r"cannot import name '(\w+)' from '(\w+)'", e.message)
             if found and found[2] in self.shared.trusted:
-                return (f"the submission's files could not be imported: {e}. While this milestone is graded, "
-                        f"{found[2]} is the grader's own (so that a bug in yours costs points in its own milestone "
-                        f"only), and it defines the contract's names alone: define {found[1]} in this milestone's file")
+                return (
+                    f"the submission's files could not be imported: {e}. While this milestone is graded, "
+                    f"{found[2]} is the grader's own (so that a bug in yours costs points in its own milestone "
+                    f"only), and it defines the contract's names alone: define {found[1]} in this milestone's file"
+                )
         if isinstance(e, StudentError):
             return f"the submission's files could not be imported: {e}"
         return f"importing the submission's files failed: {e}"
 
-    def call(self, name: str, *args: Any, seed: int | None = None, grad: bool = True,
-             keep: bool = False, module: str | None = None, meta: bool = False, **kwargs: Any) -> Any:
+    def call(
+        self,
+        name: str,
+        *args: Any,
+        seed: int | None = None,
+        grad: bool = True,
+        keep: bool = False,
+        module: str | None = None,
+        meta: bool = False,
+        **kwargs: Any,
+    ) -> Any:
         """Call ``name`` from a milestone module with plain data; returns plain data or a Remote.
 
         With ``meta``, tensors created during the call live on PyTorch's data-less meta device.
         """
-        header = {"op": Request.CALL, "module": module or self.module, "name": name, "seed": seed,
-                  "grad": grad, "keep": keep, "meta": meta}
+        header = {
+            "op": Request.CALL,
+            "module": module or self.module,
+            "name": name,
+            "seed": seed,
+            "grad": grad,
+            "keep": keep,
+            "meta": meta,
+        }
         try:
             return self.worker().request(header, args, kwargs)
         except StudentError as e:
@@ -134,8 +156,9 @@ class MilestoneView:
                 raise MissingName(e.message) from None
             raise
 
-    def new(self, cls: str, *args: Any, seed: int | None = None, module: str | None = None,
-            meta: bool = False) -> Remote:
+    def new(
+        self, cls: str, *args: Any, seed: int | None = None, module: str | None = None, meta: bool = False
+    ) -> Remote:
         """Construct ``cls(*args)`` in the worker (after ``manual_seed(seed)`` if given)."""
         return self.call(cls, *args, seed=seed, keep=True, module=module, meta=meta)
 
@@ -150,8 +173,17 @@ class MilestoneView:
 
     def standin(self, vocab_size: int, d: int, max_T: int, seed: int, tied: bool = False) -> Remote:
         """The grader's trusted stand-in language model, built inside the worker."""
-        return self.worker().request({"op": Request.STANDIN, "vocab_size": vocab_size, "d": d,
-                                      "max_T": max_T, "seed": seed, "tied": tied, "keep": True})
+        return self.worker().request(
+            {
+                "op": Request.STANDIN,
+                "vocab_size": vocab_size,
+                "d": d,
+                "max_T": max_T,
+                "seed": seed,
+                "tied": tied,
+                "keep": True,
+            }
+        )
 
 
 def trusted_source(module: str) -> str | None:

@@ -3,6 +3,7 @@
 ``forward`` is any function from a (B, T, ...) input to a (B, T, ...) output,
 computed in the worker; every comparison happens here.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -14,8 +15,10 @@ from .checks import fail, index_text, observed, tensor
 Forward = Callable[[torch.Tensor], torch.Tensor]
 Perturb = Callable[[torch.Tensor, int], torch.Tensor]
 
-LEAK_HINT = ("information leaks from the future: is the mask lower-triangular (tril, not triu), "
-             "applied to the scores before the softmax, and sliced to the input's length?")
+LEAK_HINT = (
+    "information leaks from the future: is the mask lower-triangular (tril, not triu), "
+    "applied to the scores before the softmax, and sliced to the input's length?"
+)
 
 
 def random_tokens(seed: int, B: int, T: int, vocab: int) -> torch.Tensor:
@@ -25,16 +28,18 @@ def random_tokens(seed: int, B: int, T: int, vocab: int) -> torch.Tensor:
 def distinct_tokens(seed: int, B: int, T: int, vocab: int) -> torch.Tensor:
     """(B, T) token ids, no id twice: a model that reads its token table by index (``tok.weight[idx]``) is
     probed through the rows of that table's gradient, one row per position."""
-    return torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[:B * T].view(B, T)
+    return torch.randperm(vocab, generator=torch.Generator().manual_seed(seed))[: B * T].view(B, T)
 
 
 def token_perturbation(vocab: int) -> Perturb:
     """A Perturb for token ids: every token from position t on becomes a different id."""
+
     def perturb(x: torch.Tensor, t: int) -> torch.Tensor:
         x = x.clone()
         shift = torch.randint(0, vocab - 1, x[:, t:].shape, generator=torch.Generator().manual_seed(t))
         x[:, t:] = (x[:, t:] + 1 + shift) % vocab
         return x
+
     return perturb
 
 
@@ -42,8 +47,9 @@ def _out(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str) -
     return tensor(forward(x), what, shape)
 
 
-def no_future_leak(forward: Forward, x: torch.Tensor, perturb: Perturb, shape: tuple[int, ...],
-                   what: str, tol: float = 0.0) -> None:
+def no_future_leak(
+    forward: Forward, x: torch.Tensor, perturb: Perturb, shape: tuple[int, ...], what: str, tol: float = 0.0
+) -> None:
     """Changing inputs from position t on leaves outputs before t alone and changes output t."""
     base = _out(forward, x, shape, what)
     tol = tol * float(base.abs().max())
@@ -52,15 +58,18 @@ def no_future_leak(forward: Forward, x: torch.Tensor, perturb: Perturb, shape: t
         before = diff[:, :t].flatten(2).amax(-1)
         if t and before.max() > tol:
             b, s = (int(i) for i in (before == before.max()).nonzero()[0])
-            fail(f"{what}: position {s} (batch {b}) changes by {float(before.max()):.3g} when the inputs "
-                 f"from position {t} on change; {LEAK_HINT}")
+            fail(
+                f"{what}: position {s} (batch {b}) changes by {float(before.max()):.3g} when the inputs "
+                f"from position {t} on change; {LEAK_HINT}"
+            )
         if diff[:, t].max() == 0:
-            fail(f"{what}: the output at position {t} does not change when the input at position {t} "
-                 "changes: is the diagonal masked (a position must attend to itself)?")
+            fail(
+                f"{what}: the output at position {t} does not change when the input at position {t} "
+                "changes: is the diagonal masked (a position must attend to itself)?"
+            )
 
 
-def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str,
-                      atol: float = 1e-5) -> None:
+def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str, atol: float = 1e-5) -> None:
     """``forward(x[:, :t])`` equals ``forward(x)[:, :t]`` for every t."""
     full = _out(forward, x, shape, what)
     for t in range(1, x.shape[1]):
@@ -68,21 +77,26 @@ def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...],
         diff = (part - full[:, :t]).abs()
         if diff.max() > atol:
             index = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
-            fail(f"{what} on the first {t} positions differs from the first {t} positions of the output "
-                 f"on all {x.shape[1]}, at {index_text(index, ('batch', 'position', 'channel'))} "
-                 f"(by {float(diff.max()):.3g}): "
-                 "an output must not depend on how many tokens follow it. Are positions counted from 0 "
-                 "(arange(t)) and is the mask cut to t x t?")
+            fail(
+                f"{what} on the first {t} positions differs from the first {t} positions of the output "
+                f"on all {x.shape[1]}, at {index_text(index, ('batch', 'position', 'channel'))} "
+                f"(by {float(diff.max()):.3g}): "
+                "an output must not depend on how many tokens follow it. Are positions counted from 0 "
+                "(arange(t)) and is the mask cut to t x t?"
+            )
 
 
-def batch_independent(forward: Forward, x: torch.Tensor, other: torch.Tensor, shape: tuple[int, ...],
-                      what: str) -> None:
+def batch_independent(
+    forward: Forward, x: torch.Tensor, other: torch.Tensor, shape: tuple[int, ...], what: str
+) -> None:
     """Replacing every batch item but the first leaves the first item's output unchanged."""
     mixed = torch.cat([x[:1], other[1:]])
     diff = (_out(forward, mixed, shape, what)[0] - _out(forward, x, shape, what)[0]).abs()
     if diff.max() > 1e-6:
-        fail(f"{what}: batch item 0 changes (by {float(diff.max()):.3g}) when the other batch items change: "
-             "the batch items are mixed together somewhere (a reshape across the batch axis?)")
+        fail(
+            f"{what}: batch item 0 changes (by {float(diff.max()):.3g}) when the other batch items change: "
+            "the batch items are mixed together somewhere (a reshape across the batch axis?)"
+        )
 
 
 def causal_gradient(grad: torch.Tensor | dict, T: int, what: str) -> None:
@@ -94,9 +108,10 @@ def causal_gradient(grad: torch.Tensor | dict, T: int, what: str) -> None:
     future = grad.triu(1)
     if future.any():
         t, s = (int(i) for i in future.nonzero()[0])
-        fail(f"{what}: the gradient of output position {t} with respect to input position {s} is "
-             f"{float(grad[t, s]):.3g}, not 0: output {t} depends on a later position; {LEAK_HINT}")
+        fail(
+            f"{what}: the gradient of output position {t} with respect to input position {s} is "
+            f"{float(grad[t, s]):.3g}, not 0: output {t} depends on a later position; {LEAK_HINT}"
+        )
     if (grad.diagonal() == 0).any():
         t = int((grad.diagonal() == 0).nonzero()[0])
-        fail(f"{what}: output position {t} does not depend on its own input (zero gradient): "
-             "is the diagonal masked?")
+        fail(f"{what}: output position {t} does not depend on its own input (zero gradient): is the diagonal masked?")

@@ -4,6 +4,7 @@ Every value checked here was rebuilt in the grading process from raw bytes, so
 it is a plain ``torch.Tensor`` (or plain Python data) whatever the student's
 code returned in the worker.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -99,7 +100,7 @@ def tensor(value: Any, what: str, shape: Sequence[int], dtype: torch.dtype | Non
 
 def index_text(index: Sequence[int], axes: Sequence[str]) -> str:
     """'batch 0, position 3, channel 5' (leading unnamed axes are numbered)."""
-    names = [f"dim {i}" for i in range(len(index) - len(axes))] + list(axes)[-len(index):]
+    names = [f"dim {i}" for i in range(len(index) - len(axes))] + list(axes)[-len(index) :]
     return ", ".join(f"{n} {i}" for n, i in zip(names, index))
 
 
@@ -107,13 +108,21 @@ def finite(value: torch.Tensor, what: str, axes: Sequence[str] = BTC, hint: str 
     bad = ~torch.isfinite(value)
     if bad.any():
         index = tuple(int(i) for i in bad.nonzero()[0])
-        fail(f"{what} holds {value[index].item()} at {index_text(index, axes)} ({int(bad.sum())} non-finite values)"
-             + (f"; {hint}" if hint else ""))
+        fail(
+            f"{what} holds {value[index].item()} at {index_text(index, axes)} ({int(bad.sum())} non-finite values)"
+            + (f"; {hint}" if hint else "")
+        )
 
 
-def assert_close_where(actual: torch.Tensor, expected: torch.Tensor, what: str, axes: Sequence[str] = BTC,
-                       atol: float = 1e-5, rtol: float = 1e-4,
-                       explain: Callable[[], str | None] | None = None) -> None:
+def assert_close_where(
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    what: str,
+    axes: Sequence[str] = BTC,
+    atol: float = 1e-5,
+    rtol: float = 1e-4,
+    explain: Callable[[], str | None] | None = None,
+) -> None:
     """Same values within tolerance; on failure, the worst place and (if known) the likely bug."""
     finite(actual, what, axes)
     excess = (actual.double() - expected.double()).abs() - (atol + rtol * expected.double().abs())
@@ -122,12 +131,16 @@ def assert_close_where(actual: torch.Tensor, expected: torch.Tensor, what: str, 
     index = tuple(int(i) for i in divmod_index(int(excess.argmax()), actual.shape))
     tolerance = f"{atol:g} + {rtol:g} x |expected|"
     if not index:  # a single number: no place to name
-        message = (f"{what} differs from the reference: got {actual.item():.6g}, expected {expected.item():.6g} "
-                   f"(off by more than {tolerance})")
+        message = (
+            f"{what} differs from the reference: got {actual.item():.6g}, expected {expected.item():.6g} "
+            f"(off by more than {tolerance})"
+        )
     else:
-        message = (f"{what} differs from the reference at {index_text(index, axes)}: got {actual[index].item():.6g}, "
-                   f"expected {expected[index].item():.6g} ({int((excess > 0).sum())} of {actual.numel()} "
-                   f"values off by more than {tolerance})")
+        message = (
+            f"{what} differs from the reference at {index_text(index, axes)}: got {actual[index].item():.6g}, "
+            f"expected {expected[index].item():.6g} ({int((excess > 0).sum())} of {actual.numel()} "
+            f"values off by more than {tolerance})"
+        )
     cause = explain() if explain else None
     fail(message + (f". Likely cause: {cause}" if cause else ""))
 
@@ -143,8 +156,10 @@ def divmod_index(flat: int, shape: Sequence[int]) -> list[int]:
 def number(value: Any, what: str, integer: bool = False) -> float:
     """``value`` must be a plain Python number (an ``int`` where ``integer``), not a tensor or a string."""
     if type(value) is bool or not isinstance(value, int | float):
-        fail(f"{what} should be a plain Python {'int' if integer else 'number'}, but your code returned "
-             f"{describe(value)}" + (": use .item() on a tensor" if isinstance(value, torch.Tensor) else ""))
+        fail(
+            f"{what} should be a plain Python {'int' if integer else 'number'}, but your code returned "
+            f"{describe(value)}" + (": use .item() on a tensor" if isinstance(value, torch.Tensor) else "")
+        )
     if integer and not float(value).is_integer():
         fail(f"{what} should be a whole number (a count), but it is {value!r}")
     return value
@@ -152,8 +167,10 @@ def number(value: Any, what: str, integer: bool = False) -> float:
 
 def relative_close(actual: float, expected: float, what: str, rtol: float, hint: str = "") -> None:
     if abs(actual - expected) > rtol * abs(expected):
-        fail(f"{what} is {actual:.6g}, expected {expected:.6g} (within {rtol:.0e} relative)"
-             + (f"; {hint}" if hint else ""))
+        fail(
+            f"{what} is {actual:.6g}, expected {expected:.6g} (within {rtol:.0e} relative)"
+            + (f"; {hint}" if hint else "")
+        )
 
 
 def raises_value_error(thunk: Callable[[], Any], call: str, why: str) -> None:
@@ -164,8 +181,10 @@ def raises_value_error(thunk: Callable[[], Any], call: str, why: str) -> None:
         if e.type == ErrorKind.NOT_IMPLEMENTED:
             raise
         if e.type != ErrorKind.VALUE_ERROR:
-            fail(f"{call} raised {e.type} ({e.message:.120}): {why}, so it must raise ValueError, with a message "
-                 "that says what is wrong")
+            fail(
+                f"{call} raised {e.type} ({e.message:.120}): {why}, so it must raise ValueError, with a message "
+                "that says what is wrong"
+            )
         return
     fail(f"{call} returned {describe(got)}: {why}, so it must raise ValueError")
 
@@ -205,14 +224,20 @@ def same_parameters(described: dict, reference: torch.nn.Module, what: str) -> N
     missing = [k for k in want if k not in have]
     extra = [k for k in have if k not in want]
     if len(described["all_parameters"]) != len(have):
-        fail(f"{what} uses one parameter under several names: build a separate module for each layer "
-             "(one GPTBlock object repeated n_layers times shares its weights)")
+        fail(
+            f"{what} uses one parameter under several names: build a separate module for each layer "
+            "(one GPTBlock object repeated n_layers times shares its weights)"
+        )
     if missing:
-        fail(f"{what} has no parameter {missing[0]}{_hint(missing[0])}"
-             + (f" (and {len(missing) - 1} more missing)" if len(missing) > 1 else ""))
+        fail(
+            f"{what} has no parameter {missing[0]}{_hint(missing[0])}"
+            + (f" (and {len(missing) - 1} more missing)" if len(missing) > 1 else "")
+        )
     if extra:
-        fail(f"{what} has a parameter the lesson's does not: {extra[0]}{_hint(extra[0])}"
-             + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""))
+        fail(
+            f"{what} has a parameter the lesson's does not: {extra[0]}{_hint(extra[0])}"
+            + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
+        )
     for name, shape in want.items():
         if have[name] != shape:
             fail(f"{what}.{name} has shape {have[name]}, expected {shape}{_hint(name)}")

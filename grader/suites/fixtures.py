@@ -6,6 +6,7 @@ The plugin owns the submission's ``GradingContext`` and provides one fixture per
 ``grading_context``. Nothing here imports or runs student code, which lives in worker processes behind
 ``MilestoneView`` objects.
 """
+
 from __future__ import annotations
 
 import time
@@ -47,8 +48,10 @@ class GradingContext:
         submission's."""
         now = time.monotonic()
         if now >= self.ends:
-            pytest.fail(f"not run: this submission used up its time limit of {self.limits.submission_seconds:g} s "
-                        "before this check (the checks before it took too long)")
+            pytest.fail(
+                f"not run: this submission used up its time limit of {self.limits.submission_seconds:g} s "
+                "before this check (the checks before it took too long)"
+            )
         self.deadline = min(now + self.limits.test_seconds, self.ends)
         for view in self.views.values():
             view.start_test(self.deadline - now)

@@ -4,6 +4,7 @@ pyproject.toml, the nbgrader course's config, introduction and checks cell.
 A blank in a template is ``@name`` (string.Template with ``@`` as the delimiter, so that a shell template
 stays a valid script for shellcheck and ``$`` and ``{}`` need no escaping); ``@@`` is a literal ``@``.
 """
+
 from __future__ import annotations
 
 from importlib.resources import files

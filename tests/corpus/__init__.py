@@ -1,4 +1,5 @@
 """The corpus: realistic single-bug submissions, and correct ones written differently, one module per exercise."""
+
 from . import core, kvcache, padding, quiz, sampling, scaling, tying
 
 EXERCISES = (core, scaling, tying, kvcache, sampling, padding, quiz)

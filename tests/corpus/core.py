@@ -6,6 +6,7 @@ breaks loudly (Variant.build asserts) if the reference it patches changes.
 the grader's message for that milestone should contain when it fails for the right
 reason. Correct variants have ``milestone=None`` and must score full marks everywhere.
 """
+
 from helpers import bug, ok
 
 M1, M2, M3, M4 = "m1_attention.py", "m2_model.py", "m3_train.py", "m4_generate.py"
@@ -98,56 +99,144 @@ from m3_train import clm_inputs_targets, clm_loss, train  # noqa: F401
 BUGGY = [
     # --- m1: causal_mask, causal_attention, CausalSelfAttention
     bug("m1-mask-triu", "m1", "tril", M1, (MASK, MASK.replace("tril", "triu"))),
-    bug("m1-mask-after-softmax", "m1", "after the softmax", M1,
-        (f"    {FILL}\n    {SOFTMAX}", "    weights = F.softmax(scores, dim=-1) * causal_mask(T, q.device)")),
+    bug(
+        "m1-mask-after-softmax",
+        "m1",
+        "after the softmax",
+        M1,
+        (f"    {FILL}\n    {SOFTMAX}", "    weights = F.softmax(scores, dim=-1) * causal_mask(T, q.device)"),
+    ),
     bug("m1-no-scaling", "m1", "sqrt(d_k)", M1, (SCALE, "scores = q @ k.transpose(-2, -1)")),
     bug("m1-scale-by-d", "m1", "instead of 1/sqrt(d_head)", M1, (FORWARD_BODY, own_attention("math.sqrt(d)"))),
-    bug("m1-split-heads-without-transpose", "m1", "plain view", M1,
-        (HEADS, "t.reshape(B, self.n_heads, T, d // self.n_heads)")),
-    bug("m1-merge-heads-without-transpose", "m1", "without transposing back", M1,
-        (MERGE, "out = out.contiguous().view(B, T, d)")),
+    bug(
+        "m1-split-heads-without-transpose",
+        "m1",
+        "plain view",
+        M1,
+        (HEADS, "t.reshape(B, self.n_heads, T, d // self.n_heads)"),
+    ),
+    bug(
+        "m1-merge-heads-without-transpose",
+        "m1",
+        "without transposing back",
+        M1,
+        (MERGE, "out = out.contiguous().view(B, T, d)"),
+    ),
     bug("m1-softmax-over-queries", "m1", "dim=-1", M1, (SOFTMAX, "weights = F.softmax(scores, dim=-2)")),
-    bug("m1-diagonal-masked", "m1", "diagonal", M1,
-        (MASK, "return torch.tril(torch.ones(T, T, device=device), diagonal=-1)")),
+    bug(
+        "m1-diagonal-masked",
+        "m1",
+        "diagonal",
+        M1,
+        (MASK, "return torch.tril(torch.ones(T, T, device=device), diagonal=-1)"),
+    ),
     bug("m1-mask-hardcoded-8", "m1", "(8, 8)", M1, (MASK, "return torch.tril(torch.ones(8, 8, device=device))")),
-    bug("m1-mask-buffer-8-unsliced", "m1", "slice", M1,
+    bug(
+        "m1-mask-buffer-8-unsliced",
+        "m1",
+        "slice",
+        M1,
         (PROJ, PROJ + '\n        self.register_buffer("mask", torch.tril(torch.ones(8, 8)))'),
-        (FORWARD_BODY, own_attention(mask="self.mask"))),
+        (FORWARD_BODY, own_attention(mask="self.mask")),
+    ),
     bug("m1-mask-without-device", "m1", "device", M1, (MASK, "return torch.tril(torch.ones(T, T))")),
-    bug("m1-finite-additive-mask", "m1", "finite fill", M1,
-        (FILL, "scores = scores + (causal_mask(T, q.device) - 1) * 1e4")),
+    bug(
+        "m1-finite-additive-mask",
+        "m1",
+        "finite fill",
+        M1,
+        (FILL, "scores = scores + (causal_mask(T, q.device) - 1) * 1e4"),
+    ),
     bug("m1-no-output-projection", "m1", "proj is never applied", M1, ("return self.proj(out)", "return out")),
-    bug("m1-output-projection-removed", "m1", "output projection", M1,
-        (f"\n        {PROJ}", ""), ("return self.proj(out)", "return out")),
+    bug(
+        "m1-output-projection-removed",
+        "m1",
+        "output projection",
+        M1,
+        (f"\n        {PROJ}", ""),
+        ("return self.proj(out)", "return out"),
+    ),
     bug("m1-qkv-order-swapped", "m1", "swapped", M1, (SPLIT, SPLIT.replace("q, k, v", "k, q, v"))),
     # --- m2: GPTBlock, TinyGPT, count_parameters (graded on the grader's own M1)
-    bug("m2-post-norm", "m2", "post-norm", M2,
-        (BLOCK_ATTN, "x = self.ln1(x + self.attn(x))"), (BLOCK_FFN, "x = self.ln2(x + self.ffn(x))")),
-    bug("m2-no-final-layernorm", "m2", "final LayerNorm", M2,
-        ("        self.ln = nn.LayerNorm(d)\n", ""), ("self.head(self.ln(x))", "self.head(x)")),
+    bug(
+        "m2-post-norm",
+        "m2",
+        "post-norm",
+        M2,
+        (BLOCK_ATTN, "x = self.ln1(x + self.attn(x))"),
+        (BLOCK_FFN, "x = self.ln2(x + self.ffn(x))"),
+    ),
+    bug(
+        "m2-no-final-layernorm",
+        "m2",
+        "final LayerNorm",
+        M2,
+        ("        self.ln = nn.LayerNorm(d)\n", ""),
+        ("self.head(self.ln(x))", "self.head(x)"),
+    ),
     bug("m2-ffn-2x", "m2", "feed-forward", M2, (FFN, FFN.replace("4 * d", "2 * d"))),
     bug("m2-bias-in-head", "m2", "bias=False", M2, (HEAD, "self.head = nn.Linear(d, vocab_size)")),
-    bug("m2-positions-right-aligned", "m2", "arange(t)", M2,
-        (POSITIONS, "self.pos(torch.arange(self.T - t, self.T, device=idx.device))")),
-    bug("m2-positions-reversed", "m2", "backwards", M2,
-        (POSITIONS, "self.pos(torch.arange(t, device=idx.device).flip(0))")),
+    bug(
+        "m2-positions-right-aligned",
+        "m2",
+        "arange(t)",
+        M2,
+        (POSITIONS, "self.pos(torch.arange(self.T - t, self.T, device=idx.device))"),
+    ),
+    bug(
+        "m2-positions-reversed",
+        "m2",
+        "backwards",
+        M2,
+        (POSITIONS, "self.pos(torch.arange(t, device=idx.device).flip(0))"),
+    ),
     bug("m2-relu", "m2", "ReLU", M2, (FFN, FFN.replace("GELU", "ReLU"))),
     bug("m2-no-attention-residual", "m2", "residual", M2, (BLOCK_ATTN, "x = self.attn(self.ln1(x))")),
-    bug("m2-block-repeated", "m2", "separate module", M2,
-        (BLOCKS, "block = GPTBlock(d, n_heads)\n        self.blocks = nn.ModuleList([block] * n_layers)")),
-    bug("m2-count-shared-twice", "m2", "once", M2,
-        (COUNT, "return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))")),
-    bug("m2-count-formula", "m2", "whatever the model is", M2,
-        (COUNT, "V, d = model.tok.weight.shape\n    T = model.pos.weight.shape[0]\n"
-                "    return V * d + T * d + len(model.blocks) * (12 * d * d + 13 * d) + 2 * d + d * V")),
+    bug(
+        "m2-block-repeated",
+        "m2",
+        "separate module",
+        M2,
+        (BLOCKS, "block = GPTBlock(d, n_heads)\n        self.blocks = nn.ModuleList([block] * n_layers)"),
+    ),
+    bug(
+        "m2-count-shared-twice",
+        "m2",
+        "once",
+        M2,
+        (COUNT, "return sum(p.numel() for _, p in model.named_parameters(remove_duplicate=False))"),
+    ),
+    bug(
+        "m2-count-formula",
+        "m2",
+        "whatever the model is",
+        M2,
+        (
+            COUNT,
+            "V, d = model.tok.weight.shape\n    T = model.pos.weight.shape[0]\n"
+            "    return V * d + T * d + len(model.blocks) * (12 * d * d + 13 * d) + 2 * d + d * V",
+        ),
+    ),
     bug("m2-count-hardcoded", "m2", "is 107008, expected", M2, (COUNT, "return 107_008")),
-    bug("m2-head-created-before-blocks", "m2", "different order", M2,
-        (f"        {BLOCKS}\n        self.ln = nn.LayerNorm(d)\n        {HEAD}\n",
-         f"        {HEAD}\n        {BLOCKS}\n        self.ln = nn.LayerNorm(d)\n")),
+    bug(
+        "m2-head-created-before-blocks",
+        "m2",
+        "different order",
+        M2,
+        (
+            f"        {BLOCKS}\n        self.ln = nn.LayerNorm(d)\n        {HEAD}\n",
+            f"        {HEAD}\n        {BLOCKS}\n        self.ln = nn.LayerNorm(d)\n",
+        ),
+    ),
     # --- m3: inputs/targets, loss, training loop (graded on a stand-in model)
     bug("m3-targets-not-shifted", "m3", "shifted", M3, (PAIR, "return data[:, :-1], data[:, :-1]")),
-    bug("m3-train-targets-are-inputs", "m3", "not shifted", M3,
-        ("loss = clm_loss(model(inp), tgt)", "loss = clm_loss(model(inp), inp)")),
+    bug(
+        "m3-train-targets-are-inputs",
+        "m3",
+        "not shifted",
+        M3,
+        ("loss = clm_loss(model(inp), tgt)", "loss = clm_loss(model(inp), inp)"),
+    ),
     bug("m3-no-zero-grad", "m3", "zero_grad", M3, ("        opt.zero_grad()\n", "")),
     bug("m3-loss-sum", "m3", "mean", M3, (LOSS, LOSS.replace("ignore)", 'ignore, reduction="sum")'))),
     bug("m3-ignore-index-ignored", "m3", "still count", M3, (LOSS, LOSS.replace(", ignore_index=ignore", ""))),
@@ -156,45 +245,111 @@ BUGGY = [
     bug("m4-argmax-first-position", "m4", "last position", M4, (PICK, PICK.replace("-1, :]", "0, :]"))),
     bug("m4-no-cropping", "m4", "last model.T tokens", M4, (CROP, "logits = model(idx)")),
     bug("m4-crops-first-tokens", "m4", "FIRST", M4, (CROP, "logits = model(idx[:, :model.T])")),
-    bug("m4-samples", "m4", "never samples", M4,
-        (PICK, "next_token = torch.multinomial(torch.softmax(logits[:, -1, :], dim=-1), 1)")),
-    bug("m4-returns-only-new-tokens", "m4", "prompt followed by the new tokens", M4,
-        ("    return idx\n", "    return idx[:, start.shape[1]:]\n")),
+    bug(
+        "m4-samples",
+        "m4",
+        "never samples",
+        M4,
+        (PICK, "next_token = torch.multinomial(torch.softmax(logits[:, -1, :], dim=-1), 1)"),
+    ),
+    bug(
+        "m4-returns-only-new-tokens",
+        "m4",
+        "prompt followed by the new tokens",
+        M4,
+        ("    return idx\n", "    return idx[:, start.shape[1]:]\n"),
+    ),
     bug("m4-no-no-grad", "m4", "no_grad", M4, ("@torch.no_grad()\n", "")),
 ]
 
 # ------------------------------------------------------------------ correct: written differently, full marks
 
 CORRECT = [
-    ok("registered-mask-buffer", {M1: [
-        ("def __init__(self, d: int, n_heads: int):", "def __init__(self, d: int, n_heads: int, max_T: int = 512):"),
-        (PROJ, PROJ + '\n        mask = torch.tril(torch.ones(max_T, max_T)).view(1, 1, max_T, max_T)'
-                      '\n        self.register_buffer("mask", mask)'),
-        (FORWARD_BODY, own_attention("(d // self.n_heads) ** 0.5", "self.mask[:, :, :T, :T]"))]}),
+    ok(
+        "registered-mask-buffer",
+        {
+            M1: [
+                (
+                    "def __init__(self, d: int, n_heads: int):",
+                    "def __init__(self, d: int, n_heads: int, max_T: int = 512):",
+                ),
+                (
+                    PROJ,
+                    PROJ + "\n        mask = torch.tril(torch.ones(max_T, max_T)).view(1, 1, max_T, max_T)"
+                    '\n        self.register_buffer("mask", mask)',
+                ),
+                (FORWARD_BODY, own_attention("(d // self.n_heads) ** 0.5", "self.mask[:, :, :T, :T]")),
+            ]
+        },
+    ),
     ok("fused-sdpa", {M1: [(CALL, "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)")]}),
-    ok("einsum-manual-softmax", {M1: [(ATTENTION_BODY, """\
+    ok(
+        "einsum-manual-softmax",
+        {
+            M1: [
+                (
+                    ATTENTION_BODY,
+                    """\
     scores = torch.einsum("...id,...jd->...ij", q, k) / math.sqrt(d_k)
     scores = scores.masked_fill(causal_mask(T, q.device) == 0, -1e9)
     scores = (scores - scores.amax(dim=-1, keepdim=True)).exp()
     weights = scores / scores.sum(dim=-1, keepdim=True)
     return torch.einsum("...ij,...jd->...id", weights, v), weights
-""")]}),
-    ok("blocked-triu-mask", {M1: [
-        (FILL, 'blocked = torch.ones(T, T, device=q.device).triu(diagonal=1).bool()\n'
-               '    scores = scores.masked_fill(blocked, float("-inf"))')]}),
-    ok("blocks-via-reduce", {M2: [
-        ("import torch\n", "import functools\n\nimport torch\n"),
-        (TRUNK, "        x = functools.reduce(lambda h, block: block(h), self.blocks, x)\n"
-                "        return self.head(self.ln(x))\n")]}),
-    ok("zero-grad-right-before-backward", {M3: [(STEP, """\
+""",
+                )
+            ]
+        },
+    ),
+    ok(
+        "blocked-triu-mask",
+        {
+            M1: [
+                (
+                    FILL,
+                    "blocked = torch.ones(T, T, device=q.device).triu(diagonal=1).bool()\n"
+                    '    scores = scores.masked_fill(blocked, float("-inf"))',
+                )
+            ]
+        },
+    ),
+    ok(
+        "blocks-via-reduce",
+        {
+            M2: [
+                ("import torch\n", "import functools\n\nimport torch\n"),
+                (
+                    TRUNK,
+                    "        x = functools.reduce(lambda h, block: block(h), self.blocks, x)\n"
+                    "        return self.head(self.ln(x))\n",
+                ),
+            ]
+        },
+    ),
+    ok(
+        "zero-grad-right-before-backward",
+        {
+            M3: [
+                (
+                    STEP,
+                    """\
     for _ in range(steps):
         loss = clm_loss(model(inp), tgt)
         opt.zero_grad()
         loss.backward()
         opt.step()
         losses.append(loss.item())
-""")]}),
-    ok("zero-grad-at-end-of-step", {M3: [(STEP, """\
+""",
+                )
+            ]
+        },
+    ),
+    ok(
+        "zero-grad-at-end-of-step",
+        {
+            M3: [
+                (
+                    STEP,
+                    """\
     for _ in range(steps):
         logits = model(inp)
         loss = clm_loss(logits, tgt)
@@ -202,38 +357,96 @@ CORRECT = [
         opt.step()
         opt.zero_grad(set_to_none=False)
         losses.append(float(loss))
-""")]}),
-    ok("manual-log-softmax-loss", {M3: [(LOSS, """\
+""",
+                )
+            ]
+        },
+    ),
+    ok(
+        "manual-log-softmax-loss",
+        {
+            M3: [
+                (
+                    LOSS,
+                    """\
 logp = F.log_softmax(logits, dim=-1)
     keep = torch.ones_like(targets, dtype=torch.bool) if ignore_index is None else targets != ignore_index
     nll = -logp.gather(-1, targets.masked_fill(~keep, 0).unsqueeze(-1)).squeeze(-1)
-    return (nll * keep).sum() / keep.sum()""")]}),
+    return (nll * keep).sum() / keep.sum()""",
+                )
+            ]
+        },
+    ),
     # --- the contract fixes the submodules, not how forward uses them: functional calls score full marks too
-    ok("functional-embeddings", {M2: [
-        ("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
-        (f"x = self.tok(idx) + {POSITIONS}",
-         "x = F.embedding(idx, self.tok.weight) + F.embedding(torch.arange(t, device=idx.device), self.pos.weight)")]}),
-    ok("indexed-embedding-tables", {M2: [
-        (f"x = self.tok(idx) + {POSITIONS}", "x = self.tok.weight[idx] + self.pos.weight[:t]")]}),
-    ok("functional-linear-layers", {
-        M1: [(SPLIT, "q, k, v = F.linear(x, self.qkv.weight, self.qkv.bias).chunk(3, dim=-1)"),
-             ("return self.proj(out)", "return F.linear(out, self.proj.weight, self.proj.bias)")],
-        M2: [("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
-             ("return self.head(self.ln(x))", "return F.linear(self.ln(x), self.head.weight)")]}),
-    ok("functional-layer-norm-and-gelu", {M2: [
-        ("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
-        (f"        {BLOCK_ATTN}\n        {BLOCK_FFN}\n", """\
+    ok(
+        "functional-embeddings",
+        {
+            M2: [
+                ("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
+                (
+                    f"x = self.tok(idx) + {POSITIONS}",
+                    "x = F.embedding(idx, self.tok.weight)"
+                    " + F.embedding(torch.arange(t, device=idx.device), self.pos.weight)",
+                ),
+            ]
+        },
+    ),
+    ok(
+        "indexed-embedding-tables",
+        {M2: [(f"x = self.tok(idx) + {POSITIONS}", "x = self.tok.weight[idx] + self.pos.weight[:t]")]},
+    ),
+    ok(
+        "functional-linear-layers",
+        {
+            M1: [
+                (SPLIT, "q, k, v = F.linear(x, self.qkv.weight, self.qkv.bias).chunk(3, dim=-1)"),
+                ("return self.proj(out)", "return F.linear(out, self.proj.weight, self.proj.bias)"),
+            ],
+            M2: [
+                ("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
+                ("return self.head(self.ln(x))", "return F.linear(self.ln(x), self.head.weight)"),
+            ],
+        },
+    ),
+    ok(
+        "functional-layer-norm-and-gelu",
+        {
+            M2: [
+                ("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
+                (
+                    f"        {BLOCK_ATTN}\n        {BLOCK_FFN}\n",
+                    """\
         d = x.shape[-1]
         x = x + self.attn(F.layer_norm(x, (d,), self.ln1.weight, self.ln1.bias, self.ln1.eps))
         up, down = self.ffn[0], self.ffn[2]
         h = F.layer_norm(x, (d,), self.ln2.weight, self.ln2.bias)
         x = x + F.linear(F.gelu(F.linear(h, up.weight, up.bias)), down.weight, down.bias)
-""")]}),
-    ok("blocks-plain-list-add-module", {M2: [(BLOCKS, """\
+""",
+                ),
+            ]
+        },
+    ),
+    ok(
+        "blocks-plain-list-add-module",
+        {
+            M2: [
+                (
+                    BLOCKS,
+                    """\
 self.blocks = [GPTBlock(d, n_heads) for _ in range(n_layers)]
         for i, block in enumerate(self.blocks):  # a plain list hides them from .parameters(): register each
-            self.add_module(f"block{i}", block)""")]}),
-    ok("generate-while-loop", {M4: [(GENERATE, '''\
+            self.add_module(f"block{i}", block)""",
+                )
+            ]
+        },
+    ),
+    ok(
+        "generate-while-loop",
+        {
+            M4: [
+                (
+                    GENERATE,
+                    '''\
 def generate(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.Tensor:
     """Append max_new greedy tokens to start (B, t); returns (B, t + max_new)."""
     with torch.no_grad():
@@ -244,5 +457,9 @@ def generate(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.T
             pieces.append(logits[:, -1].argmax(dim=-1).unsqueeze(1))
             context = torch.cat(pieces, dim=1)
         return torch.cat(pieces, dim=1)
-''')]}),
+''',
+                )
+            ]
+        },
+    ),
 ]

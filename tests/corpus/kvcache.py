@@ -1,4 +1,5 @@
 """Variants for the `kvcache` exercise (generation with a key/value cache)."""
+
 from corpus.core import EVERY_EARLIER_NAME
 from helpers import bug, ok
 
@@ -82,47 +83,107 @@ PROMPT_FIRST = """    with torch.no_grad():
 """
 
 BUGGY = [
-    bug("position-not-advanced", "kvcache", "position index is not advanced", M7,
-        (NEWEST, "logits = feed(model, idx[:, -1:], t, cache)")),
-    bug("cache-never-stored", "kvcache", "cache is never updated", M7,
-        (LAYER, "out, _ = cached_attention(block.attn, block.ln1(x), cache[i])")),
-    bug("cache-keeps-only-the-prompt", "kvcache", "not appended to the cache", M7,
-        (RETURN_CACHE, "return attn.proj(out.transpose(1, 2).reshape(B, t, d)), past or (k, v)")),
-    bug("one-cache-for-all-layers", "kvcache", "empty cache of its own", M7,
-        (LAYER, "out, cache[i] = cached_attention(block.attn, block.ln1(x), cache[0])")),
-    bug("no-cache-whole-sequence", "kvcache", "fed the whole sequence each step", M7,
-        (NEWEST, "logits = feed(model, idx, 0, [None] * len(model.blocks))")),
+    bug(
+        "position-not-advanced",
+        "kvcache",
+        "position index is not advanced",
+        M7,
+        (NEWEST, "logits = feed(model, idx[:, -1:], t, cache)"),
+    ),
+    bug(
+        "cache-never-stored",
+        "kvcache",
+        "cache is never updated",
+        M7,
+        (LAYER, "out, _ = cached_attention(block.attn, block.ln1(x), cache[i])"),
+    ),
+    bug(
+        "cache-keeps-only-the-prompt",
+        "kvcache",
+        "not appended to the cache",
+        M7,
+        (RETURN_CACHE, "return attn.proj(out.transpose(1, 2).reshape(B, t, d)), past or (k, v)"),
+    ),
+    bug(
+        "one-cache-for-all-layers",
+        "kvcache",
+        "empty cache of its own",
+        M7,
+        (LAYER, "out, cache[i] = cached_attention(block.attn, block.ln1(x), cache[0])"),
+    ),
+    bug(
+        "no-cache-whole-sequence",
+        "kvcache",
+        "fed the whole sequence each step",
+        M7,
+        (NEWEST, "logits = feed(model, idx, 0, [None] * len(model.blocks))"),
+    ),
     bug("no-mask-on-prompt", "kvcache", "prompt pass has no causal mask", M7, (MASK, "")),
     bug("unscaled-scores", "kvcache", "sqrt(d_head)", M7, (SCALE, "scores = q @ k.transpose(-2, -1)")),
-    bug("last-token-counted", "kvcache", "counted the last new token", M7,
-        (CACHED_COUNT, "return prompt_len + max_new")),
-    bug("uncached-count-without-prompt", "kvcache", "forgot the prompt", M7,
-        (UNCACHED_COUNT, "return sum(range(max_new))")),
+    bug(
+        "last-token-counted", "kvcache", "counted the last new token", M7, (CACHED_COUNT, "return prompt_len + max_new")
+    ),
+    bug(
+        "uncached-count-without-prompt",
+        "kvcache",
+        "forgot the prompt",
+        M7,
+        (UNCACHED_COUNT, "return sum(range(max_new))"),
+    ),
     bug("no-length-check", "kvcache", "a clear ValueError is expected", M7, (RAISE, "")),
-    bug("length-check-off-by-one", "kvcache", "fits, but your code raised ValueError", M7,
-        (LENGTH_CHECK, "if t + max_new > model.T:")),
-    bug("gradients-recorded", "kvcache", "gradients enabled", M7,
-        (DECORATED, "def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.Tensor:")),
+    bug(
+        "length-check-off-by-one",
+        "kvcache",
+        "fits, but your code raised ValueError",
+        M7,
+        (LENGTH_CHECK, "if t + max_new > model.T:"),
+    ),
+    bug(
+        "gradients-recorded",
+        "kvcache",
+        "gradients enabled",
+        M7,
+        (DECORATED, "def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.Tensor:"),
+    ),
 ]
 
 CORRECT = [
     ok("kvcache-preallocated-cache", {M7: [(LOOP, PREALLOCATED)]}),
-    ok("kvcache-fused-attention", {M7: [
-        (ATTEND, "    visible = torch.ones(t, k.shape[2], dtype=torch.bool).tril(diagonal=k.shape[2] - t)\n"
-                 "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=visible)\n"),
-        ("    n = k.shape[2]  # every position so far: the cached ones, then the t new ones\n", ""),
-        (UNCACHED_COUNT, "return max_new * prompt_len + max_new * (max_new - 1) // 2"),
-    ]}),
-    ok("kvcache-prompt-before-loop", {M7: [
-        (DECORATED, DECORATED.removeprefix("@torch.no_grad()\n")), (LOOP, PROMPT_FIRST)]}),
-    ok("attend-with-m1s-names", {M7: [
-        ("import torch.nn.functional as F\n", "import torch.nn.functional as F\n" + EVERY_EARLIER_NAME),
-        (ATTEND, """\
+    ok(
+        "kvcache-fused-attention",
+        {
+            M7: [
+                (
+                    ATTEND,
+                    "    visible = torch.ones(t, k.shape[2], dtype=torch.bool).tril(diagonal=k.shape[2] - t)\n"
+                    "    out = F.scaled_dot_product_attention(q, k, v, attn_mask=visible)\n",
+                ),
+                ("    n = k.shape[2]  # every position so far: the cached ones, then the t new ones\n", ""),
+                (UNCACHED_COUNT, "return max_new * prompt_len + max_new * (max_new - 1) // 2"),
+            ]
+        },
+    ),
+    ok(
+        "kvcache-prompt-before-loop",
+        {M7: [(DECORATED, DECORATED.removeprefix("@torch.no_grad()\n")), (LOOP, PROMPT_FIRST)]},
+    ),
+    ok(
+        "attend-with-m1s-names",
+        {
+            M7: [
+                ("import torch.nn.functional as F\n", "import torch.nn.functional as F\n" + EVERY_EARLIER_NAME),
+                (
+                    ATTEND,
+                    """\
     if past is None:  # the prompt: plain causal attention, as in m1
         out, _ = causal_attention(q, k, v)
     else:  # new position i sits at n - t + i: the rows of an n x n causal mask from n - t on
         visible = causal_mask(n, x.device)[n - t:].bool()
         scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
         out = F.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v
-""")]}),
+""",
+                ),
+            ]
+        },
+    ),
 ]

@@ -1,4 +1,5 @@
 """Variants for the `quiz` (quiz.py): common wrong answers, and right ones written differently."""
+
 from helpers import bug, ok
 
 QUIZ = "quiz.py"
@@ -12,10 +13,15 @@ BUGGY = [
 ]
 
 CORRECT = [
-    ok("quiz-answers-as-strings-and-approximations", {QUIZ: [
-        ('Q3 = "above"', 'Q3 = "Above the diagonal"'),
-        ("Q6 = 51_463_168", 'Q6 = "51,463,168"'),
-        ("Q7 = 1e10", "Q7 = 1.0e10 + 1e7"),
-        ("Q8 = 2_488_796_160", "Q8 = 2.49e9"),
-    ]}),
+    ok(
+        "quiz-answers-as-strings-and-approximations",
+        {
+            QUIZ: [
+                ('Q3 = "above"', 'Q3 = "Above the diagonal"'),
+                ("Q6 = 51_463_168", 'Q6 = "51,463,168"'),
+                ("Q7 = 1e10", "Q7 = 1.0e10 + 1e7"),
+                ("Q8 = 2_488_796_160", "Q8 = 2.49e9"),
+            ]
+        },
+    ),
 ]

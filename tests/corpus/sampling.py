@@ -1,4 +1,5 @@
 """Variants for the `sampling` exercise (m8_sampling.py: temperature, top-k, top-p)."""
+
 from helpers import bug, ok
 
 M8 = "m8_sampling.py"
@@ -50,29 +51,78 @@ GENERATE_BODY = f"""    idx = start
 """
 
 BUGGY = [
-    bug("sampling-temperature-multiplied", "sampling", "temperature multiplied the logits", M8,
-        (SCALE, "logits = filter_logits(logits * temperature, top_k, top_p)")),
-    bug("sampling-temperature-on-probabilities", "sampling", "the temperature had no effect", M8,
+    bug(
+        "sampling-temperature-multiplied",
+        "sampling",
+        "temperature multiplied the logits",
+        M8,
+        (SCALE, "logits = filter_logits(logits * temperature, top_k, top_p)"),
+    ),
+    bug(
+        "sampling-temperature-on-probabilities",
+        "sampling",
+        "the temperature had no effect",
+        M8,
         (SCALE, "logits = filter_logits(logits, top_k, top_p)"),
-        (SOFTMAX, "probs = F.softmax(logits, dim=-1) / temperature\n    return")),
-    bug("sampling-filter-before-temperature", "sampling", "the filters ran before the temperature", M8,
-        (SCALE, "logits = filter_logits(logits, top_k, top_p) / temperature")),
+        (SOFTMAX, "probs = F.softmax(logits, dim=-1) / temperature\n    return"),
+    ),
+    bug(
+        "sampling-filter-before-temperature",
+        "sampling",
+        "the filters ran before the temperature",
+        M8,
+        (SCALE, "logits = filter_logits(logits, top_k, top_p) / temperature"),
+    ),
     bug("sampling-temperature-zero-divides", "sampling", "do not divide by 0", M8, (GREEDY, "")),
-    bug("sampling-top-k-off-by-one", "sampling", "off by one", M8,
-        (TOP_K, TOP_K.replace("logits < kth", "logits <= kth"))),
-    bug("sampling-top-k-not-clamped", "sampling", "min(top_k, V)", M8,
-        (KTH, "kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]")),
-    bug("sampling-top-k-2d-only", "sampling", "leading dims", M8,
-        (KTH, "kth = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[:, [-1]]")),
-    bug("sampling-top-p-drops-crossing-token", "sampling", "crosses p", M8,
-        (DROP, "drop = probs.cumsum(dim=-1) >= top_p")),
-    bug("sampling-top-p-unsorted", "sampling", "sort them", M8,
-        (TOP_P, """        probs = F.softmax(logits, dim=-1)
+    bug(
+        "sampling-top-k-off-by-one",
+        "sampling",
+        "off by one",
+        M8,
+        (TOP_K, TOP_K.replace("logits < kth", "logits <= kth")),
+    ),
+    bug(
+        "sampling-top-k-not-clamped",
+        "sampling",
+        "min(top_k, V)",
+        M8,
+        (KTH, "kth = torch.topk(logits, top_k, dim=-1).values[..., -1:]"),
+    ),
+    bug(
+        "sampling-top-k-2d-only",
+        "sampling",
+        "leading dims",
+        M8,
+        (KTH, "kth = torch.topk(logits, min(top_k, logits.size(-1)), dim=-1).values[:, [-1]]"),
+    ),
+    bug(
+        "sampling-top-p-drops-crossing-token",
+        "sampling",
+        "crosses p",
+        M8,
+        (DROP, "drop = probs.cumsum(dim=-1) >= top_p"),
+    ),
+    bug(
+        "sampling-top-p-unsorted",
+        "sampling",
+        "sort them",
+        M8,
+        (
+            TOP_P,
+            """        probs = F.softmax(logits, dim=-1)
         drop = probs.cumsum(dim=-1) - probs >= top_p
         logits = logits.masked_fill(drop, float("-inf"))
-""")),
-    bug("sampling-top-p-before-top-k", "sampling", "top-p used the probabilities of all V tokens", M8,
-        (FILTER_BODY, f"""    if top_p is not None:
+""",
+        ),
+    ),
+    bug(
+        "sampling-top-p-before-top-k",
+        "sampling",
+        "top-p used the probabilities of all V tokens",
+        M8,
+        (
+            FILTER_BODY,
+            f"""    if top_p is not None:
         if not 0 < top_p <= 1:
             raise ValueError(f"top_p must lie in (0, 1], got {{top_p}}")
 {TOP_P}    if top_k is not None:
@@ -81,34 +131,82 @@ BUGGY = [
         {KTH}
         {TOP_K}
     return logits
-""")),
-    bug("sampling-global-rng", "sampling", "ignore the generator", M8,
-        (DRAW, "return torch.multinomial(probs, 1).squeeze(-1)")),
-    bug("sampling-own-generator", "sampling", "draw with the generator passed in", M8,
-        (DRAW, "return torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(0)).squeeze(-1)")),
+""",
+        ),
+    ),
+    bug(
+        "sampling-global-rng",
+        "sampling",
+        "ignore the generator",
+        M8,
+        (DRAW, "return torch.multinomial(probs, 1).squeeze(-1)"),
+    ),
+    bug(
+        "sampling-own-generator",
+        "sampling",
+        "draw with the generator passed in",
+        M8,
+        (DRAW, "return torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(0)).squeeze(-1)"),
+    ),
     bug("sampling-no-temperature-check", "sampling", "must raise ValueError", M8, (TEMPERATURE_CHECK, "")),
-    bug("sampling-no-argument-checks", "sampling", "must raise ValueError", M8,
+    bug(
+        "sampling-no-argument-checks",
+        "sampling",
+        "must raise ValueError",
+        M8,
         (TEMPERATURE_CHECK + FILTER_CHECKS, ""),
-        ("""        if top_k < 1:
+        (
+            """        if top_k < 1:
             raise ValueError(f"top_k must be at least 1, got {top_k}")
-""", ""),
-        ("""        if not 0 < top_p <= 1:
+""",
+            "",
+        ),
+        (
+            """        if not 0 < top_p <= 1:
             raise ValueError(f"top_p must lie in (0, 1], got {top_p}")
-""", "")),
-    bug("sampling-returns-b-by-1", "sampling", "squeeze the last axis", M8,
-        (DRAW, "return torch.multinomial(probs, 1, generator=generator)")),
-    bug("sampling-generate-no-crop", "sampling", "crop to the last model.T tokens", M8,
-        (CROP, "logits = model(idx)[:, -1, :]")),
-    bug("sampling-generate-first-position", "sampling", "last position", M8,
-        (CROP, "logits = model(idx[:, -model.T:])[:, 0, :]")),
-    bug("sampling-generate-no-grad-missing", "sampling", "no_grad", M8,
-        ("@torch.no_grad()\ndef generate_sampled", "def generate_sampled")),
+""",
+            "",
+        ),
+    ),
+    bug(
+        "sampling-returns-b-by-1",
+        "sampling",
+        "squeeze the last axis",
+        M8,
+        (DRAW, "return torch.multinomial(probs, 1, generator=generator)"),
+    ),
+    bug(
+        "sampling-generate-no-crop",
+        "sampling",
+        "crop to the last model.T tokens",
+        M8,
+        (CROP, "logits = model(idx)[:, -1, :]"),
+    ),
+    bug(
+        "sampling-generate-first-position",
+        "sampling",
+        "last position",
+        M8,
+        (CROP, "logits = model(idx[:, -model.T:])[:, 0, :]"),
+    ),
+    bug(
+        "sampling-generate-no-grad-missing",
+        "sampling",
+        "no_grad",
+        M8,
+        ("@torch.no_grad()\ndef generate_sampled", "def generate_sampled"),
+    ),
 ]
 
 CORRECT = [
     # top-k by sorting, top-p by a loop over each row, sampling by inverse CDF with torch.rand(generator=...).
-    ok("sampling-loops-inverse-cdf", {M8: [
-        (FILTER_BODY, """    if top_k is not None and top_k < 1:
+    ok(
+        "sampling-loops-inverse-cdf",
+        {
+            M8: [
+                (
+                    FILTER_BODY,
+                    """    if top_k is not None and top_k < 1:
         raise ValueError("top_k must be >= 1")
     if top_p is not None and (top_p <= 0 or top_p > 1):
         raise ValueError("top_p must be in (0, 1]")
@@ -127,8 +225,11 @@ CORRECT = [
                     row[i] = float("-inf")
                 total += probs[i].item()
     return rows.reshape(out.shape)
-"""),
-        (SAMPLE_BODY, """    bad_k = top_k is not None and top_k < 1
+""",
+                ),
+                (
+                    SAMPLE_BODY,
+                    """    bad_k = top_k is not None and top_k < 1
     if temperature < 0 or bad_k or (top_p is not None and not 0 < top_p <= 1):
         raise ValueError(f"bad sampling arguments: temperature={temperature}, top_k={top_k}, top_p={top_p}")
     if not temperature:
@@ -137,20 +238,31 @@ CORRECT = [
     cdf = probs.cumsum(dim=-1)
     u = torch.rand(probs.shape[0], 1, generator=generator) * cdf[:, -1:]
     return torch.searchsorted(cdf, u, right=True).squeeze(1).clamp(max=probs.shape[1] - 1)
-"""),
-        (GENERATE_BODY, """    with torch.no_grad():
+""",
+                ),
+                (
+                    GENERATE_BODY,
+                    """    with torch.no_grad():
         out = start.clone()
         while out.shape[1] < start.shape[1] + max_new:
             last = model(out[:, max(0, out.shape[1] - model.T):])[:, -1]
             out = torch.cat((out, sample_next(last, generator, temperature, top_k, top_p).unsqueeze(1)), 1)
     return out
-"""),
-        ("@torch.no_grad()\ndef generate_sampled", "def generate_sampled"),
-    ]}),
+""",
+                ),
+                ("@torch.no_grad()\ndef generate_sampled", "def generate_sampled"),
+            ]
+        },
+    ),
     # top-k with kthvalue, top-p as Hugging Face writes it (remove where the sum exceeds p, shifted right),
     # sampling with the Gumbel-max trick.
-    ok("sampling-gumbel-hf-top-p", {M8: [
-        (FILTER_BODY, """    if top_k is not None:
+    ok(
+        "sampling-gumbel-hf-top-p",
+        {
+            M8: [
+                (
+                    FILTER_BODY,
+                    """    if top_k is not None:
         if top_k < 1:
             raise ValueError(f"top_k={top_k}: need at least one token")
         k = min(top_k, logits.shape[-1])
@@ -166,8 +278,11 @@ CORRECT = [
         mask = torch.zeros_like(remove).scatter(-1, sorted_idx, remove)
         logits = logits.masked_fill(mask, float("-inf"))
     return logits
-"""),
-        (SAMPLE_BODY, """    if temperature < 0:
+""",
+                ),
+                (
+                    SAMPLE_BODY,
+                    """    if temperature < 0:
         raise ValueError("temperature must not be negative")
     if top_k is not None and top_k < 1:
         raise ValueError("top_k must be positive")
@@ -178,11 +293,22 @@ CORRECT = [
     scaled = filter_logits(logits / temperature, top_k=top_k, top_p=top_p)
     u = torch.rand(scaled.shape, generator=generator).clamp(min=1e-20)
     return (scaled - torch.log(-torch.log(u))).argmax(dim=-1)
-"""),
-    ]}),
+""",
+                ),
+            ]
+        },
+    ),
     # The exponential race (probs / Exp(1), as gpt-fast samples), from a generator-drawn exponential.
-    ok("sampling-exponential-race", {M8: [
-        (DRAW, """noise = torch.empty_like(probs).exponential_(1, generator=generator)
-    return (probs / noise).argmax(dim=-1).long()"""),
-    ]}),
+    ok(
+        "sampling-exponential-race",
+        {
+            M8: [
+                (
+                    DRAW,
+                    """noise = torch.empty_like(probs).exponential_(1, generator=generator)
+    return (probs / noise).argmax(dim=-1).long()""",
+                ),
+            ]
+        },
+    ),
 ]

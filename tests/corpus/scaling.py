@@ -1,4 +1,5 @@
 """Variants for the `scaling` exercise (m5_scaling.py)."""
+
 from helpers import bug, ok
 
 M5 = "m5_scaling.py"
@@ -12,24 +13,43 @@ BUGGY = [
     bug("block-without-layernorms", "scaling", "LayerNorms are missing", M5, (LAYER_NORMS, "layer_norms = 0")),
     bug("ffn-2x-wide", "scaling", "4x wide", M5, (FFN, "ffn = (d * 2 * d + 2 * d) + (2 * d * d + d)")),
     bug("tied-head-counted-twice", "scaling", "count it once", M5, (HEAD, "head = vocab_size * d")),
-    bug("head-with-bias", "scaling", "the head is bias-free", M5,
-        (HEAD, "head = 0 if tied else vocab_size * d + vocab_size")),
+    bug(
+        "head-with-bias",
+        "scaling",
+        "the head is bias-free",
+        M5,
+        (HEAD, "head = 0 if tied else vocab_size * d + vocab_size"),
+    ),
     bug("no-position-table", "scaling", "position table", M5, (EMBEDDINGS, "embeddings = vocab_size * d")),
     bug("chinchilla-without-20", "scaling", "the 20 is missing", M5, (OPTIMAL_N, "n_params = math.sqrt(compute / 6)")),
-    bug("flops-forward-only", "scaling", "forward pass only", M5,
-        ("return 6 * n_params * n_tokens", "return 2 * n_params * n_tokens")),
+    bug(
+        "flops-forward-only",
+        "scaling",
+        "forward pass only",
+        M5,
+        ("return 6 * n_params * n_tokens", "return 2 * n_params * n_tokens"),
+    ),
     bug("budget-not-validated", "scaling", "must raise ValueError", M5, ("    _positive(compute=compute)\n", "")),
 ]
 
 CORRECT = [
-    ok("scaling-closed-forms", {M5: [
-        ("    return layer_norms + attention + ffn  # 12 d^2 + 13 d", "    return 12 * d * d + 13 * d"),
-        (HEAD, "head = (not tied) * vocab_size * d"),
-        (OPTIMAL_N, "n_params = (compute / 120) ** 0.5"),
-    ]}),
-    ok("scaling-counted-from-meta-modules", {M5: [(
-        "def block_parameter_count(d: int) -> int:",
-        '''def block_parameter_count(d: int) -> int:
+    ok(
+        "scaling-closed-forms",
+        {
+            M5: [
+                ("    return layer_norms + attention + ffn  # 12 d^2 + 13 d", "    return 12 * d * d + 13 * d"),
+                (HEAD, "head = (not tied) * vocab_size * d"),
+                (OPTIMAL_N, "n_params = (compute / 120) ** 0.5"),
+            ]
+        },
+    ),
+    ok(
+        "scaling-counted-from-meta-modules",
+        {
+            M5: [
+                (
+                    "def block_parameter_count(d: int) -> int:",
+                    """def block_parameter_count(d: int) -> int:
     import torch
     from torch import nn
     with torch.device("meta"):
@@ -37,5 +57,9 @@ CORRECT = [
     return sum(p.numel() for p in layer.parameters())
 
 
-def _unused(d: int) -> int:''')]}),
+def _unused(d: int) -> int:""",
+                )
+            ]
+        },
+    ),
 ]

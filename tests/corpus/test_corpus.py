@@ -4,6 +4,7 @@ A variant is graded on the milestones that import a file it changes; that no oth
 milestone reads those files is proven once per milestone by the isolation test below.
 All selected cases are graded by one grader process (see ``corpus_reports``).
 """
+
 import functools
 
 import pytest
@@ -19,8 +20,11 @@ pytestmark = pytest.mark.slow  # every test here grades whole submissions
 @functools.cache
 def isolated(milestone: str) -> Variant:
     """The reference with every file but the milestone's own replaced by one that raises at import."""
-    broken = {f"{name}.py": 'raise RuntimeError("broken on purpose")\n'
-              for name in STUDENT_MODULES if name not in SPECS[milestone].modules}
+    broken = {
+        f"{name}.py": 'raise RuntimeError("broken on purpose")\n'
+        for name in STUDENT_MODULES
+        if name not in SPECS[milestone].modules
+    }
     return Variant(f"only-{milestone}", files=broken)
 
 
@@ -38,8 +42,11 @@ def corpus_reports(request, tmp_path_factory) -> dict[int, Graded]:
     The verdicts are those of ``grade check`` (same runner, suites and sandbox); the command line
     itself is tested in test_cli.py, test_reference.py and test_attacks.py.
     """
-    cases = [case(item.callspec.params) for item in request.session.items
-             if item.path.name == "test_corpus.py" and hasattr(item, "callspec")]
+    cases = [
+        case(item.callspec.params)
+        for item in request.session.items
+        if item.path.name == "test_corpus.py" and hasattr(item, "callspec")
+    ]
     root = tmp_path_factory.mktemp("corpus")
     jobs = [(v.build(root / f"submission{i}"), milestones) for i, (v, milestones) in enumerate(cases)]
     return {id(v): graded for (v, _), graded in zip(cases, grade_many(jobs, root))}

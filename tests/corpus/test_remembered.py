@@ -5,6 +5,7 @@ reference's side of a check once. If a key left out something the answer depends
 the answer would be whatever the first submission graded made it: so a submission
 graded after others must get exactly the report it gets in a fresh process.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -61,6 +62,10 @@ def test_each_bug_is_still_caught(reports, milestone):
 def test_a_wrong_formula_is_still_shrunk_to_a_small_example(reports):
     """The formula's failure names hypothesis's simplest failing configuration, not the first one tried."""
     _, after = reports
-    message = next(c["message"] for m in after["milestones"] for c in m["checks"]
-                   if c["name"].startswith("gpt_parameter_count equals the parameters") and not c["passed"])
+    message = next(
+        c["message"]
+        for m in after["milestones"]
+        for c in m["checks"]
+        if c["name"].startswith("gpt_parameter_count equals the parameters") and not c["passed"]
+    )
     assert message.startswith("gpt_parameter_count(1, 1, 0, 1, tied=True) is 5, but"), message

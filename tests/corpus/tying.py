@@ -1,4 +1,5 @@
 """Variants for the `tying` exercise (m6_tying.py)."""
+
 from corpus.core import EVERY_EARLIER_NAME
 from helpers import bug, ok
 
@@ -20,10 +21,20 @@ def layer(**options: str) -> str:
 
 
 BUGGY = [
-    bug("tie-copies-the-values", "tying", "a Parameter of its own", M6,
-        (TIE, "model.head.weight.data = model.tok.weight.data")),
-    bug("tie-wraps-a-new-parameter", "tying", "a Parameter of its own", M6,
-        (TIE, "model.head.weight = nn.Parameter(model.tok.weight)")),
+    bug(
+        "tie-copies-the-values",
+        "tying",
+        "a Parameter of its own",
+        M6,
+        (TIE, "model.head.weight.data = model.tok.weight.data"),
+    ),
+    bug(
+        "tie-wraps-a-new-parameter",
+        "tying",
+        "a Parameter of its own",
+        M6,
+        (TIE, "model.head.weight = nn.Parameter(model.tok.weight)"),
+    ),
     bug("library-untied", "tying", "a Parameter of its own", M6, ("        tie_weights(self)\n", "")),
     bug("library-default-dropout", "tying", "dropout", M6, (LAYER, layer(dropout=""))),
     bug("library-relu", "tying", "ReLU in the feed-forward", M6, (LAYER, layer(activation=""))),
@@ -34,19 +45,36 @@ BUGGY = [
 
 CORRECT = [
     ok("tie-the-other-way", {M6: [(TIE, "model.tok.weight = model.head.weight")]}),
-    ok("library-module-list-and-own-mask", {M6: [
-        ("        self.blocks = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)",
-         "        self.blocks = nn.ModuleList(copy.deepcopy(layer) for _ in range(n_layers))"),
-        ("""        mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)
+    ok(
+        "library-module-list-and-own-mask",
+        {
+            M6: [
+                (
+                    "        self.blocks = nn.TransformerEncoder(layer, n_layers, enable_nested_tensor=False)",
+                    "        self.blocks = nn.ModuleList(copy.deepcopy(layer) for _ in range(n_layers))",
+                ),
+                (
+                    """        mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)
         x = self.blocks(x, mask=mask, is_causal=True)""",
-         """        mask = torch.full((t, t), float("-inf"), device=idx.device).triu(1)
+                    """        mask = torch.full((t, t), float("-inf"), device=idx.device).triu(1)
         for block in self.blocks:
-            x = block(x, src_mask=mask)"""),
-        ('"""Weight tying, and', 'import copy\n\n"""Weight tying, and'),
-    ]}),
-    ok("library-mask-from-m1", {M6: [
-        ("import torch.nn as nn\n", "import torch.nn as nn\n" + EVERY_EARLIER_NAME),
-        ("mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)",
-         "mask = causal_mask(t, idx.device) == 0  # True where blocked"),
-        ("x = self.blocks(x, mask=mask, is_causal=True)", "x = self.blocks(x, mask=mask)")]}),
+            x = block(x, src_mask=mask)""",
+                ),
+                ('"""Weight tying, and', 'import copy\n\n"""Weight tying, and'),
+            ]
+        },
+    ),
+    ok(
+        "library-mask-from-m1",
+        {
+            M6: [
+                ("import torch.nn as nn\n", "import torch.nn as nn\n" + EVERY_EARLIER_NAME),
+                (
+                    "mask = nn.Transformer.generate_square_subsequent_mask(t, device=idx.device)",
+                    "mask = causal_mask(t, idx.device) == 0  # True where blocked",
+                ),
+                ("x = self.blocks(x, mask=mask, is_causal=True)", "x = self.blocks(x, mask=mask)"),
+            ]
+        },
+    ),
 ]

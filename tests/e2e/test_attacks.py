@@ -6,6 +6,7 @@ among m1..m4 must keep full marks (the ``lesson`` integration group runs the stu
 together, so it may drop; nothing here asserts on it). Only m1..m4 are graded: the later
 exercises run in workers of their own exactly like these. The hostile texts live in attacks.py.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,20 +22,22 @@ from helpers import CORE, Graded, Variant, explain, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
-BOUND_S = 150.0         # wall time the whole grading may take, even for hang attacks
-HANG_GUARD_S = 300.0    # the grading command is killed after this; the test then fails with a clear message
+BOUND_S = 150.0  # wall time the whole grading may take, even for hang attacks
+HANG_GUARD_S = 300.0  # the grading command is killed after this; the test then fails with a clear message
 HANG = ("--timeout", "5")
 
 
 @pytest.fixture
 def attack(tmp_path):
     """Grade a Variant (built from the reference) through the CLI; a grader that hangs fails the test."""
+
     def run(variant: Variant, *args: str) -> Graded:
         submission = variant.build(tmp_path / "submission")
         try:
             return grade(submission, *args, *(a for m in CORE for a in ("-m", m)), timeout=HANG_GUARD_S)
         except subprocess.TimeoutExpired:
             pytest.fail(f"{variant.name}: `grade check` was still running after {HANG_GUARD_S:.0f} s and was killed")
+
     return run
 
 
@@ -62,7 +65,7 @@ def m1_variant(name: str, expect: str, *edits: tuple[str, str], files: dict[str,
 
 
 LEAK = "information leaks from the future"  # what the leak checks say about the triu mask
-UPPER = "upper-triangular"                   # what causal_mask's check says about it
+UPPER = "upper-triangular"  # what causal_mask's check says about it
 
 # ---------------------------------------------------------------- attacks with the common verdict
 
@@ -70,54 +73,75 @@ CONTAINED = [
     # 1. os._exit(0) while m1_attention.py is imported: the worker vanishes before any test runs.
     pytest.param(m1_variant("os-exit-at-import", "exit code 0", A.at_import(A.OS_EXIT)), (), id="1-os-exit-at-import"),
     # 2. sys.exit(0) while m1_attention.py is imported.
-    pytest.param(m1_variant("sys-exit-at-import", "SystemExit", A.at_import(A.SYS_EXIT)), (),
-                 id="2-sys-exit-at-import"),
+    pytest.param(
+        m1_variant("sys-exit-at-import", "SystemExit", A.at_import(A.SYS_EXIT)), (), id="2-sys-exit-at-import"
+    ),
     # 3. os._exit(0) inside causal_attention: every call kills the worker.
-    pytest.param(m1_variant("os-exit-in-call", "os._exit or sys.exit", A.in_call(A.OS_EXIT)), (),
-                 id="3-os-exit-in-call"),
+    pytest.param(
+        m1_variant("os-exit-in-call", "os._exit or sys.exit", A.in_call(A.OS_EXIT)), (), id="3-os-exit-in-call"
+    ),
     # 3b. sys.exit(0) inside causal_attention (SystemExit, a BaseException).
     pytest.param(m1_variant("sys-exit-in-call", "SystemExit", A.in_call(A.SYS_EXIT)), (), id="3b-sys-exit-in-call"),
     # 4. raise KeyboardInterrupt inside causal_attention (a BaseException, not an Exception).
-    pytest.param(m1_variant("keyboard-interrupt", "KeyboardInterrupt", A.in_call(A.KEYBOARD_INTERRUPT)), (),
-                 id="4-keyboard-interrupt-in-call"),
+    pytest.param(
+        m1_variant("keyboard-interrupt", "KeyboardInterrupt", A.in_call(A.KEYBOARD_INTERRUPT)),
+        (),
+        id="4-keyboard-interrupt-in-call",
+    ),
     # 5. while True: pass inside causal_attention, graded with --timeout 5.
-    pytest.param(m1_variant("infinite-loop", "no answer within", A.in_call(A.INFINITE_LOOP)), HANG,
-                 id="5-infinite-loop-in-call"),
+    pytest.param(
+        m1_variant("infinite-loop", "no answer within", A.in_call(A.INFINITE_LOOP)), HANG, id="5-infinite-loop-in-call"
+    ),
     # 6. ctypes.string_at(0) inside causal_attention: SIGSEGV.
     pytest.param(m1_variant("segfault", "segmentation fault", A.in_call(A.SEGFAULT)), (), id="6-segfault-in-call"),
     # 7. 150 MB of print() inside causal_attention.
-    pytest.param(m1_variant("flood-output", "printed more than", A.in_call(A.FLOOD_OUTPUT)), (),
-                 id="7-flood-output-in-call"),
+    pytest.param(
+        m1_variant("flood-output", "printed more than", A.in_call(A.FLOOD_OUTPUT)), (), id="7-flood-output-in-call"
+    ),
     # 8. torch/numpy/unittest comparison helpers patched to always pass at import, with a leaking triu mask.
-    pytest.param(m1_variant("monkeypatch-comparisons", LEAK, A.at_import(A.MONKEYPATCH_COMPARISONS), A.LEAKY_MASK), (),
-                 id="8-monkeypatched-comparisons-and-leaky-mask"),
+    pytest.param(
+        m1_variant("monkeypatch-comparisons", LEAK, A.at_import(A.MONKEYPATCH_COMPARISONS), A.LEAKY_MASK),
+        (),
+        id="8-monkeypatched-comparisons-and-leaky-mask",
+    ),
     # 12. a syntax error in m1_attention.py (m1 = 0 is asserted separately below).
     pytest.param(m1_variant("syntax-error", "SyntaxError", A.SYNTAX_ERROR), (), id="12-syntax-error"),
     # 13. m3_train.py is missing.
     pytest.param(Variant("missing-file", "m3", "there is no m3_train.py", drop=(A.M3,)), (), id="13-missing-file"),
     # 14. count_parameters is deleted from m2_model.py.
-    pytest.param(Variant("missing-name", "m2", "count_parameters", edits={A.M2: [A.REMOVE_COUNT_PARAMETERS]}), (),
-                 id="14-missing-name"),
+    pytest.param(
+        Variant("missing-name", "m2", "count_parameters", edits={A.M2: [A.REMOVE_COUNT_PARAMETERS]}),
+        (),
+        id="14-missing-name",
+    ),
     # 15. causal_attention(q, k): one parameter short.
-    pytest.param(m1_variant("wrong-signature", "takes 2 positional arguments", A.WRONG_SIGNATURE), (),
-                 id="15-wrong-signature"),
+    pytest.param(
+        m1_variant("wrong-signature", "takes 2 positional arguments", A.WRONG_SIGNATURE), (), id="15-wrong-signature"
+    ),
     # 16. a conftest.py (reports rewritten as passed, everything skipped, collection emptied) and a
     #     pytest.ini (--collect-only, no python plugin) in the submission folder, with a leaking triu mask.
-    pytest.param(m1_variant("pytest-config", UPPER, A.LEAKY_MASK,
-                            files={"conftest.py": A.CONFTEST, "pytest.ini": A.PYTEST_INI}), (),
-                 id="16-conftest-and-pytest-ini-with-leaky-mask"),
+    pytest.param(
+        m1_variant("pytest-config", UPPER, A.LEAKY_MASK, files={"conftest.py": A.CONFTEST, "pytest.ini": A.PYTEST_INI}),
+        (),
+        id="16-conftest-and-pytest-ini-with-leaky-mask",
+    ),
     # 17a. torch.empty(10**11) (400 GB) inside causal_attention.
     pytest.param(m1_variant("memory-empty", "memory", A.in_call(A.MEMORY_EMPTY)), (), id="17a-memory-bomb-empty"),
     # 17b. a list of 400 MB tensors growing without end inside causal_attention.
-    pytest.param(m1_variant("memory-growing", "memory", A.in_call(A.MEMORY_GROWING)), (),
-                 id="17b-memory-bomb-growing-list"),
+    pytest.param(
+        m1_variant("memory-growing", "memory", A.in_call(A.MEMORY_GROWING)), (), id="17b-memory-bomb-growing-list"
+    ),
     # 19. garbage bytes written to every socket in /proc/self/fd inside causal_attention (forging the protocol).
-    pytest.param(m1_variant("socket-garbage", "malformed", A.in_call(A.SOCKET_GARBAGE)), (),
-                 id="19-garbage-on-every-socket"),
+    pytest.param(
+        m1_variant("socket-garbage", "malformed", A.in_call(A.SOCKET_GARBAGE)), (), id="19-garbage-on-every-socket"
+    ),
     # 20. a passing pytest summary and JSON score printed to stdout, stderr and the raw fds, at import and
     #     in every call, with a leaking triu mask.
-    pytest.param(m1_variant("spoofed-output", UPPER, A.at_import(A.SPOOFED_OUTPUT), A.in_call(A.SPOOFED_OUTPUT),
-                            A.LEAKY_MASK), (), id="20-spoofed-stdout-with-leaky-mask"),
+    pytest.param(
+        m1_variant("spoofed-output", UPPER, A.at_import(A.SPOOFED_OUTPUT), A.in_call(A.SPOOFED_OUTPUT), A.LEAKY_MASK),
+        (),
+        id="20-spoofed-stdout-with-leaky-mask",
+    ),
 ]
 
 
@@ -135,9 +159,13 @@ def test_attack_is_contained(attack, variant: Variant, args: tuple[str, ...]):
 # ---------------------------------------------------------------- 9. a tensor subclass that equals everything
 
 ATTENTION_CHECKS = (  # the first lines of the docstrings of the checks that call causal_attention directly
-    "the lesson's worked example", "outputs and weights equal the reference", "out is (..., T, d_k)",
-    "weights are exactly 0 above the diagonal", "blocked weights stay exactly 0",
-    "changing keys and values at later positions", "the mask is built on the inputs' device",
+    "the lesson's worked example",
+    "outputs and weights equal the reference",
+    "out is (..., T, d_k)",
+    "weights are exactly 0 above the diagonal",
+    "blocked weights stay exactly 0",
+    "changing keys and values at later positions",
+    "the mask is built on the inputs' device",
 )
 
 
@@ -154,12 +182,14 @@ def test_tensor_subclass_that_equals_everything(attack):
 
 # ---------------------------------------------------------------- 10. reaching the reference and the suites
 
+
 def test_importing_the_reference_or_grader_fails(attack):
     """m1_attention.py tries `import solutions`, `from solutions import m1_attention`, `import grader.suites`
     (then grader.reference), importlib on the reference's absolute path, and the repo root on sys.path;
     if any works it re-exports the reference (full marks), else it falls back to a leaking triu mask."""
-    variant = m1_variant("import-reference", UPPER, A.at_import(A.import_the_reference()),
-                         A.REEXPORT_OR_LEAKY_MASK, A.REEXPORT_ATTENTION)
+    variant = m1_variant(
+        "import-reference", UPPER, A.at_import(A.import_the_reference()), A.REEXPORT_OR_LEAKY_MASK, A.REEXPORT_ATTENTION
+    )
     assert_contained(attack(variant), "m1", UPPER)
 
 
@@ -179,12 +209,14 @@ def test_reading_the_reference_or_suite_fails(attack):
 
 # Beyond the brief: two more routes to a correct M1 that the ones above do not try.
 
+
 def test_reference_through_proc_root_fails(attack):
     """m1_attention.py imports the reference through /proc/<pid>/root/<repo>/solutions (or /proc/<pid>/cwd)
     of any process outside the worker's mount namespace, where the grader's files are not hidden; if it
     works it re-exports it, else it falls back to a leaking triu mask."""
-    variant = m1_variant("proc-root-escape", UPPER, A.at_import(A.proc_root_escape()),
-                         A.REEXPORT_OR_LEAKY_MASK, A.REEXPORT_ATTENTION)
+    variant = m1_variant(
+        "proc-root-escape", UPPER, A.at_import(A.proc_root_escape()), A.REEXPORT_OR_LEAKY_MASK, A.REEXPORT_ATTENTION
+    )
     assert_contained(attack(variant), "m1", UPPER)
 
 
@@ -192,8 +224,9 @@ def test_reference_after_unmounting_the_hiding_fails(attack):
     """m1_attention.py unmounts (umount2, MNT_DETACH) whatever hides the solutions/ and grader/ folders,
     then imports the reference by absolute path; if that works it re-exports it, else it falls back to a
     leaking triu mask."""
-    variant = m1_variant("unmount-hiding", UPPER, A.at_import(A.unmount_the_hiding()),
-                         A.REEXPORT_OR_LEAKY_MASK, A.REEXPORT_ATTENTION)
+    variant = m1_variant(
+        "unmount-hiding", UPPER, A.at_import(A.unmount_the_hiding()), A.REEXPORT_OR_LEAKY_MASK, A.REEXPORT_ATTENTION
+    )
     assert_contained(attack(variant), "m1", UPPER)
 
 
@@ -201,8 +234,13 @@ def test_trusted_m1_not_reachable_from_memory(attack):
     """m1_attention.py takes the grader's trusted M1 source (TRUSTED_SOURCES, read by the fork server
     and inherited by every worker) from sys.modules['__main__'] and execs it; if that works it
     re-exports it, else it falls back to a leaking triu mask."""
-    variant = m1_variant("trusted-source", UPPER, A.at_import(A.TRUSTED_SOURCE_FROM_MEMORY),
-                         A.REEXPORT_OR_LEAKY_MASK, A.REEXPORT_ATTENTION)
+    variant = m1_variant(
+        "trusted-source",
+        UPPER,
+        A.at_import(A.TRUSTED_SOURCE_FROM_MEMORY),
+        A.REEXPORT_OR_LEAKY_MASK,
+        A.REEXPORT_ATTENTION,
+    )
     assert_contained(attack(variant), "m1", UPPER)
 
 
@@ -212,21 +250,32 @@ TRAIN_CHECKS = ("train returns every step's loss", "after train, the model's wei
 
 HARDCODED = [
     # causal_attention returns the seed-7 matrices for 4 x 4 inputs and random values otherwise.
-    pytest.param(Variant("hardcoded-attention", "m1", "differs from the reference",
-                         edits={A.M1: [A.HARDCODED_ATTENTION]}), None, id="11a-attention-seed7"),
+    pytest.param(
+        Variant("hardcoded-attention", "m1", "differs from the reference", edits={A.M1: [A.HARDCODED_ATTENTION]}),
+        None,
+        id="11a-attention-seed7",
+    ),
     # train returns the lesson's 20 printed losses (cut or repeated to `steps`) without training.
     # train's checks are half of M3 (clm_inputs_targets and clm_loss, untouched, are the other half),
     # so the 40% applies to train's checks.
-    pytest.param(Variant("hardcoded-train", "m3", "the losses", edits={A.M3: [A.HARDCODED_TRAIN]}), TRAIN_CHECKS,
-                 id="11b-train-lesson-losses"),
+    pytest.param(
+        Variant("hardcoded-train", "m3", "the losses", edits={A.M3: [A.HARDCODED_TRAIN]}),
+        TRAIN_CHECKS,
+        id="11b-train-lesson-losses",
+    ),
     # generate returns the lesson's 8 tokens whatever the model and prompt.
-    pytest.param(Variant("hardcoded-generate", "m4", "generate's result",
-                         edits={A.M4: [A.HARDCODED_GENERATE_ALWAYS]}), None, id="11c-generate-lesson-tokens"),
+    pytest.param(
+        Variant("hardcoded-generate", "m4", "generate's result", edits={A.M4: [A.HARDCODED_GENERATE_ALWAYS]}),
+        None,
+        id="11c-generate-lesson-tokens",
+    ),
     # generate returns the lesson's tokens for the lesson's prompt, else the prompt padded with zeros
     # (right shape and dtype, but the model is never run).
-    pytest.param(Variant("hardcoded-generate-padded", "m4", "greedy choice",
-                         edits={A.M4: [A.HARDCODED_GENERATE_PADDED]}), None,
-                 id="11d-generate-lesson-tokens-else-zeros"),
+    pytest.param(
+        Variant("hardcoded-generate-padded", "m4", "greedy choice", edits={A.M4: [A.HARDCODED_GENERATE_PADDED]}),
+        None,
+        id="11d-generate-lesson-tokens-else-zeros",
+    ),
 ]
 
 
@@ -244,6 +293,7 @@ def test_hardcoded_lesson_outputs_earn_little(attack, variant: Variant, scope: t
 
 
 # ---------------------------------------------------------------- 18. processes left behind
+
 
 def processes_with(marker: str) -> list[str]:
     found = []
@@ -280,6 +330,7 @@ def test_process_tree_is_cleaned_up(attack):
 
 
 # ---------------------------------------------------------------- beyond the brief: a reply that never ends
+
 
 def test_slow_drip_reply_times_out(attack):
     """Inside causal_attention the code writes a frame header announcing 4096 bytes on every socket, then

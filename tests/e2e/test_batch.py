@@ -1,4 +1,5 @@
 """`grade batch`: every layout found, parallel grading into SQLite, resume, and nothing lost to kill -9."""
+
 from __future__ import annotations
 
 import json
@@ -39,8 +40,10 @@ def reference(folder: Path) -> Path:
 
 
 def notebook_of(folder: Path, path: Path) -> Path:
-    cells = [{"cell_type": "code", "metadata": {}, "source": p.read_text(), "outputs": [], "execution_count": None}
-             for p in sorted(folder.glob("m[1-4]_*.py"))]
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": p.read_text(), "outputs": [], "execution_count": None}
+        for p in sorted(folder.glob("m[1-4]_*.py"))
+    ]
     path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
     return path
 
@@ -62,8 +65,10 @@ def rows(db: Path) -> dict[str, dict]:
     with sqlite3.connect(db) as con:
         con.row_factory = sqlite3.Row
         subs = {r["student"]: dict(r) for r in con.execute("SELECT * FROM submissions")}
-        for student, count in con.execute("SELECT c.student, COUNT(*) FROM checks c JOIN submissions s ON "
-                                          "c.student = s.student AND c.attempt = s.attempt GROUP BY c.student"):
+        for student, count in con.execute(
+            "SELECT c.student, COUNT(*) FROM checks c JOIN submissions s ON "
+            "c.student = s.student AND c.attempt = s.attempt GROUP BY c.student"
+        ):
             subs[student]["checks_stored"] = count  # the latest attempt's: the gradebook keeps every attempt
     return subs
 
@@ -78,10 +83,11 @@ def committed(db: Path) -> int:
 
 # ---------------------------------------------------------------- finding submissions
 
+
 def test_discovers_folders_notebooks_zips(tmp_path):
     root = tmp_path / "class"
     reference(root / "alice")
-    shutil.copytree(EXERCISES, root / "bob" / "inner")          # one level down
+    shutil.copytree(EXERCISES, root / "bob" / "inner")  # one level down
     notebook_of(SOLUTIONS, root / "carol.ipynb")
     zip_of(SOLUTIONS, root / "dave.zip")
     (root / "empty").mkdir()
@@ -109,6 +115,7 @@ def test_zip_members_cannot_escape(tmp_path):
 
 # ---------------------------------------------------------------- grading, resuming, regrading
 
+
 @pytest.mark.slow
 def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     root = tmp_path / "class"
@@ -121,7 +128,11 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     assert proc.returncode == 0 and "4 graded, 0 already" in proc.stderr, proc.stderr
     first = rows(db)
     assert {s: (r["score"], r["max_score"]) for s, r in first.items()} == {
-        "alice": (36, 36), "bob": (0, 36), "carol": (36, 36), "dave": (36, 36)}, first
+        "alice": (36, 36),
+        "bob": (0, 36),
+        "carol": (36, 36),
+        "dave": (36, 36),
+    }, first
     assert all(r["checks_stored"] == r["n_checks"] > 0 and r["status"] == "graded" for r in first.values())
 
     proc = batch(str(root), *QUICK)
@@ -160,16 +171,19 @@ def test_report_names_the_most_failed_check(tmp_path):
     assert "50.0%  m4: each new token is the argmax" in proc.stdout, proc.stdout
 
 
-
 @pytest.mark.slow
 def test_kill_9_loses_nothing_and_a_rerun_finishes(tmp_path):
     root = tmp_path / "class"
     for i in range(6):
         reference(root / f"s{i}")
     db = root / "grades.sqlite"
-    proc = subprocess.Popen([sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1",
-                             "-m", "m2"], cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1", "-m", "m2"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
         time.sleep(0.2)
@@ -197,8 +211,9 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(tmp_path):
         reference(root / f"s{i}")
     db = root / "grades.sqlite"
     command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1"]
-    proc = subprocess.Popen(command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None and not 1 <= committed(db) < 4:
         time.sleep(0.1)
@@ -211,8 +226,10 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(tmp_path):
     saved = len(rows(db))
     assert 1 <= saved < 4, "the interrupt came too late to test anything"
     assert proc.returncode == 130, stderr
-    assert f"interrupted: {saved} result{'s' * (saved != 1)} saved by this run ({saved} of 4 submissions in {db}); " \
-           "run the same command again to resume" in stderr, stderr
+    assert (
+        f"interrupted: {saved} result{'s' * (saved != 1)} saved by this run ({saved} of 4 submissions in {db}); "
+        "run the same command again to resume" in stderr
+    ), stderr
     rerun = batch(str(root), "--workers", "1", "-m", "m1")
     assert rerun.returncode == 0 and f"{4 - saved} graded, {saved} already" in rerun.stderr, rerun.stderr
     assert len(rows(db)) == 4

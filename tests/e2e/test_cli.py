@@ -1,4 +1,5 @@
 """The command line as a user meets it: usage errors and output formats (notebooks: test_notebooks.py)."""
+
 import json
 import shutil
 import subprocess
@@ -10,11 +11,14 @@ from helpers import REPO, SOLUTIONS
 from helpers import cli as run
 
 
-@pytest.mark.parametrize("args,phrase", [
-    (["check", "solutions", "-m", "m9"], "unknown milestone"),
-    (["check", "no/such/folder"], "does not exist"),
-    (["check", "README.md"], "neither a folder nor a notebook"),
-])
+@pytest.mark.parametrize(
+    "args,phrase",
+    [
+        (["check", "solutions", "-m", "m9"], "unknown milestone"),
+        (["check", "no/such/folder"], "does not exist"),
+        (["check", "README.md"], "neither a folder nor a notebook"),
+    ],
+)
 def test_usage_errors_exit_2_with_a_message(args, phrase):
     proc = run(*args)
     assert proc.returncode == 2, proc.stderr

@@ -1,4 +1,5 @@
 """The Gradescope autograder zip, run locally against a fake /autograder tree (same layout, in a temp dir)."""
+
 from __future__ import annotations
 
 import json
@@ -74,8 +75,14 @@ def run_autograder(root: Path, submission: Path, under: str = "") -> dict:
 
 def test_the_zip_holds_the_scripts_the_grader_and_the_reference(autograder):
     names = {p.relative_to(autograder / "source").as_posix() for p in (autograder / "source").rglob("*")}
-    assert {"setup.sh", "run_autograder", "pyproject.toml", "grader/cli.py",
-            "grader/suites/hidden/test_m1_attention.py", "solutions/m1_attention.py"} <= names
+    assert {
+        "setup.sh",
+        "run_autograder",
+        "pyproject.toml",
+        "grader/cli.py",
+        "grader/suites/hidden/test_m1_attention.py",
+        "solutions/m1_attention.py",
+    } <= names
     assert not any("__pycache__" in n or n.startswith(("tests/", "exercises/")) for n in names)
     assert "\nVISIBILITY=visible\n" in (autograder / "source" / "run_autograder").read_text()  # the default
 
@@ -123,8 +130,9 @@ def test_files_in_one_folder_score_as_a_flat_upload(autograder, leaky_results, t
     results = run_autograder(autograder, LEAKY.build(tmp_path / "leaky"), under="exercises")
     assert 0 < results["score"] == pytest.approx(leaky_results["score"]), results["output"]
     assert results["score"] < sum(t["max_score"] for t in results["tests"])
-    assert [(t["name"], t["score"]) for t in results["tests"]] == [(t["name"], t["score"])
-                                                                 for t in leaky_results["tests"]]
+    assert [(t["name"], t["score"]) for t in results["tests"]] == [
+        (t["name"], t["score"]) for t in leaky_results["tests"]
+    ]
     assert "Graded exercises/, found inside your submission" in results["output"]
     assert "inside your submission" not in leaky_results["output"]
     assert not any("there is no" in t["output"] for t in results["tests"])
@@ -134,8 +142,9 @@ def test_a_notebook_in_one_folder_is_found(autograder, tmp_path):
     """A single notebook one level down is graded as a notebook: here it holds only m1, which scores full."""
     source = (SOLUTIONS / "m1_attention.py").read_text().splitlines(keepends=True)
     cell = {"cell_type": "code", "metadata": {}, "source": source, "outputs": [], "execution_count": None}
-    (tmp_path / "work.ipynb").write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {},
-                                                     "cells": [cell]}))
+    (tmp_path / "work.ipynb").write_text(
+        json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]})
+    )
     results = run_autograder(autograder, tmp_path / "work.ipynb", under="my work")
     m1 = [t for t in scored(results) if t["tags"] == ["m1"]]
     assert m1 and all(t["status"] == "passed" for t in m1), results["output"]
@@ -153,11 +162,16 @@ def test_an_upload_with_nothing_to_grade_says_so(autograder, tmp_path):
     assert any("m1_attention.py" in t["output"] for t in scored(results))
 
 
-@pytest.mark.parametrize("text,reason", [
-    ("{not json", "work.ipynb is not a readable Jupyter notebook (JSONDecodeError"),
-    (json.dumps({"nbformat": 4, "cells": [{"cell_type": "code", "source": "# only a comment"}]}),
-     "work.ipynb has no code in its code cells"),
-])
+@pytest.mark.parametrize(
+    "text,reason",
+    [
+        ("{not json", "work.ipynb is not a readable Jupyter notebook (JSONDecodeError"),
+        (
+            json.dumps({"nbformat": 4, "cells": [{"cell_type": "code", "source": "# only a comment"}]}),
+            "work.ipynb has no code in its code cells",
+        ),
+    ],
+)
 def test_an_ungradable_notebook_gets_its_reason_in_the_output(autograder, tmp_path, text, reason):
     """The reason goes where students look (the output), not only to stdout, which they do not see."""
     (tmp_path / "work.ipynb").write_text(text)
@@ -180,11 +194,17 @@ def test_a_zip_built_hidden_hides_the_hidden_suites_only(tmp_path):
 @pytest.mark.parametrize("level", list(VISIBILITIES))
 def test_each_level_goes_to_the_hidden_checks_only(level):
     """to_gradescope: the level on each hidden-suite check, public ones visible and worth 0, totals unchanged."""
-    checks = [CheckResult("a", "m1", 2.0, 2.0, True), CheckResult("b", "m1", 0.0, 1.0, False, "wrong"),
-              CheckResult("c", "m2", 0.0, 3.0, False, "not counted: x", counted=False)]
+    checks = [
+        CheckResult("a", "m1", 2.0, 2.0, True),
+        CheckResult("b", "m1", 0.0, 1.0, False, "wrong"),
+        CheckResult("c", "m2", 0.0, 3.0, False, "not counted: x", counted=False),
+    ]
     hidden = Report("s", checks)
-    publics = Report("s", [CheckResult("(public) p", "m1", 1.0, 1.0, True),
-                           CheckResult("q", "m2", 0.0, 1.0, False, "no")], public=True)
+    publics = Report(
+        "s",
+        [CheckResult("(public) p", "m1", 1.0, 1.0, True), CheckResult("q", "m2", 0.0, 1.0, False, "no")],
+        public=True,
+    )
     results = hidden.to_gradescope(visibility=level, public=publics)
     assert [t["visibility"] for t in results["tests"]] == [level] * 3 + ["visible"] * 2
     assert results["score"] == 2.0 and [t["max_score"] for t in results["tests"]] == [2.0, 1.0, 0.0, 0.0, 0.0]
@@ -217,8 +237,9 @@ def test_the_scripts_are_the_templates_filled_and_pass_shellcheck(autograder, tm
         assert subprocess.run(["bash", "-n", str(source / script)]).returncode == 0, script
     if not shutil.which("shellcheck"):
         pytest.skip("shellcheck is not installed (.ci/run installs it)")
-    proc = subprocess.run(["shellcheck", str(source / "setup.sh"), str(source / "run_autograder")],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["shellcheck", str(source / "setup.sh"), str(source / "run_autograder")], capture_output=True, text=True
+    )
     assert proc.returncode == 0, proc.stdout
 
 
@@ -243,7 +264,12 @@ def test_one_builder_for_every_results_json():
     assert all(t["visibility"] == "after_due_date" and t["output_format"] == "text" for t in results["tests"])
     assert "status" not in results["tests"][1] and results["tests"][1]["max_score"] == 0.0
     failed = gradescope_results(output="could not grade")
-    assert failed == {"score": 0, "output": "could not grade", "visibility": "visible",
-                      "stdout_visibility": "hidden", "tests": []}
+    assert failed == {
+        "score": 0,
+        "output": "could not grade",
+        "visibility": "visible",
+        "stdout_visibility": "hidden",
+        "tests": [],
+    }
     with pytest.raises(ValueError):
         gradescope_results(output="", visibility="later")

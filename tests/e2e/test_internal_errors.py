@@ -6,6 +6,7 @@ independence). The reference, graded by that copy, must keep every other point, 
 kinds of check reported as internal errors in the text (traceback with ``-v``), JSON and
 Gradescope renderings, and ``grade`` exiting 1 (the grader failed), as documented.
 """
+
 from __future__ import annotations
 
 import json
@@ -20,11 +21,16 @@ pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
 PLANTED = {
     # (file, text to find, text to put before it): each fault raises inside the grader's own code
-    "worker": ("grader/sandbox/worker/request_handler.py",
-               '            module = self.handles[req["handle"]]\n            x = self.value',
-               '            [][0]  # planted fault\n'),
-    "grading process": ("grader/suites/causality.py", "    mixed = torch.cat([x[:1], other[1:]])\n",
-                        "    None + 1  # planted fault\n"),
+    "worker": (
+        "grader/sandbox/worker/request_handler.py",
+        '            module = self.handles[req["handle"]]\n            x = self.value',
+        "            [][0]  # planted fault\n",
+    ),
+    "grading process": (
+        "grader/suites/causality.py",
+        "    mixed = torch.cat([x[:1], other[1:]])\n",
+        "    None + 1  # planted fault\n",
+    ),
 }
 GRADIENT = "the gradient of the logits at t with respect to later token embeddings is exactly 0"
 BATCH = "batch_independent"
@@ -51,8 +57,7 @@ def outputs(faulty_kit, tmp_path_factory) -> dict[str, str]:
     results = {}
     for fmt in ("json", "gradescope", "text"):
         extra = ["-v"] if fmt == "text" else []
-        proc = cli("check", str(SOLUTIONS), "-m", "m2", "--format", fmt, "-o", str(out / fmt), *extra,
-                   cwd=faulty_kit)
+        proc = cli("check", str(SOLUTIONS), "-m", "m2", "--format", fmt, "-o", str(out / fmt), *extra, cwd=faulty_kit)
         assert proc.returncode == 1, f"grade should exit 1 when the grader failed:\n{proc.stderr}"
         assert "failed inside the grader" in proc.stderr
         results[fmt] = (out / fmt).read_text()

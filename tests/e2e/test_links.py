@@ -6,6 +6,7 @@ and the nbgrader course (`grade nbgrader`, whose markdown lives in the notebook'
 anchors in the same page are skipped). The kit's own contract is docs/contract.md: no shipped file, and nothing
 in README.md or docs/, may mention the private source it was written from (EXERCISE_API.md) or ../shared.
 """
+
 from __future__ import annotations
 
 import json
@@ -22,9 +23,12 @@ from helpers import REPO, cli
 
 # Code (a fenced block or an inline span; link syntax in it is not a link), an inline link or image
 # [text](target "title"), or a reference definition [id]: target.
-MARKDOWN = re.compile(r"(?P<code>^(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fence)[^\n]*$|(?P<ticks>`+).+?(?P=ticks))"
-                      r'|!?\[[^\]]*\]\(\s*<?(?P<inline>[^)\s>]*)>?(?:\s+"[^"]*")?\s*\)'
-                      r"|^ {0,3}\[[^\]]+\]:[ \t]*<?(?P<reference>[^\s>]+)>?", re.M | re.S)
+MARKDOWN = re.compile(
+    r"(?P<code>^(?P<fence>`{3,}|~{3,})[^\n]*\n.*?^(?P=fence)[^\n]*$|(?P<ticks>`+).+?(?P=ticks))"
+    r'|!?\[[^\]]*\]\(\s*<?(?P<inline>[^)\s>]*)>?(?:\s+"[^"]*")?\s*\)'
+    r"|^ {0,3}\[[^\]]+\]:[ \t]*<?(?P<reference>[^\s>]+)>?",
+    re.M | re.S,
+)
 SKIPPED = re.compile(r"(https?://|mailto:)", re.I)
 OUTSIDE = ("../shared", "EXERCISE_API.md")  # the folder beside the clone, and the private source of the contract
 
@@ -104,6 +108,7 @@ def text_files(root: Path) -> dict[str, str]:
 
 # ---------------------------------------------------------------- the trees
 
+
 def repository_files() -> list[Path]:
     """The repository's files as git sees them: tracked, and new files not ignored (so an uncommitted page counts)."""
     proc = subprocess.run(["git", "ls-files", "-co", "--exclude-standard", "-z"], cwd=REPO, capture_output=True)
@@ -149,39 +154,59 @@ def shipped(request) -> Path:
 
 # ---------------------------------------------------------------- the checks
 
+
 def test_the_helpers_flag_what_they_look_for(tmp_path):
     """The other direction: a link that leaves the tree, a missing target and a mention are all reported."""
     (tmp_path / "docs").mkdir()
     (tmp_path / "docs" / "contract.md").write_text("# contract\n")
-    text = ("See [the API](../../shared/EXERCISE_API.md), [a page](missing.md#part), [ok](contract.md#m1),\n"
-            "![a figure](../../outside.png \"title\"), [up](../README.md), [web](https://example.com/x.md),\n"
-            "[mail](mailto:someone@example.com), [here](#top), [abs](/etc/passwd), `[in code](nope.md)`.\n"
-            "```\nblocks[0](x)\n```\n[ref]: ../../shared/EXERCISE_API.md\n")
-    assert link_targets(text) == ["../../shared/EXERCISE_API.md", "missing.md", "contract.md", "../../outside.png",
-                                  "../README.md", "/etc/passwd", "../../shared/EXERCISE_API.md"]
+    text = (
+        "See [the API](../../shared/EXERCISE_API.md), [a page](missing.md#part), [ok](contract.md#m1),\n"
+        '![a figure](../../outside.png "title"), [up](../README.md), [web](https://example.com/x.md),\n'
+        "[mail](mailto:someone@example.com), [here](#top), [abs](/etc/passwd), `[in code](nope.md)`.\n"
+        "```\nblocks[0](x)\n```\n[ref]: ../../shared/EXERCISE_API.md\n"
+    )
+    assert link_targets(text) == [
+        "../../shared/EXERCISE_API.md",
+        "missing.md",
+        "contract.md",
+        "../../outside.png",
+        "../README.md",
+        "/etc/passwd",
+        "../../shared/EXERCISE_API.md",
+    ]
     assert broken_links(text, tmp_path / "docs", tmp_path) == [
-        f"../../shared/EXERCISE_API.md (leaves {tmp_path.name}/)", f"missing.md (no such file in {tmp_path.name}/)",
-        f"../../outside.png (leaves {tmp_path.name}/)", f"../README.md (no such file in {tmp_path.name}/)",
-        "/etc/passwd (not a relative path)", f"../../shared/EXERCISE_API.md (leaves {tmp_path.name}/)"]
+        f"../../shared/EXERCISE_API.md (leaves {tmp_path.name}/)",
+        f"missing.md (no such file in {tmp_path.name}/)",
+        f"../../outside.png (leaves {tmp_path.name}/)",
+        f"../README.md (no such file in {tmp_path.name}/)",
+        "/etc/passwd (not a relative path)",
+        f"../../shared/EXERCISE_API.md (leaves {tmp_path.name}/)",
+    ]
     assert broken_links("[c](docs/contract.md) [d](docs)", tmp_path, tmp_path) == []
     assert mentions(text) == ["../shared", "EXERCISE_API.md"] and mentions("see docs/contract.md") == []
 
 
 def test_gradescope_unlinks_only_what_the_zip_lacks():
     names = {"README.md", "docs/contract.md", "docs/exercises.md", "grader/cli.py"}
-    text = ("[`docs/contract.md`](docs/contract.md), [data](datasets/README.md#x), [api](../shared/EXERCISE_API.md), "
-            "[web](https://example.com), [top](#top), [pkg](grader)\n```\ny = blocks[0](x)\n```\n`b[1](2)`\n")
+    text = (
+        "[`docs/contract.md`](docs/contract.md), [data](datasets/README.md#x), [api](../shared/EXERCISE_API.md), "
+        "[web](https://example.com), [top](#top), [pkg](grader)\n```\ny = blocks[0](x)\n```\n`b[1](2)`\n"
+    )
     assert unlinked(text, "README.md", names) == (
         "[`docs/contract.md`](docs/contract.md), data, api, [web](https://example.com), [top](#top), [pkg](grader)\n"
-        "```\ny = blocks[0](x)\n```\n`b[1](2)`\n")
+        "```\ny = blocks[0](x)\n```\n`b[1](2)`\n"
+    )
     assert unlinked("[r](../README.md) [x](../x.md)", "docs/exercises.md", names) == "[r](../README.md) x"
 
 
 def test_repository_links_resolve_inside_it():
     files = [p for p in repository_files() if p.suffix in (".md", ".ipynb") and not template(p)]
     assert REPO / "README.md" in files and REPO / "docs" / "contract.md" in files
-    broken = {f"{path.relative_to(REPO)}: {b}" for path, text in markdown_texts(REPO, files)
-              for b in broken_links(text, path.parent, REPO)}
+    broken = {
+        f"{path.relative_to(REPO)}: {b}"
+        for path, text in markdown_texts(REPO, files)
+        for b in broken_links(text, path.parent, REPO)
+    }
     assert not broken, sorted(broken)
 
 
@@ -200,8 +225,9 @@ def test_shipped_links_resolve_inside_what_ships(shipped):
     files = [p for p in shipped.rglob("*") if p.is_file() and not template(p)]
     texts = markdown_texts(shipped, files)
     assert texts, f"no markdown in {shipped}"
-    broken = {f"{path.relative_to(shipped)}: {b}" for path, text in texts
-              for b in broken_links(text, path.parent, shipped)}
+    broken = {
+        f"{path.relative_to(shipped)}: {b}" for path, text in texts for b in broken_links(text, path.parent, shipped)
+    }
     assert not broken, sorted(broken)
 
 

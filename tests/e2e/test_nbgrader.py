@@ -5,6 +5,7 @@ the reference with one bug in m4 (the first position's logits instead of the las
 the reference with one bug in m3 (the gradients never zeroed). The same four notebooks
 also go through `grade batch`: both give the same totals.
 """
+
 from __future__ import annotations
 
 import ast
@@ -29,16 +30,21 @@ pytestmark = pytest.mark.slow  # every test here grades whole submissions
 MODULES = [name for m in MILESTONES.values() for name in m.modules]
 NOTEBOOK = Path("source/lesson/tinygpt.ipynb")
 RELEASE = Path("release/lesson/tinygpt.ipynb")
-BUGS = {"carol": ("next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)",
-                  "next_token = logits[:, 0, :].argmax(dim=-1, keepdim=True)"),
-        "dave": ("opt.zero_grad()", "pass  # opt.zero_grad()")}
+BUGS = {
+    "carol": (
+        "next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)",
+        "next_token = logits[:, 0, :].argmax(dim=-1, keepdim=True)",
+    ),
+    "dave": ("opt.zero_grad()", "pass  # opt.zero_grad()"),
+}
 
 
 def nbgrader(course: Path, *args: str) -> subprocess.CompletedProcess:
     # nbgrader shells out to alembic: the environment's bin/ must be on PATH.
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "-m", "nbgrader", *args], cwd=course, env=env, capture_output=True,
-                          text=True, timeout=900)
+    proc = subprocess.run(
+        [sys.executable, "-m", "nbgrader", *args], cwd=course, env=env, capture_output=True, text=True, timeout=900
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-3000:]
     # nbgrader only logs a config file that fails to load, and goes on without it
     assert "[ERROR]" not in proc.stderr and "| ERROR]" not in proc.stderr, proc.stderr[-3000:]
@@ -104,16 +110,24 @@ def test_source_metadata_validates_against_nbgrader_schema(course):
 def test_release_has_no_solution(course):
     text = normalized("\n".join(source(c) for c in cells(course / RELEASE).values()))
     assert "BEGIN SOLUTION" not in text and "BEGIN HIDDEN TESTS" not in text
-    leaked = [name for path in sorted(SOLUTIONS.glob("*.py")) for name, body in function_bodies(path)
-              if body in text]
+    leaked = [name for path in sorted(SOLUTIONS.glob("*.py")) for name, body in function_bodies(path) if body in text]
     assert not leaked, f"reference bodies in the release: {leaked}"
 
 
 def _stub_code(module: str) -> str:
     """The stub's code as a notebook cell shows it: no module docstring, no demo, no imports of sibling files."""
     body = ast.parse((EXERCISES / f"{module}.py").read_text()).body[1:]
-    return ast.unparse(ast.Module([n for n in body if not (isinstance(n, ast.If) and "__main__" in ast.unparse(n))
-                                   and not (isinstance(n, ast.ImportFrom) and n.module in MODULES)], []))
+    return ast.unparse(
+        ast.Module(
+            [
+                n
+                for n in body
+                if not (isinstance(n, ast.If) and "__main__" in ast.unparse(n))
+                and not (isinstance(n, ast.ImportFrom) and n.module in MODULES)
+            ],
+            [],
+        )
+    )
 
 
 @pytest.mark.parametrize("milestone", [m for m in MILESTONES if len(MILESTONES[m].modules) == 1])
@@ -205,8 +219,11 @@ def test_each_section_filled_alone_scores_full_marks(course, gradebook, tmp_path
         notebook = json.loads(json.dumps(release))
         for cell in notebook["cells"]:
             if cell["metadata"]["nbgrader"]["grade_id"] == f"{m}-answer":
-                cell["source"] = "".join(line for line in src[f"{m}-answer"]["source"]
-                                         if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line)
+                cell["source"] = "".join(
+                    line
+                    for line in src[f"{m}-answer"]["source"]
+                    if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
+                )
         (tmp_path / f"{m}.ipynb").write_text(json.dumps(notebook))
     proc = cli("batch", str(tmp_path), "--db", str(tmp_path / "grades.sqlite"), "--workers", "2")
     assert proc.returncode == 0, proc.stderr[-3000:]

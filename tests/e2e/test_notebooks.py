@@ -1,4 +1,5 @@
 """Notebook submissions: graded through the same isolated workers as folders, cell by cell as a kernel runs them."""
+
 from __future__ import annotations
 
 import json
@@ -19,10 +20,22 @@ def code(source: str, grade_id: str | None = None, test: bool = False) -> dict:
     """A code cell; with a grade_id, nbgrader metadata (an answer cell, or a locked autograder test cell)."""
     meta = {}
     if grade_id:
-        meta["nbgrader"] = {"grade": test, "grade_id": grade_id, "locked": test, "schema_version": 3,
-                            "solution": not test, "task": False, **({"points": 1} if test else {})}
-    return {"cell_type": "code", "metadata": meta, "source": source.splitlines(keepends=True), "outputs": [],
-            "execution_count": None}
+        meta["nbgrader"] = {
+            "grade": test,
+            "grade_id": grade_id,
+            "locked": test,
+            "schema_version": 3,
+            "solution": not test,
+            "task": False,
+            **({"points": 1} if test else {}),
+        }
+    return {
+        "cell_type": "code",
+        "metadata": meta,
+        "source": source.splitlines(keepends=True),
+        "outputs": [],
+        "execution_count": None,
+    }
 
 
 def write(path: Path, cells: list[dict | str]) -> Path:
@@ -50,11 +63,11 @@ def test_nbgrader_cells_reordered_duplicated_and_with_magics(tmp_path):
     test cells are ignored, Python cell magics are kept and other cell magics dropped."""
     buggy_m1 = reference("m1_attention").replace("torch.tril(", "torch.triu(")
     cells = [
-        code(reference("m2_model"), "m2-answer"),                      # before the m1 it builds on
-        code(buggy_m1, "m1-answer"),                                     # an early, buggy version ...
+        code(reference("m2_model"), "m2-answer"),  # before the m1 it builds on
+        code(buggy_m1, "m1-answer"),  # an early, buggy version ...
         code("assert False, 'an instructor test cell'", "m1-tests", test=True),
         code("%%bash\necho not python", None),
-        code("%%time\n" + reference("m1_attention"), "m1-answer"),      # ... replaced by its last version
+        code("%%time\n" + reference("m1_attention"), "m1-answer"),  # ... replaced by its last version
         code(reference("m3_train"), "m3-answer"),
         code(reference("m4_generate"), "m4-answer"),
     ]
@@ -64,8 +77,12 @@ def test_nbgrader_cells_reordered_duplicated_and_with_magics(tmp_path):
 
 def test_a_deleted_cell_and_a_cell_that_raises_cost_only_their_names(tmp_path):
     """m4's cell deleted, a demo cell that raises before m2: m4 says what is missing, the rest is full."""
-    cells = [reference("m1_attention"), "print(generate(None, None))  # a demo left behind: NameError",
-             reference("m2_model"), reference("m3_train")]
+    cells = [
+        reference("m1_attention"),
+        "print(generate(None, None))  # a demo left behind: NameError",
+        reference("m2_model"),
+        reference("m3_train"),
+    ]
     result = graded_notebook(tmp_path, cells, *CORE_ARGS)
     assert result.returncode == 0, explain(result)
     assert all(result.full(m) for m in ("m1", "m2", "m3")), explain(result)
@@ -79,7 +96,7 @@ KERNEL_TRICKS = {
     "input-transformer": "get_ipython().input_transformers_post.append(lambda lines: ['pass\\n'])",
     # Hides every failing test's traceback in a kernel.
     "showtraceback": "ip = get_ipython()\nip.showtraceback = lambda *a, **k: None\n"
-                     "ip._showtraceback = ip.showtraceback",
+    "ip._showtraceback = ip.showtraceback",
     # Comparison helpers that always pass, as in-kernel tests would use them.
     "assert-helpers": A.MONKEYPATCH_COMPARISONS,
 }
@@ -92,16 +109,18 @@ def test_kernel_tricks_earn_nothing(tmp_path, trick):
     cells = [KERNEL_TRICKS[trick], leaky, reference("m2_model"), reference("m3_train"), reference("m4_generate")]
     result = graded_notebook(tmp_path, cells, *CORE_ARGS)
     assert result.returncode == 0 and not result.full("m1"), explain(result)
-    assert any("leaks from the future" in m or "upper-triangular" in m for m in result.messages("m1")), \
-        explain(result)
+    assert any("leaks from the future" in m or "upper-triangular" in m for m in result.messages("m1")), explain(result)
     assert all(result.full(m) for m in ("m2", "m3", "m4")), explain(result)
 
 
-@pytest.mark.parametrize("text,phrase", [
-    ("{not json", "not a readable Jupyter notebook"),
-    (json.dumps({"cells": "nope"}), "not a readable Jupyter notebook"),
-    (json.dumps({"nbformat": 4, "cells": [code("# only a comment")]}), "has no code"),
-])
+@pytest.mark.parametrize(
+    "text,phrase",
+    [
+        ("{not json", "not a readable Jupyter notebook"),
+        (json.dumps({"cells": "nope"}), "not a readable Jupyter notebook"),
+        (json.dumps({"nbformat": 4, "cells": [code("# only a comment")]}), "has no code"),
+    ],
+)
 def test_unusable_notebooks_are_usage_errors(tmp_path, text, phrase):
     path = tmp_path / "bad.ipynb"
     path.write_text(text)

@@ -5,6 +5,7 @@ Every submission here is the reference with exact text edits (helpers.Variant: a
 fails loudly), graded by the release's own `grade check`, on the one milestone concerned. That the unmodified
 reference scores full public marks, and that the release still holds no hidden text, is tests/e2e/test_release.py's.
 """
+
 from __future__ import annotations
 
 import json
@@ -17,57 +18,162 @@ from helpers import Variant, bug, cli, ok
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
 BUGS = [
-    bug("m1-unscaled-scores", "m1", "divided by sqrt(d_k)", "m1_attention.py",
-        ("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)", "scores = q @ k.transpose(-2, -1)")),
-    bug("m3-no-zero-grad", "m3", "gradients zeroed", "m3_train.py",
-        ("        opt.zero_grad()\n", "")),
-    bug("m3-zero-grad-once-before-the-loop", "m3", "gradients zeroed", "m3_train.py",
-        ("        opt.zero_grad()\n", ""), ("    losses = []\n", "    losses = []\n    opt.zero_grad()\n")),
-    bug("m4-first-tokens", "m4", "cropped to its last model.T tokens", "m4_generate.py",
-        ("logits = model(idx[:, -model.T:])", "logits = model(idx[:, :model.T])")),
-    bug("sampling-temperature-on-probabilities", "sampling", "dividing the logits before the softmax",
+    bug(
+        "m1-unscaled-scores",
+        "m1",
+        "divided by sqrt(d_k)",
+        "m1_attention.py",
+        ("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)", "scores = q @ k.transpose(-2, -1)"),
+    ),
+    bug("m3-no-zero-grad", "m3", "gradients zeroed", "m3_train.py", ("        opt.zero_grad()\n", "")),
+    bug(
+        "m3-zero-grad-once-before-the-loop",
+        "m3",
+        "gradients zeroed",
+        "m3_train.py",
+        ("        opt.zero_grad()\n", ""),
+        ("    losses = []\n", "    losses = []\n    opt.zero_grad()\n"),
+    ),
+    bug(
+        "m4-first-tokens",
+        "m4",
+        "cropped to its last model.T tokens",
+        "m4_generate.py",
+        ("logits = model(idx[:, -model.T:])", "logits = model(idx[:, :model.T])"),
+    ),
+    bug(
+        "sampling-temperature-on-probabilities",
+        "sampling",
+        "dividing the logits before the softmax",
         "m8_sampling.py",
         ("logits = filter_logits(logits / temperature, top_k, top_p)", "logits = filter_logits(logits, top_k, top_p)"),
-        ("probs = F.softmax(logits, dim=-1)\n", "probs = F.softmax(logits, dim=-1) / temperature\n")),
-    bug("sampling-probabilities-to-the-temperature", "sampling", "dividing the logits before the softmax",
+        ("probs = F.softmax(logits, dim=-1)\n", "probs = F.softmax(logits, dim=-1) / temperature\n"),
+    ),
+    bug(
+        "sampling-probabilities-to-the-temperature",
+        "sampling",
+        "dividing the logits before the softmax",
         "m8_sampling.py",
         ("logits = filter_logits(logits / temperature, top_k, top_p)", "logits = filter_logits(logits, top_k, top_p)"),
-        ("probs = F.softmax(logits, dim=-1)\n", "probs = F.softmax(logits, dim=-1) ** temperature\n")),
-    bug("padding-counts-padding", "padding", "ignore_index=pad_id", "m9_padding.py",
-        ("clm_loss(model(inp), tgt, ignore_index=pad_id)", "clm_loss(model(inp), tgt)")),
+        ("probs = F.softmax(logits, dim=-1)\n", "probs = F.softmax(logits, dim=-1) ** temperature\n"),
+    ),
+    bug(
+        "padding-counts-padding",
+        "padding",
+        "ignore_index=pad_id",
+        "m9_padding.py",
+        ("clm_loss(model(inp), tgt, ignore_index=pad_id)", "clm_loss(model(inp), tgt)"),
+    ),
 ]
 
 # (milestone, variant): correct code in another style than the reference's.
 CORRECT = [
-    ("m1", ok("m1-query-scaled-first-and-where", {"m1_attention.py": [
-        ("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)", "scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)"),
-        ('scores = scores.masked_fill(causal_mask(T, q.device) == 0, float("-inf"))',
-         'scores = torch.where(causal_mask(T, q.device).bool(), scores, float("-inf"))')]})),
-    ("m1", ok("m1-einsum-and-sdpa", {"m1_attention.py": [
-        ("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
-         'scores = torch.einsum("...qd,...kd->...qk", q, k) * d_k ** -0.5'),
-        ("return weights @ v, weights", "return F.scaled_dot_product_attention(q, k, v, is_causal=True), weights")]})),
-    ("m3", ok("m3-model-zero-grad", {"m3_train.py": [
-        ("        opt.zero_grad()\n", "        model.zero_grad(set_to_none=True)\n")]})),
-    ("m3", ok("m3-zeroed-after-the-step", {"m3_train.py": [
-        ("        opt.zero_grad()\n", ""),
-        ("        opt.step()\n", "        opt.step()\n        opt.zero_grad(set_to_none=False)\n")]})),
-    ("m4", ok("m4-crop-by-length", {"m4_generate.py": [
-        ("logits = model(idx[:, -model.T:])", "logits = model(idx[:, max(0, idx.shape[1] - model.T):])"),
-        ("next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)",
-         "next_token = torch.argmax(logits[:, -1], dim=-1).unsqueeze(1)")]})),
-    ("sampling", ok("sampling-reciprocal-and-gumbel-max", {"m8_sampling.py": [
-        ("logits = filter_logits(logits / temperature, top_k, top_p)",
-         "logits = filter_logits(logits * (1.0 / temperature), top_k, top_p)"),
-        ("return torch.multinomial(probs, 1, generator=generator).squeeze(-1)",
-         "noise = torch.rand(probs.shape, generator=generator).clamp_min(1e-12)\n"
-         "    return (probs.log() - (-noise.log()).log()).argmax(dim=-1)")]})),
-    ("padding", ok("padding-masked-mean", {"m9_padding.py": [
-        ("import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n"),
-        ("return clm_loss(model(inp), tgt, ignore_index=pad_id)",
-         "ce = F.cross_entropy(model(inp).transpose(1, 2), tgt, reduction=\"none\")\n"
-         "    real = tgt != pad_id\n"
-         "    return (ce * real).sum() / real.sum()")]})),
+    (
+        "m1",
+        ok(
+            "m1-query-scaled-first-and-where",
+            {
+                "m1_attention.py": [
+                    (
+                        "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
+                        "scores = (q / math.sqrt(d_k)) @ k.transpose(-2, -1)",
+                    ),
+                    (
+                        'scores = scores.masked_fill(causal_mask(T, q.device) == 0, float("-inf"))',
+                        'scores = torch.where(causal_mask(T, q.device).bool(), scores, float("-inf"))',
+                    ),
+                ]
+            },
+        ),
+    ),
+    (
+        "m1",
+        ok(
+            "m1-einsum-and-sdpa",
+            {
+                "m1_attention.py": [
+                    (
+                        "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
+                        'scores = torch.einsum("...qd,...kd->...qk", q, k) * d_k ** -0.5',
+                    ),
+                    (
+                        "return weights @ v, weights",
+                        "return F.scaled_dot_product_attention(q, k, v, is_causal=True), weights",
+                    ),
+                ]
+            },
+        ),
+    ),
+    (
+        "m3",
+        ok(
+            "m3-model-zero-grad",
+            {"m3_train.py": [("        opt.zero_grad()\n", "        model.zero_grad(set_to_none=True)\n")]},
+        ),
+    ),
+    (
+        "m3",
+        ok(
+            "m3-zeroed-after-the-step",
+            {
+                "m3_train.py": [
+                    ("        opt.zero_grad()\n", ""),
+                    ("        opt.step()\n", "        opt.step()\n        opt.zero_grad(set_to_none=False)\n"),
+                ]
+            },
+        ),
+    ),
+    (
+        "m4",
+        ok(
+            "m4-crop-by-length",
+            {
+                "m4_generate.py": [
+                    ("logits = model(idx[:, -model.T:])", "logits = model(idx[:, max(0, idx.shape[1] - model.T):])"),
+                    (
+                        "next_token = logits[:, -1, :].argmax(dim=-1, keepdim=True)",
+                        "next_token = torch.argmax(logits[:, -1], dim=-1).unsqueeze(1)",
+                    ),
+                ]
+            },
+        ),
+    ),
+    (
+        "sampling",
+        ok(
+            "sampling-reciprocal-and-gumbel-max",
+            {
+                "m8_sampling.py": [
+                    (
+                        "logits = filter_logits(logits / temperature, top_k, top_p)",
+                        "logits = filter_logits(logits * (1.0 / temperature), top_k, top_p)",
+                    ),
+                    (
+                        "return torch.multinomial(probs, 1, generator=generator).squeeze(-1)",
+                        "noise = torch.rand(probs.shape, generator=generator).clamp_min(1e-12)\n"
+                        "    return (probs.log() - (-noise.log()).log()).argmax(dim=-1)",
+                    ),
+                ]
+            },
+        ),
+    ),
+    (
+        "padding",
+        ok(
+            "padding-masked-mean",
+            {
+                "m9_padding.py": [
+                    ("import torch.nn as nn\n", "import torch.nn as nn\nimport torch.nn.functional as F\n"),
+                    (
+                        "return clm_loss(model(inp), tgt, ignore_index=pad_id)",
+                        'ce = F.cross_entropy(model(inp).transpose(1, 2), tgt, reduction="none")\n'
+                        "    real = tgt != pad_id\n"
+                        "    return (ce * real).sum() / real.sum()",
+                    ),
+                ]
+            },
+        ),
+    ),
 ]
 
 
@@ -92,7 +198,8 @@ def graded(release: Path, variant: Variant, milestone: str) -> dict:
 
 def summary(result: dict) -> str:
     return f"{result['score']}/{result['max_score']}: " + "; ".join(
-        c["message"][:300] for c in result["checks"] if not c["passed"])
+        c["message"][:300] for c in result["checks"] if not c["passed"]
+    )
 
 
 @pytest.mark.parametrize("variant", BUGS, ids=lambda v: v.name)

@@ -1,4 +1,5 @@
 """The two fixed points: the reference scores full marks, the shipped stubs score 0 cleanly."""
+
 import pytest
 
 from helpers import EXERCISES, SOLUTIONS, explain, grade

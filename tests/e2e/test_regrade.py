@@ -5,6 +5,7 @@ The batches fingerprint temp copies of grader/ and solutions/ (GPTKIT_GRADER_ROO
 one), a changed suite being a copy with one suite edited: the real files are never edited, and edits to them
 while the tests run change nothing here.
 """
+
 from __future__ import annotations
 
 import json
@@ -68,6 +69,7 @@ def with_root(root: Path) -> dict[str, str]:
 
 # ---------------------------------------------------------------- the fingerprint
 
+
 def test_fingerprint_changes_with_the_grading_code_and_nothing_else(tmp_path, monkeypatch):
     assert PROJECT == REPO, "by default, the grader in use is fingerprinted"
     kit = grader_copy(tmp_path / "kit")
@@ -82,8 +84,12 @@ def test_fingerprint_changes_with_the_grading_code_and_nothing_else(tmp_path, mo
     (kit / "solutions" / "README.md").write_text("not a solution")
     assert fingerprint_of(kit) == before, "caches and other files decide no grade"
 
-    for changed in (SUITE, Path("grader/suites/pytest.ini"), Path("grader/sandbox/worker/request_handler.py"),
-                    Path("solutions/m1_attention.py")):
+    for changed in (
+        SUITE,
+        Path("grader/suites/pytest.ini"),
+        Path("grader/sandbox/worker/request_handler.py"),
+        Path("solutions/m1_attention.py"),
+    ):
         old = edit(kit / changed)
         assert fingerprint_of(kit) != before, f"{changed} decides grades"
         (kit / changed).write_text(old)
@@ -105,6 +111,7 @@ def test_fingerprint_changes_with_the_grading_code_and_nothing_else(tmp_path, mo
 
 
 # ---------------------------------------------------------------- grade batch and grade report
+
 
 @pytest.mark.slow
 def test_batch_regrades_after_a_suite_changes_and_only_then(tmp_path):
@@ -130,15 +137,15 @@ def test_batch_regrades_after_a_suite_changes_and_only_then(tmp_path):
     assert proc.returncode == 0 and "older grader" not in proc.stdout, proc.stdout
 
     proc = cli("report", str(db), env=with_root(new))
-    assert f"2 of 2 submissions were graded by an older grader: run `grade batch {root} -m m1` again" \
-        in proc.stdout, proc.stdout
+    assert f"2 of 2 submissions were graded by an older grader: run `grade batch {root} -m m1` again" in proc.stdout, (
+        proc.stdout
+    )
 
     proc = cli("batch", *quick, env=with_root(new))
     assert proc.returncode == 0 and "2 graded, 0 already" in proc.stderr, proc.stderr
     second = rows(db)
     assert {r["grader_hash"] for r in second.values()} == {fingerprint_of(new)}, second
-    assert all(second[s]["graded_at"] >= r["graded_at"] and second[s]["score"] == r["score"]
-               for s, r in first.items())
+    assert all(second[s]["graded_at"] >= r["graded_at"] and second[s]["score"] == r["score"] for s, r in first.items())
     proc = cli("batch", *quick, env=with_root(new))
     assert "0 graded, 2 already" in proc.stderr and rows(db) == second, proc.stderr
     proc = cli("report", str(db), env=with_root(new))
@@ -150,8 +157,11 @@ def test_an_old_gradebook_is_migrated_and_counts_as_older(tmp_path):
     with sqlite3.connect(db) as con:
         con.executescript(SCHEMA_0_1_0)
         for student in ("alice", "bob"):
-            con.execute("INSERT INTO submissions VALUES (?, ?, 'abc', '0.1.0', ?, 'graded', NULL, 1, 1, 1, 2.0, "
-                        "'[]', '2025-01-01T00:00:00', 0.5)", (student, f"/class/{student}", json.dumps(["m1"])))
+            con.execute(
+                "INSERT INTO submissions VALUES (?, ?, 'abc', '0.1.0', ?, 'graded', NULL, 1, 1, 1, 2.0, "
+                "'[]', '2025-01-01T00:00:00', 0.5)",
+                (student, f"/class/{student}", json.dumps(["m1"])),
+            )
             con.execute("INSERT INTO checks VALUES (?, 'm1', 'shapes', 1, 1, 1, '', 0.1)", (student,))
     con.close()
 
@@ -162,24 +172,54 @@ def test_an_old_gradebook_is_migrated_and_counts_as_older(tmp_path):
         assert not book.is_current("alice", "abc", current, ["m1"]), "an old row matches no grader"
         assert [r["grader_hash"] for r in book.rows()] == [None, None]
         assert [c["internal_error"] for c in book.checks()] == [0, 0]
-        report = {"score": 1, "max_score": 2, "seconds": 1.0, "protections": [], "worker_cpu_seconds": 0.2,
-                  "milestones": [{"id": "m1", "checks": [
-                      {"name": "shapes", "score": 1, "max_score": 1, "passed": True, "message": "", "seconds": 0.1,
-                       "internal_error": False},
-                      {"name": "causal mask", "score": 0, "max_score": 1, "passed": False, "seconds": 0.1,
-                       "message": "InternalError: the grader broke\nmore", "internal_error": True}]}]}
+        report = {
+            "score": 1,
+            "max_score": 2,
+            "seconds": 1.0,
+            "protections": [],
+            "worker_cpu_seconds": 0.2,
+            "milestones": [
+                {
+                    "id": "m1",
+                    "checks": [
+                        {
+                            "name": "shapes",
+                            "score": 1,
+                            "max_score": 1,
+                            "passed": True,
+                            "message": "",
+                            "seconds": 0.1,
+                            "internal_error": False,
+                        },
+                        {
+                            "name": "causal mask",
+                            "score": 0,
+                            "max_score": 1,
+                            "passed": False,
+                            "seconds": 0.1,
+                            "message": "InternalError: the grader broke\nmore",
+                            "internal_error": True,
+                        },
+                    ],
+                }
+            ],
+        }
         book.record("alice", "/class/alice", "abc", "0.2.0", ["m1"], report, fingerprint=current)
         assert book.is_current("alice", "abc", current, ["m1"])
         assert not book.is_current("alice", "abc", "0" * 16, ["m1"]), "another grader's row is not current"
         assert [(c["name"], c["internal_error"]) for c in book.checks() if c["student"] == "alice"] == [
-            ("shapes", 0), ("causal mask", 1)]
+            ("shapes", 0),
+            ("causal mask", 1),
+        ]
     finally:
         book.close()
 
     proc = cli("report", str(db), env=with_root(kit))
     assert proc.returncode == 0, proc.stderr
-    assert f"1 of 2 submissions was graded by an older grader: run `grade batch {tmp_path} -m m1` again to " \
-           "regrade it" in proc.stdout, proc.stdout
+    assert (
+        f"1 of 2 submissions was graded by an older grader: run `grade batch {tmp_path} -m m1` again to "
+        "regrade it" in proc.stdout
+    ), proc.stdout
     assert "1 check could not be graded (grader errors" in proc.stdout, proc.stdout
     assert "  alice  m1: causal mask: InternalError: the grader broke\n" in proc.stdout, proc.stdout
     assert "m1: causal mask" not in proc.stdout.split("most often failed checks")[1], "not the student's failure"

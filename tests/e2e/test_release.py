@@ -1,4 +1,5 @@
 """The student release holds no answer and no hidden check, and its `grade` runs the public checks."""
+
 from __future__ import annotations
 
 import ast
@@ -19,8 +20,11 @@ WORD = re.compile(r"[A-Za-z]{2,}")
 HIDDEN_SUITES = sorted((REPO / "grader" / "suites" / "hidden").glob("test_*.py"))
 
 
-CONTRACT = squashed("\n".join(p.read_text() for p in (*sorted(EXERCISES.glob("*.py")), REPO / "docs/exercises.md",
-                                                       REPO / "docs/contract.md")))
+CONTRACT = squashed(
+    "\n".join(
+        p.read_text() for p in (*sorted(EXERCISES.glob("*.py")), REPO / "docs/exercises.md", REPO / "docs/contract.md")
+    )
+)
 
 
 def hidden_phrases(path: Path) -> list[str]:
@@ -53,12 +57,21 @@ def test_no_reference_file_and_no_hidden_suite(release):
     names = {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
     assert not any(n.startswith(("solutions/", "tests/")) for n in names), names
     assert not any(n.startswith(("grader/suites/hidden/", "grader/sandbox/worker/trusted/")) for n in names), names
-    assert {"README.md", "pyproject.toml", "exercises/m1_attention.py", "grader/suites/public/test_m1_attention.py",
-            "grader/suites/checks.py", "grader/sandbox/worker/fork_server.py"} <= names
+    assert {
+        "README.md",
+        "pyproject.toml",
+        "exercises/m1_attention.py",
+        "grader/suites/public/test_m1_attention.py",
+        "grader/suites/checks.py",
+        "grader/sandbox/worker/fork_server.py",
+    } <= names
 
 
-@pytest.mark.parametrize("name,body", [b for f in sorted(SOLUTIONS.glob("*.py")) for b in function_bodies(f)],
-                         ids=lambda x: x if ":" in str(x) else "")
+@pytest.mark.parametrize(
+    "name,body",
+    [b for f in sorted(SOLUTIONS.glob("*.py")) for b in function_bodies(f)],
+    ids=lambda x: x if ":" in str(x) else "",
+)
 def test_no_solution_body(release_text, name, body):
     assert body not in release_text, f"the body of {name} is in the release"
 
@@ -101,8 +114,14 @@ def test_the_scans_find_what_they_look_for():
 def test_no_quiz_answer_in_the_release(release_text):
     """The quiz's whole-number answers (plain or with thousands separators) appear nowhere a student can read."""
     tree = ast.parse((SOLUTIONS / "quiz.py").read_text())
-    answers = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
-               and type(n.value.value) is int and n.value.value >= 1000]
+    answers = [
+        n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Constant)
+        and type(n.value.value) is int
+        and n.value.value >= 1000
+    ]
     assert len(answers) >= 3
     found = [a for a in answers if str(a) in release_text or f"{a:,}" in release_text]
     assert not found, f"quiz answers printed in the release: {found}"
@@ -116,8 +135,11 @@ def test_the_quiz_instructions_use_no_answer_as_an_example():
     answers = [n.value.value for n in tree.body if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)]
     assert len(answers) == 8
     forms = {a: {str(a).lower()} if isinstance(a, str) else {str(a), f"{a:,}", f"{a:g}"} for a in answers}
-    found = [a for a, texts in forms.items()
-             if any(re.search(rf"(?<![\w.,]){re.escape(t)}(?![\w.,])", instructions.lower()) for t in texts)]
+    found = [
+        a
+        for a, texts in forms.items()
+        if any(re.search(rf"(?<![\w.,]){re.escape(t)}(?![\w.,])", instructions.lower()) for t in texts)
+    ]
     assert not found, f"the quiz stub's instructions give these answers as examples: {found}"
 
 
@@ -159,26 +181,54 @@ def test_the_release_installs_and_each_declared_command_runs(tmp_path):
     python = venv / "bin" / "python"
     # torch, click, pip and the build backend come from the environment running the tests (no network); when that
     # is itself a venv, --system-site-packages reaches only its base Python, so its site-packages are added too.
-    site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     outer = dict.fromkeys([sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]])
     (Path(site) / "outer-environment.pth").write_text("".join(f"{path}\n" for path in outer))
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    proc = subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps",
-                           "--no-build-isolation",
-                           "--no-index", str(release)], capture_output=True, text=True, env=env, cwd=tmp_path)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            python,
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            str(release),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+    )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    where = subprocess.run([python, "-c", "import grader; print(grader.__file__)"], capture_output=True, text=True,
-                           env=env, cwd=tmp_path)
+    where = subprocess.run(
+        [python, "-c", "import grader; print(grader.__file__)"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
     assert where.stdout.startswith(str(venv)), f"grader is imported from {where.stdout or where.stderr}"
     scripts = tomllib.loads((release / "pyproject.toml").read_text())["project"]["scripts"]
     assert scripts
     for name in scripts:
-        proc = subprocess.run([venv / "bin" / name, "--help"], capture_output=True, text=True, env=env,
-                              cwd=tmp_path, timeout=300)
+        proc = subprocess.run(
+            [venv / "bin" / name, "--help"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
+        )
         assert proc.returncode == 0, f"{name} --help: {proc.stdout}{proc.stderr}"
-    proc = subprocess.run([venv / "bin" / "grade", "check", str(release / "exercises"), "-m", "m1", "--format",
-                           "json"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600)
+    proc = subprocess.run(
+        [venv / "bin" / "grade", "check", str(release / "exercises"), "-m", "m1", "--format", "json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     stubs = json.loads(proc.stdout)
     assert stubs["checks"] == "public" and stubs["score"] == 0 < stubs["max_score"], stubs

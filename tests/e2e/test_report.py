@@ -4,6 +4,7 @@ the charts of `grade report --png`.
 
 Most tests here build gradebooks with Gradebook.record (no grading: fast); one grades a small class for real.
 """
+
 from __future__ import annotations
 
 import csv
@@ -21,26 +22,44 @@ from grader.fingerprint import ROOT_VARIABLE
 from helpers import EXERCISES, REPO, SOLUTIONS, cli
 
 STUB = "not implemented yet: your code raised NotImplementedError (at m1_attention.py:40 in causal_mask)"
-NO_SCALING = ("weights differs from the reference at query {q}, key 3: got {got}, expected 0.591347 ({n} of 49 "
-              "values off by more than 1e-05 + 0.0001 x |expected|). Likely cause: the scores are not divided by "
-              "sqrt(d_k)")
-TRIU = ("causal_attention's out: position 0 (batch {b}) changes by {by} when the inputs from position 1 on change; "
-        "information leaks from the future: is the mask lower-triangular (tril, not triu), applied to the scores "
-        "before the softmax, and sliced to the input's length?")
+NO_SCALING = (
+    "weights differs from the reference at query {q}, key 3: got {got}, expected 0.591347 ({n} of 49 "
+    "values off by more than 1e-05 + 0.0001 x |expected|). Likely cause: the scores are not divided by "
+    "sqrt(d_k)"
+)
+TRIU = (
+    "causal_attention's out: position 0 (batch {b}) changes by {by} when the inputs from position 1 on change; "
+    "information leaks from the future: is the mask lower-triangular (tril, not triu), applied to the scores "
+    "before the softmax, and sliced to the input's length?"
+)
 
 
-def check(name: str, passed: bool, message: str = "", score: float | None = None, max_score: float = 1,
-          milestone: str = "m1") -> dict:
-    return {"name": name, "score": (max_score if passed else 0) if score is None else score, "max_score": max_score,
-            "passed": passed, "message": message, "seconds": 0.01, "internal_error": False, "counted": True,
-            "milestone": milestone}
+def check(
+    name: str, passed: bool, message: str = "", score: float | None = None, max_score: float = 1, milestone: str = "m1"
+) -> dict:
+    return {
+        "name": name,
+        "score": (max_score if passed else 0) if score is None else score,
+        "max_score": max_score,
+        "passed": passed,
+        "message": message,
+        "seconds": 0.01,
+        "internal_error": False,
+        "counted": True,
+        "milestone": milestone,
+    }
 
 
 def report_of(*checks: dict) -> dict:
     ids = list(dict.fromkeys(c["milestone"] for c in checks))
-    return {"score": sum(c["score"] for c in checks), "max_score": sum(c["max_score"] for c in checks),
-            "seconds": 1.0, "protections": [], "worker_cpu_seconds": 0.1,
-            "milestones": [{"id": m, "checks": [c for c in checks if c["milestone"] == m]} for m in ids]}
+    return {
+        "score": sum(c["score"] for c in checks),
+        "max_score": sum(c["max_score"] for c in checks),
+        "seconds": 1.0,
+        "protections": [],
+        "worker_cpu_seconds": 0.1,
+        "milestones": [{"id": m, "checks": [c for c in checks if c["milestone"] == m]} for m in ids],
+    }
 
 
 def record(book: Gradebook, student: str, *checks: dict) -> int:
@@ -54,19 +73,36 @@ def a_class(db: Path) -> None:
     try:
         record(book, "alice", check("shapes [B1-T1]", True), check("pick logits[:, -1] [B2]", True))
         record(book, "bob", check("shapes [B1-T1]", False, STUB), check("pick logits[:, -1] [B2]", False, STUB))
-        record(book, "carol", check("shapes [B1-T1]", False, NO_SCALING.format(q=5, got=0.902116, n=27)),
-               check("pick logits[:, -1] [B2]", True))
-        record(book, "dave", check("shapes [B1-T1]", False, NO_SCALING.format(q=4, got=0.74663, n=81)),
-               check("pick logits[:, -1] [B2]", False, TRIU.format(b=1, by=0.321)))
-        record(book, "erin", check("shapes [B1-T1]", True),
-               check("pick logits[:, -1] [B2]", False, TRIU.format(b=2, by=1.71)))
-        record(book, "frank", check("shapes [B1-T1]", True, score=1 / 3 * 2, max_score=1),
-               check("pick logits[:, -1] [B2]", True, score=2.0 / 7, max_score=1))
+        record(
+            book,
+            "carol",
+            check("shapes [B1-T1]", False, NO_SCALING.format(q=5, got=0.902116, n=27)),
+            check("pick logits[:, -1] [B2]", True),
+        )
+        record(
+            book,
+            "dave",
+            check("shapes [B1-T1]", False, NO_SCALING.format(q=4, got=0.74663, n=81)),
+            check("pick logits[:, -1] [B2]", False, TRIU.format(b=1, by=0.321)),
+        )
+        record(
+            book,
+            "erin",
+            check("shapes [B1-T1]", True),
+            check("pick logits[:, -1] [B2]", False, TRIU.format(b=2, by=1.71)),
+        )
+        record(
+            book,
+            "frank",
+            check("shapes [B1-T1]", True, score=1 / 3 * 2, max_score=1),
+            check("pick logits[:, -1] [B2]", True, score=2.0 / 7, max_score=1),
+        )
     finally:
         book.close()
 
 
 # ---------------------------------------------------------------- the pieces
+
 
 def test_likely_cause_groups_the_same_cause_and_only_it():
     carol, dave = NO_SCALING.format(q=5, got=0.902116, n=27), NO_SCALING.format(q=4, got=0.74663, n=81)
@@ -79,13 +115,17 @@ def test_likely_cause_groups_the_same_cause_and_only_it():
     upper = "causal_mask({0}) is upper-triangular: row {0} must allow columns 0..{0} (torch.tril, not triu)"
     assert cause_key(likely_cause(upper.format(2))) == cause_key(likely_cause(upper.format(11)))
     # Different causes do not group.
-    other = ("weights differs from the reference at query 0, key 0: got 0.0978751, expected 1 (28 of 49 values off). "
-             "Likely cause: the softmax runs over the wrong dimension: normalise each row over the keys (dim=-1)")
+    other = (
+        "weights differs from the reference at query 0, key 0: got 0.0978751, expected 1 (28 of 49 values off). "
+        "Likely cause: the softmax runs over the wrong dimension: normalise each row over the keys (dim=-1)"
+    )
     assert likely_cause(other) == "the softmax runs over the wrong dimension"
     keys = {cause_key(likely_cause(m)) for m in (carol, leak_a, other, upper.format(3))}
     assert len(keys) == 4, keys
-    assert likely_cause("the kv cache is off. hint: append the new keys before attending") == \
-        "append the new keys before attending"
+    assert (
+        likely_cause("the kv cache is off. hint: append the new keys before attending")
+        == "append the new keys before attending"
+    )
     # Values alone name no cause; a stub's message is its own group.
     assert likely_cause("CausalSelfAttention(24, 4) differs at batch 0: got -0.63, expected 0.42 (504 of 504)") is None
     assert likely_cause("boom") is None
@@ -93,18 +133,24 @@ def test_likely_cause_groups_the_same_cause_and_only_it():
 
 
 def test_check_names_keep_their_brackets():
-    assert check_name("clm_inputs_targets(data) is (data[:, :-1], data[:, 1:]) [3-9]") == \
-        "clm_inputs_targets(data) is (data[:, :-1], data[:, 1:])"
-    assert check_name("out is (..., T, d_k) and weights (..., T, T) for every T [B13-T1]") == \
-        "out is (..., T, d_k) and weights (..., T, T) for every T"
+    assert (
+        check_name("clm_inputs_targets(data) is (data[:, :-1], data[:, 1:]) [3-9]")
+        == "clm_inputs_targets(data) is (data[:, :-1], data[:, 1:])"
+    )
+    assert (
+        check_name("out is (..., T, d_k) and weights (..., T, T) for every T [B13-T1]")
+        == "out is (..., T, d_k) and weights (..., T, T) for every T"
+    )
     assert check_name("pick x [0] then y") == "pick x [0] then y", "only a trailing case id is a case id"
     assert check_name("no cases") == "no cases"
 
 
 def test_points_and_labels():
     assert points(58.181818) == 58.18 and points(2 / 3) == 0.67 and points(None) is None and points(9) == 9.0
-    label = "m1: is the mask lower-triangular (tril, not triu), applied to the scores before the softmax, and " \
-            "sliced to the input's length? " * 2
+    label = (
+        "m1: is the mask lower-triangular (tril, not triu), applied to the scores before the softmax, and "
+        "sliced to the input's length? " * 2
+    )
     wrapped = wrap(label, width=30, lines=3)
     words = set(label.split())
     assert len(wrapped.splitlines()) == 3 and wrapped.endswith("…")
@@ -122,10 +168,18 @@ def test_checks_set_aside_decide_nothing(tmp_path):
     """A check not counted (or that the grader could not grade) is neither a failure nor a cause."""
     book = Gradebook(tmp_path / "grades.sqlite")
     try:
-        record(book, "alice", check("shapes", True),
-               {**check("timing", False, "not counted: the worker was not observed; hint: rerun it"), "counted": False})
-        record(book, "bob", check("shapes", False, STUB),
-               {**check("timing", False, "the grader itself failed"), "internal_error": True, "counted": False})
+        record(
+            book,
+            "alice",
+            check("shapes", True),
+            {**check("timing", False, "not counted: the worker was not observed; hint: rerun it"), "counted": False},
+        )
+        record(
+            book,
+            "bob",
+            check("shapes", False, STUB),
+            {**check("timing", False, "the grader itself failed"), "internal_error": True, "counted": False},
+        )
         checks = book.checks()
     finally:
         book.close()
@@ -145,15 +199,22 @@ def test_failure_rates_and_causes_leave_stubs_out(tmp_path):
     finally:
         book.close()
     causes = failure_causes(checks)
-    assert causes[:2] == [("m1", "is the mask lower-triangular (tril, not triu), applied to the scores before the "
-                                 "softmax, and sliced to the input's length?", 2),
-                          ("m1", "the scores are not divided by sqrt(d_k)", 2)], causes
+    assert causes[:2] == [
+        (
+            "m1",
+            "is the mask lower-triangular (tril, not triu), applied to the scores before the "
+            "softmax, and sliced to the input's length?",
+            2,
+        ),
+        ("m1", "the scores are not divided by sqrt(d_k)", 2),
+    ], causes
     assert all(cause != "not implemented yet" for _, cause, _ in causes), "stubs are counted apart"
     rates = dict(failure_rates(checks))
     assert rates[("m1", "pick logits[:, -1]")] == pytest.approx(3 / 6), "bob, dave, erin failed it, of 6"
 
 
 # ---------------------------------------------------------------- attempts
+
 
 def test_every_attempt_is_kept_and_the_latest_reported(tmp_path):
     db = tmp_path / "grades.sqlite"
@@ -167,20 +228,29 @@ def test_every_attempt_is_kept_and_the_latest_reported(tmp_path):
         assert [a["id"] for a in history] == [first, second] and [a["score"] for a in history] == [0, 2]
         assert all(a["graded_at"] for a in history)
         assert [(r["student"], r["score"], r["attempt"]) for r in book.rows()] == [
-            ("alice", 2, second), ("bob", 1, second + 1)]
+            ("alice", 2, second),
+            ("bob", 1, second + 1),
+        ]
         assert [(c["student"], c["name"], c["passed"]) for c in book.checks()] == [
-            ("alice", "shapes", 1), ("alice", "mask", 1), ("bob", "shapes", 1)], "only the latest attempt's checks"
+            ("alice", "shapes", 1),
+            ("alice", "mask", 1),
+            ("bob", "shapes", 1),
+        ], "only the latest attempt's checks"
         assert len(book.attempts()) == 3
     finally:
         book.close()
     with sqlite3.connect(db) as con:
-        assert con.execute("SELECT COUNT(*) FROM checks WHERE student = 'alice'").fetchone() == (3,), \
+        assert con.execute("SELECT COUNT(*) FROM checks WHERE student = 'alice'").fetchone() == (3,), (
             "the first attempt's checks stay"
+        )
     con.close()
     proc = cli("export", str(db), "--csv", str(tmp_path / "grades.csv"))
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "grades.csv").read_text().splitlines() == [
-        "student,score,max_score,status,m1", "alice,2.0,2.0,graded,2.0", "bob,1.0,1.0,graded,1.0"]
+        "student,score,max_score,status,m1",
+        "alice,2.0,2.0,graded,2.0",
+        "bob,1.0,1.0,graded,1.0",
+    ]
 
 
 def test_an_old_gradebook_gets_its_results_as_first_attempts(tmp_path):
@@ -189,8 +259,10 @@ def test_an_old_gradebook_gets_its_results_as_first_attempts(tmp_path):
     db = tmp_path / "grades.sqlite"
     with sqlite3.connect(db) as con:
         con.executescript(SCHEMA_0_1_0)
-        con.execute("INSERT INTO submissions VALUES ('alice', '/class/alice', 'abc', '0.1.0', '[\"m1\"]', 'graded', "
-                    "NULL, 1, 1, 1, 2.0, '[]', '2025-01-01T00:00:00', 0.5)")
+        con.execute(
+            "INSERT INTO submissions VALUES ('alice', '/class/alice', 'abc', '0.1.0', '[\"m1\"]', 'graded', "
+            "NULL, 1, 1, 1, 2.0, '[]', '2025-01-01T00:00:00', 0.5)"
+        )
         con.execute("INSERT INTO checks VALUES ('alice', 'm1', 'shapes', 1, 1, 1, '', 0.1)")
     con.close()
     book = Gradebook(db)
@@ -211,6 +283,7 @@ def test_an_old_gradebook_gets_its_results_as_first_attempts(tmp_path):
 
 # ---------------------------------------------------------------- export and report
 
+
 def test_export_rounds_to_points_and_report_keeps_full_names(tmp_path):
     db = tmp_path / "grades.sqlite"
     a_class(db)
@@ -222,7 +295,7 @@ def test_export_rounds_to_points_and_report_keeps_full_names(tmp_path):
     proc = cli("report", str(db), "--png", str(tmp_path / "charts"))
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
-    assert "1 untouched stub (every check \"not implemented yet\"), left out of the failure rates: bob" in out, out
+    assert '1 untouched stub (every check "not implemented yet"), left out of the failure rates: bob' in out, out
     assert "most often failed checks (of 5 graded):" in out, out
     assert "  40.0%  m1: shapes\n" in out and "  40.0%  m1: pick logits[:, -1]\n" in out, out
     assert "     2  m1: the scores are not divided by sqrt(d_k)\n" in out, out
@@ -232,6 +305,7 @@ def test_export_rounds_to_points_and_report_keeps_full_names(tmp_path):
 
 
 # ---------------------------------------------------------------- a real class
+
 
 @pytest.fixture
 def pinned_grader(tmp_path, monkeypatch):
@@ -252,7 +326,7 @@ def test_batch_ends_with_a_summary_and_keeps_each_attempt(tmp_path, pinned_grade
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     at = lines.index(next(line for line in lines if line.startswith("3 graded, 0 already")))
-    summary = lines[at + 1:]
+    summary = lines[at + 1 :]
     assert summary[0] == "3 submissions: 3 graded, 0 with errors", summary
     assert summary[1].startswith("mean ") and ", median " in summary[1], summary
     assert summary[2].startswith("  m1 ") and summary[2].endswith("Causal self-attention"), summary

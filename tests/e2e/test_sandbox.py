@@ -6,6 +6,7 @@ nothing outside it changed, and that it left no process behind. The strong check
 protections they test; each is skipped, saying which, on a machine that lacks it (no root, no
 cgroups, not Linux). The protections in force are listed in every gradebook row.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -38,8 +39,10 @@ def digest(*roots: Path) -> dict[str, str]:
 
 def gradebook(db: Path) -> dict[str, tuple]:
     with sqlite3.connect(db) as con:
-        subs = {r[0]: r[1:] for r in con.execute("SELECT student, score, max_score, status, graded_at, hash "
-                                                 "FROM submissions")}
+        subs = {
+            r[0]: r[1:]
+            for r in con.execute("SELECT student, score, max_score, status, graded_at, hash FROM submissions")
+        }
         checks = con.execute("SELECT COUNT(*), SUM(score) FROM checks").fetchone()
     return {"submissions": subs, "checks": checks}
 
@@ -70,9 +73,10 @@ class Class:
         self.seconds = time.monotonic() - started
         assert proc.returncode == 0 and "2 graded" in proc.stderr, proc.stderr
         with sqlite3.connect(self.db) as con:
-            rows = {s: {"score": score, "max": top, "protections": json.loads(prot or "[]"), "messages": []}
-                    for s, score, top, prot in con.execute(
-                        "SELECT student, score, max_score, protections FROM submissions")}
+            rows = {
+                s: {"score": score, "max": top, "protections": json.loads(prot or "[]"), "messages": []}
+                for s, score, top, prot in con.execute("SELECT student, score, max_score, protections FROM submissions")
+            }
             for student, message in con.execute("SELECT student, message FROM checks WHERE NOT passed"):
                 rows[student]["messages"].append(message)
         return rows
@@ -91,7 +95,8 @@ def assert_contained(rows: dict[str, dict], expect: str) -> None:
     assert rows["a-attack"]["score"] < rows["a-attack"]["max"], f"the attack kept full marks:\n{messages}"
     assert expect in messages, f"no message of the attack's says {expect!r}:\n{messages}"
     assert rows["b-honest"]["score"] == rows["b-honest"]["max"], (
-        f"the honest submission graded after the attack lost points: {rows['b-honest']}")
+        f"the honest submission graded after the attack lost points: {rows['b-honest']}"
+    )
 
 
 @pytest.fixture(scope="module")
@@ -123,6 +128,7 @@ def no_worker_left():
 
 
 # ---------------------------------------------------------------- what the attacks do
+
 
 def overwrite_everything(paths: list[Path]) -> str:
     """Truncate, append to, replace and delete every file under ``paths``; report how many changed."""

@@ -5,6 +5,7 @@ What sharing must keep: a crash or a hang still costs only the check that caused
 against the milestone whose check hung, and a worker that has used much of its CPU
 limit is not handed to the next milestone.
 """
+
 from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
@@ -84,6 +85,7 @@ def test_a_worker_that_used_much_cpu_is_retired_before_the_next_milestone(shared
 
 
 # ------------------------------------------------------------ one fork server for a batch (worker/shared_server.py)
+
 
 @pytest.fixture
 def batch_server():

@@ -1,4 +1,5 @@
 """The stretch corpora: tiny Shakespeare (checksummed, cached, never fetched here) and the stdlib Python corpus."""
+
 import shutil
 
 import pytest
@@ -11,8 +12,10 @@ from stretch import data
 @pytest.fixture(autouse=True)
 def no_network(monkeypatch, tmp_path):
     """No test reaches the network, and none sees the developer's cache or data folder."""
+
     def refuse(url, dest):
         raise AssertionError(f"a test tried to download {url}")
+
     monkeypatch.setattr(data, "download", refuse)
     monkeypatch.delenv(data.ENV_VAR, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
@@ -40,8 +43,9 @@ def test_round_trip_and_split_sizes():
     text = SHAKESPEARE.read_text()
     assert ds.tokenizer.vocab_size == 65, "tiny Shakespeare has 65 distinct characters"
     assert ds.tokenizer.decode(ds.train.tolist() + ds.val.tolist()) == text, "encode then decode must give the text"
-    assert len(ds.train) == int(0.9 * len(text)) and len(ds.train) + len(ds.val) == len(text), \
+    assert len(ds.train) == int(0.9 * len(text)) and len(ds.train) + len(ds.val) == len(text), (
         "the split is the first 90% for training, the last 10% for validation, nothing lost"
+    )
 
 
 def test_missing_file_names_the_path_and_the_way_out(tmp_path):
@@ -83,6 +87,7 @@ def test_a_corrupt_download_is_refused(monkeypatch):
 def test_a_failed_download_says_how_to_proceed(monkeypatch):
     def offline(url, dest):
         raise OSError("network is unreachable")
+
     monkeypatch.setattr(data, "download", offline)
     with pytest.raises(data.DataError, match=f"network is unreachable.*{data.ENV_VAR}"):
         data.shakespeare_path()

@@ -1,4 +1,5 @@
 """The in-context lookup task: the answer is in the prompt exactly as often as asked, and nowhere else."""
+
 import pytest
 import torch
 from click.testing import CliRunner
@@ -35,8 +36,11 @@ def test_prompts_show_the_queried_pair_exactly_shots_times(shots):
 @pytest.mark.parametrize("make", ["train", "prompt"])
 def test_each_sequence_keeps_one_mapping(make):
     generator = torch.Generator().manual_seed(0)
-    rows = (icl.training_batch(CFG, 100, generator)[0] if make == "train"
-            else icl.shot_prompts(CFG, 3, 100, generator)[0][:, :-2])
+    rows = (
+        icl.training_batch(CFG, 100, generator)[0]
+        if make == "train"
+        else icl.shot_prompts(CFG, 3, 100, generator)[0][:, :-2]
+    )
     for row in rows:
         mapping: dict[str, str] = {}
         for key, value in pairs(decode(row)):

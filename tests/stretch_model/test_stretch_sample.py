@@ -1,4 +1,5 @@
 """Sampling from a checkpoint: reproducible with a seed, and --explain shows exactly the steps taken."""
+
 import pytest
 import torch
 from click.testing import CliRunner
@@ -13,14 +14,21 @@ CHARS = "\n !',.:;?abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
+
 @pytest.fixture(scope="module")
 def ckpt(tmp_path_factory):
     """A small untrained model saved as a checkpoint: sampling's plumbing needs no trained weights."""
     torch.manual_seed(0)
     config = ModelConfig(len(CHARS), n_layers=1, d=32, n_heads=2, block_size=16)
     path = tmp_path_factory.mktemp("ckpt") / "ckpt.pt"
-    checkpoint.save({"model": build_model(config).state_dict(), "model_config": config.to_dict(),
-                     "chars": CharTokenizer(CHARS).chars}, path)
+    checkpoint.save(
+        {
+            "model": build_model(config).state_dict(),
+            "model_config": config.to_dict(),
+            "chars": CharTokenizer(CHARS).chars,
+        },
+        path,
+    )
     return path
 
 
@@ -65,11 +73,14 @@ def test_cli_sample_is_seeded(ckpt):
     assert first.exit_code == 0 and first.output == second.output
 
 
-@pytest.mark.parametrize("args, message", [
-    (["missing.pt"], "no checkpoint at"),
-    (["CKPT", "--prompt", "{}"], "not in the vocabulary"),
-    (["CKPT", "--top-k", "0"], "Invalid value for '--top-k'"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["missing.pt"], "no checkpoint at"),
+        (["CKPT", "--prompt", "{}"], "not in the vocabulary"),
+        (["CKPT", "--top-k", "0"], "Invalid value for '--top-k'"),
+    ],
+)
 def test_cli_bad_input_is_a_message_not_a_traceback(ckpt, tmp_path, args, message):
     args = [str(ckpt) if a == "CKPT" else str(tmp_path / a) if a.endswith(".pt") else a for a in args]
     result = CliRunner().invoke(main, ["sample", *args])

@@ -1,4 +1,5 @@
 """A short training run lowers the loss, checkpoints, and resumes to exactly the uninterrupted result."""
+
 from dataclasses import replace
 
 import pytest
@@ -33,8 +34,9 @@ def test_resume_matches_an_uninterrupted_run(cfg, tmp_path):
     straight = train(start(cfg, "cpu", SHARED), "cpu", tmp_path / "a", progress=False)
     train(start(cfg, "cpu", SHARED), "cpu", tmp_path / "b", stop_after=13, progress=False)  # "interrupted"
     resumed = train(resume(tmp_path / "b" / "ckpt.pt", "cpu", SHARED), "cpu", tmp_path / "b", progress=False)
-    assert resumed.history.train == straight.history.train, \
+    assert resumed.history.train == straight.history.train, (
         "a resumed run must draw the same batches and take the same steps (the generator state is checkpointed)"
+    )
     for name, tensor in straight.model.state_dict().items():
         assert torch.equal(tensor, resumed.model.state_dict()[name]), f"{name} differs after resuming"
 
@@ -71,10 +73,13 @@ def test_cli_trains_writes_artifacts_and_resumes(tmp_path):
     assert checkpoint.load(tmp_path)["step"] == 20, "--resume --steps 20 continues the same run to step 20"
 
 
-@pytest.mark.parametrize("args, message", [
-    (["--resume"], "no checkpoint at"),
-    (["--data-dir", "/nonexistent"], "not found"),
-])
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["--resume"], "no checkpoint at"),
+        (["--data-dir", "/nonexistent"], "not found"),
+    ],
+)
 def test_cli_bad_input_is_a_message_not_a_traceback(tmp_path, args, message):
     result = CliRunner().invoke(main, ["train", "--preset", "tiny", "--out-dir", str(tmp_path), *args])
     assert result.exit_code == 1 and message in result.output, result.output

@@ -4,6 +4,7 @@ The fork server loads ``grader/sandbox/worker/`` and ``grader/sandbox/common/`` 
 the grader's files (see ``grader/sandbox/__init__.py``), so an import of ``grader`` there would fail
 only inside the sandbox. This test finds one by reading the files.
 """
+
 from __future__ import annotations
 
 import ast
@@ -33,20 +34,29 @@ def grader_imports(source: str, location: Path) -> list[str]:
             if (node.module or "").split(".")[0] == "grader":
                 found.append(node.module)
         elif isinstance(node, ast.ImportFrom):
-            target = ".".join([*package[:len(package) - (node.level - 1)], *([node.module] if node.module else [])])
+            target = ".".join([*package[: len(package) - (node.level - 1)], *([node.module] if node.module else [])])
             if not any(target == side or target.startswith(side + ".") for side in WORKER_PACKAGES):
                 found.append(f"{'.' * node.level}{node.module or ''} (that is, {target})")
-        elif isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) in (
-                "import_module", "__import__") and node.args and isinstance(node.args[0], ast.Constant) \
-                and str(node.args[0].value).split(".")[0] == "grader":
+        elif (
+            isinstance(node, ast.Call)
+            and getattr(node.func, "attr", getattr(node.func, "id", "")) in ("import_module", "__import__")
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and str(node.args[0].value).split(".")[0] == "grader"
+        ):
             found.append(str(node.args[0].value))
     return found
 
 
 def test_the_worker_side_has_files():
     names = {p.relative_to(SANDBOX).as_posix() for p in FILES}
-    assert {"worker/fork_server.py", "worker/request_handler.py", "common/agreement.py", "common/wire.py",
-            "common/protocol.py"} <= names, names
+    assert {
+        "worker/fork_server.py",
+        "worker/request_handler.py",
+        "common/agreement.py",
+        "common/wire.py",
+        "common/protocol.py",
+    } <= names, names
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(SANDBOX).as_posix())
@@ -54,9 +64,16 @@ def test_no_worker_side_file_imports_grader(path):
     assert grader_imports(path.read_text(), path) == [], f"{path.relative_to(REPO)} imports the grader package"
 
 
-@pytest.mark.parametrize("source", ["import grader.milestones", "from grader.sandbox import client",
-                                    "from ..client import Limits", "from ... import runner",
-                                    "importlib.import_module('grader.runner')"])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import grader.milestones",
+        "from grader.sandbox import client",
+        "from ..client import Limits",
+        "from ... import runner",
+        "importlib.import_module('grader.runner')",
+    ],
+)
 def test_the_check_finds_an_import_of_grader(source):
     """The other direction: each way to import the grader package is caught (a relative import from
     worker/ to ../common/ is not)."""

@@ -6,6 +6,7 @@ trusted module lacks would fail a correct student who uses it, with the grader's
 as theirs. So every trusted module is compared with its stub here: names and signatures from the
 stub's source, instance attributes and submodules from the reference.
 """
+
 from __future__ import annotations
 
 import ast
@@ -23,7 +24,7 @@ TRUSTED = sorted({name for m in MILESTONES.values() for name in m.trusted})
 # Small constructor arguments for each class the earlier milestones define.
 SMALL_ARGS = {"CausalSelfAttention": (8, 2), "GPTBlock": (8, 2), "TinyGPT": (11, 8, 2, 2, 5)}
 
-OLD_TRUSTED_M1 = '''
+OLD_TRUSTED_M1 = """
 import torch, torch.nn as nn
 def causal_mask(T, device=None):
     return torch.ones(T, T, device=device).tril()
@@ -33,17 +34,19 @@ class CausalSelfAttention(nn.Module):
         self.heads = n_heads
         self.qkv = nn.Linear(d, 3 * d)
         self.proj = nn.Linear(d, d)
-'''
+"""
 
 
 def stub_api(name: str) -> dict[str, list[tuple[str, str | None]] | None]:
     """Every public function, class and class method of a stub, with its parameters (name, default source);
     None for a class (its methods are listed on their own)."""
+
     def params(fn: ast.FunctionDef) -> list[tuple[str, str | None]]:
         positional = fn.args.posonlyargs + fn.args.args
         defaults = [None] * (len(positional) - len(fn.args.defaults)) + [ast.unparse(d) for d in fn.args.defaults]
-        return [(a.arg, d) for a, d in zip(positional, defaults)] + \
-               [(a.arg, None if d is None else ast.unparse(d)) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)]
+        return [(a.arg, d) for a, d in zip(positional, defaults)] + [
+            (a.arg, None if d is None else ast.unparse(d)) for a, d in zip(fn.args.kwonlyargs, fn.args.kw_defaults)
+        ]
 
     api: dict[str, list[tuple[str, str | None]] | None] = {}
     for node in ast.parse((EXERCISES / f"{name}.py").read_text()).body:
@@ -65,9 +68,11 @@ def load(name: str, source: str) -> types.ModuleType:
 
 
 def signature(obj) -> list[tuple[str, str | None]]:
-    return [(p.name, None if p.default is inspect.Parameter.empty else repr(p.default))
-            for p in inspect.signature(obj).parameters.values()
-            if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)]
+    return [
+        (p.name, None if p.default is inspect.Parameter.empty else repr(p.default))
+        for p in inspect.signature(obj).parameters.values()
+        if p.kind not in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD)
+    ]
 
 
 def public_attributes(obj) -> set[str]:

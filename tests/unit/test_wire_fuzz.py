@@ -12,6 +12,7 @@ turns into a graded failure (``WorkerCrash``), and never hangs. Precisely:
 Everything goes through real sockets (``socket.socketpair``) with a deadline, and each read runs
 in a thread joined with a timeout, so a hang fails the test instead of blocking it.
 """
+
 from __future__ import annotations
 
 import json
@@ -33,8 +34,12 @@ from grader.sandbox.common import protocol, wire
 
 ProtocolError = wire.ProtocolError
 
-FUZZ = settings(max_examples=120, deadline=None, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=120,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 SLOW_FUZZ = settings(FUZZ, max_examples=25)  # each example waits out a short deadline
 CLIENT_FUZZ = settings(FUZZ, max_examples=60)  # each example is a whole request
 HANG_SECONDS = 5.0  # far more than any read here needs; a read still going then has hung
@@ -42,6 +47,7 @@ INT64 = 2**63
 
 
 # ---------------------------------------------------------------- running a read
+
 
 def _in_thread(fn, *args: Any) -> Any:
     """``fn(*args)``'s result, re-raising its exception; fail the test if it runs past HANG_SECONDS."""
@@ -112,16 +118,21 @@ def _check_well_formed(message: tuple) -> None:
 # ---------------------------------------------------------------- strategies
 
 BIG_INTS = st.sampled_from([2**31, 2**32, INT64 - 1, INT64, 2**64 - 1, 2**64, -INT64, -INT64 - 1, 10**30, -1])
-json_leaves = (st.none() | st.booleans() | st.integers() | BIG_INTS | st.floats() | st.text(max_size=8))
+json_leaves = st.none() | st.booleans() | st.integers() | BIG_INTS | st.floats() | st.text(max_size=8)
 json_values = st.recursive(
-    json_leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
-    max_leaves=12)
+    json_leaves,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=4), inner, max_size=4),
+    max_leaves=12,
+)
 headers = st.dictionaries(st.text(max_size=6).filter(lambda k: k != "blobs"), json_values, max_size=5)
 blob_lists = st.lists(st.binary(max_size=64), max_size=4)
 dtype_names = st.sampled_from(sorted(protocol.DTYPES))
 small_shapes = st.lists(st.integers(0, 4), max_size=4)
-odd_shapes = (st.lists(st.integers(0, 4) | BIG_INTS | st.integers(), max_size=18)
-              | st.lists(st.sampled_from([0, 1, 2**31, 2**40, INT64 - 1, INT64]), max_size=4) | json_values)
+odd_shapes = (
+    st.lists(st.integers(0, 4) | BIG_INTS | st.integers(), max_size=18)
+    | st.lists(st.sampled_from([0, 1, 2**31, 2**40, INT64 - 1, INT64]), max_size=4)
+    | json_values
+)
 
 
 @st.composite
@@ -134,10 +145,12 @@ def tensor_values(draw) -> tuple[dict, list[bytes]]:
     blobs = draw(st.lists(st.binary(max_size=8), max_size=2))
     index = len(blobs)
     blobs.append(draw(st.binary(min_size=size, max_size=size)))
-    enc = {"t": "tensor", "dtype": draw(st.just(name) | st.sampled_from(["float", "complex64", "torch.float32"])
-                                        | json_values),
-           "shape": draw(st.just(shape) | odd_shapes),
-           "blob": draw(st.just(index) | st.integers(-2, index + 2) | json_values)}
+    enc = {
+        "t": "tensor",
+        "dtype": draw(st.just(name) | st.sampled_from(["float", "complex64", "torch.float32"]) | json_values),
+        "shape": draw(st.just(shape) | odd_shapes),
+        "blob": draw(st.just(index) | st.integers(-2, index + 2) | json_values),
+    }
     for key in draw(st.sets(st.sampled_from(sorted(enc)), max_size=1)):
         del enc[key]
     return enc, blobs
@@ -145,26 +158,44 @@ def tensor_values(draw) -> tuple[dict, list[bytes]]:
 
 leaf_encodings = st.one_of(  # leaves of a value, its blob 0 empty
     st.fixed_dictionaries({"t": st.just("py"), "v": json_values}),
-    st.fixed_dictionaries({"t": st.just("tensor"), "dtype": dtype_names | json_values,
-                           "shape": small_shapes | odd_shapes, "blob": st.integers(-1, 6) | json_values}),
-    st.fixed_dictionaries({"t": st.just("tensor"), "dtype": dtype_names, "blob": st.just(0),
-                           "shape": st.lists(st.sampled_from([0, 1, 5, 2**31, 2**40, INT64 - 1, INT64]),
-                                             min_size=1, max_size=4)}),  # no elements, but odd sizes
-    st.fixed_dictionaries({"t": st.just("info"), "dtype": json_values, "shape": small_shapes | odd_shapes,
-                           "device": json_values}),
+    st.fixed_dictionaries(
+        {
+            "t": st.just("tensor"),
+            "dtype": dtype_names | json_values,
+            "shape": small_shapes | odd_shapes,
+            "blob": st.integers(-1, 6) | json_values,
+        }
+    ),
+    st.fixed_dictionaries(
+        {
+            "t": st.just("tensor"),
+            "dtype": dtype_names,
+            "blob": st.just(0),
+            "shape": st.lists(st.sampled_from([0, 1, 5, 2**31, 2**40, INT64 - 1, INT64]), min_size=1, max_size=4),
+        }
+    ),  # no elements, but odd sizes
+    st.fixed_dictionaries(
+        {"t": st.just("info"), "dtype": json_values, "shape": small_shapes | odd_shapes, "device": json_values}
+    ),
     st.fixed_dictionaries({"t": st.just("generator"), "seed": st.integers(-INT64, 2**64 - 1) | BIG_INTS | json_values}),
     st.fixed_dictionaries({"t": st.just("handle"), "id": st.integers() | json_values, "type": json_values}),
-    st.dictionaries(st.sampled_from(["t", "v", "items", "dtype", "shape", "blob", "seed", "id"]), json_values,
-                    max_size=4),
+    st.dictionaries(
+        st.sampled_from(["t", "v", "items", "dtype", "shape", "blob", "seed", "id"]), json_values, max_size=4
+    ),
     json_values,
 )
 value_encodings = st.recursive(
     leaf_encodings,
-    lambda inner: st.fixed_dictionaries({"t": st.sampled_from(["list", "tuple"]),
-                                         "items": st.lists(inner, max_size=4) | json_values})
-    | st.fixed_dictionaries({"t": st.just("dict"),
-                             "items": st.dictionaries(st.text(max_size=4), inner, max_size=4) | json_values}),
-    max_leaves=10)
+    lambda inner: (
+        st.fixed_dictionaries(
+            {"t": st.sampled_from(["list", "tuple"]), "items": st.lists(inner, max_size=4) | json_values}
+        )
+        | st.fixed_dictionaries(
+            {"t": st.just("dict"), "items": st.dictionaries(st.text(max_size=4), inner, max_size=4) | json_values}
+        )
+    ),
+    max_leaves=10,
+)
 
 
 @st.composite
@@ -190,6 +221,7 @@ def _decode(enc: Any, blobs: list[bytes]) -> Any:
 
 # ================================================================ wire: framing
 
+
 def test_protocol_errors_are_the_clients():
     """protocol raises the very class the client catches (not a copy loaded by path)."""
     assert protocol.ProtocolError is wire.ProtocolError
@@ -201,8 +233,9 @@ def test_whole_messages_round_trip(header, blobs):
     """Baseline: what wire.send writes, wire.recv reads back unchanged (so the fuzz below is not vacuous)."""
     got_header, got_blobs = _read(_message(header, blobs))
     assert got_blobs == blobs
-    assert json.dumps(got_header, sort_keys=True) == json.dumps(dict(header, blobs=[len(b) for b in blobs]),
-                                                                sort_keys=True)
+    assert json.dumps(got_header, sort_keys=True) == json.dumps(
+        dict(header, blobs=[len(b) for b in blobs]), sort_keys=True
+    )
 
 
 @FUZZ
@@ -238,7 +271,7 @@ def test_one_deadline_for_a_dripping_message():
             if stop.wait(0.01):
                 break
             try:
-                theirs.sendall(message[i:i + 1])
+                theirs.sendall(message[i : i + 1])
             except OSError:
                 break
 
@@ -267,8 +300,12 @@ def test_oversized_length_prefix(n, rest):
 
 
 @FUZZ
-@given(st.lists(st.integers(0, 2 * wire.MAX_MESSAGE_BYTES), min_size=1, max_size=5).filter(
-    lambda sizes: sum(sizes) > wire.MAX_MESSAGE_BYTES), st.dictionaries(st.sampled_from(["op", "value"]), json_values))
+@given(
+    st.lists(st.integers(0, 2 * wire.MAX_MESSAGE_BYTES), min_size=1, max_size=5).filter(
+        lambda sizes: sum(sizes) > wire.MAX_MESSAGE_BYTES
+    ),
+    st.dictionaries(st.sampled_from(["op", "value"]), json_values),
+)
 def test_oversized_blob_total(sizes, header):
     """Blobs adding up to over the message limit are refused before any of them is read."""
     started = time.monotonic()
@@ -306,7 +343,7 @@ def test_garbage_header_bytes(payload, close):
 
 
 @FUZZ
-@given(st.integers(1, 200_000), st.sampled_from(["[", "{\"a\":", "[{\"b\":"]), st.booleans())
+@given(st.integers(1, 200_000), st.sampled_from(["[", '{"a":', '[{"b":']), st.booleans())
 @example(1_000_000, "[", True)
 def test_deeply_nested_header(depth, opener, close):
     """Deep nesting inside the header: decoded when shallow, else ProtocolError (never RecursionError)."""
@@ -322,7 +359,7 @@ def test_deeply_nested_header(depth, opener, close):
 
 @FUZZ
 @given(st.binary(max_size=300), st.booleans())
-@example(b"\x00\x00\x00\x0d{\"blobs\":[3]}ab", True)
+@example(b'\x00\x00\x00\x0d{"blobs":[3]}ab', True)
 @example(b"\xff\xff\xff\xff", False)
 def test_random_stream(data, close):
     """Any bytes at all, then closed or left open: a message, ProtocolError, or (cut short) EOF / timeout."""
@@ -344,10 +381,11 @@ def test_valid_header_garbage_blobs(sizes, data):
     except EOFError:
         assert len(payload) < sum(sizes)
         return
-    assert [len(b) for b in blobs] == sizes and b"".join(blobs) == payload[:sum(sizes)]
+    assert [len(b) for b in blobs] == sizes and b"".join(blobs) == payload[: sum(sizes)]
 
 
 # ================================================================ protocol: values and tensors
+
 
 @settings(FUZZ, max_examples=100)
 @given(encodings())
@@ -366,10 +404,17 @@ def test_decode_tensor(case):
     """A tensor with the right dtype, shape and byte count comes back exactly; anything off: ProtocolError."""
     enc, blobs = case
     name, shape, index = enc.get("dtype"), enc.get("shape"), enc.get("blob")
-    right = (isinstance(name, str) and name in protocol.DTYPES and isinstance(shape, list) and len(shape) <= 16
-             and all(type(s) is int and s >= 0 for s in shape) and type(index) is int and 0 <= index < len(blobs)
-             and math.prod(shape) * protocol.DTYPES[name].itemsize == len(blobs[index])
-             and math.prod(max(s, 1) for s in shape) < protocol.MAX_SPAN)
+    right = (
+        isinstance(name, str)
+        and name in protocol.DTYPES
+        and isinstance(shape, list)
+        and len(shape) <= 16
+        and all(type(s) is int and s >= 0 for s in shape)
+        and type(index) is int
+        and 0 <= index < len(blobs)
+        and math.prod(shape) * protocol.DTYPES[name].itemsize == len(blobs[index])
+        and math.prod(max(s, 1) for s in shape) < protocol.MAX_SPAN
+    )
     if not right:
         with pytest.raises(ProtocolError):
             _decode(enc, blobs)
@@ -401,10 +446,16 @@ def test_decode_deep_values(depth, kind):
 FOUND_BY_FUZZING = [
     pytest.param({"t": "generator", "seed": 2**64}, [], id="seed-over-uint64-ValueError"),
     pytest.param({"t": "generator", "seed": -INT64 - 1}, [], id="seed-under-int64-ValueError"),
-    pytest.param({"t": "tensor", "dtype": "float32", "shape": [0, 2**40, 2**40], "blob": 0}, [b""],
-                 id="empty-tensor-stride-overflow-RuntimeError"),
-    pytest.param({"t": "tensor", "dtype": "float32", "shape": [0, INT64], "blob": 0}, [b""],
-                 id="empty-tensor-dim-over-int64-TypeError"),
+    pytest.param(
+        {"t": "tensor", "dtype": "float32", "shape": [0, 2**40, 2**40], "blob": 0},
+        [b""],
+        id="empty-tensor-stride-overflow-RuntimeError",
+    ),
+    pytest.param(
+        {"t": "tensor", "dtype": "float32", "shape": [0, INT64], "blob": 0},
+        [b""],
+        id="empty-tensor-dim-over-int64-TypeError",
+    ),
     pytest.param({"t": "tensor", "dtype": [], "shape": [], "blob": 0}, [b""], id="unhashable-dtype-TypeError"),
 ]
 
@@ -416,7 +467,6 @@ def test_decode_rejects_with_protocol_error(enc, blobs):
 
 
 # ================================================================ the client: a whole reply, as graded
-
 
 
 def _ask(reply: bytes, close: bool = True) -> Any:
@@ -431,8 +481,9 @@ def _ask(reply: bytes, close: bool = True) -> Any:
             return
         _send_quietly(theirs, reply, close)
 
-    server = types.SimpleNamespace(limits=client.Limits(call_seconds=2.0 if close else 0.02),
-                                   reap=lambda pid, grace: {})
+    server = types.SimpleNamespace(
+        limits=client.Limits(call_seconds=2.0 if close else 0.02), reap=lambda pid, grace: {}
+    )
     peer = threading.Thread(target=worker, daemon=True)
     peer.start()
     try:
@@ -451,8 +502,19 @@ def _graded(reply: bytes, close: bool = True) -> None:
         pass
 
 
-errors = st.fixed_dictionaries({}, optional={"type": json_values, "message": json_values, "where": json_values,
-                                             "grader": st.booleans() | json_values, "trace": json_values}) | json_values
+errors = (
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "type": json_values,
+            "message": json_values,
+            "where": json_values,
+            "grader": st.booleans() | json_values,
+            "trace": json_values,
+        },
+    )
+    | json_values
+)
 
 
 @CLIENT_FUZZ

@@ -5,6 +5,7 @@ Both sides import it: the grading process as ``grader.sandbox.common.agreement``
 and its workers by file path (like every file they load, it imports nothing from ``grader``, and
 only the standard library). A name used on the wire appears here and nowhere else.
 """
+
 from __future__ import annotations
 
 import os

@@ -7,6 +7,7 @@ The worker runs student code, so everything it sends back is validated here
 Loaded by path inside the worker as well, so it imports nothing from the
 ``grader`` package; the framing lives in ``wire``.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -28,9 +29,16 @@ MAX_DEPTH = 32
 MAX_SPAN = 2**56
 
 DTYPES: dict[str, torch.dtype] = {
-    "float64": torch.float64, "float32": torch.float32, "float16": torch.float16,
-    "bfloat16": torch.bfloat16, "int64": torch.int64, "int32": torch.int32,
-    "int16": torch.int16, "int8": torch.int8, "uint8": torch.uint8, "bool": torch.bool,
+    "float64": torch.float64,
+    "float32": torch.float32,
+    "float16": torch.float16,
+    "bfloat16": torch.bfloat16,
+    "int64": torch.int64,
+    "int32": torch.int32,
+    "int16": torch.int16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "bool": torch.bool,
 }
 DTYPE_NAMES = {v: k for k, v in DTYPES.items()}
 
@@ -53,6 +61,7 @@ class TensorInfo:
 
 # ---------------------------------------------------------------- values
 
+
 def encode(obj: Any, blobs: list[bytes], to_handle: Callable[[Any], dict]) -> dict:
     """Turn a value into JSON plus blobs; anything that is not plain data becomes a handle."""
     kind = type(obj)
@@ -60,12 +69,15 @@ def encode(obj: Any, blobs: list[bytes], to_handle: Callable[[Any], dict]) -> di
         return {"t": "py", "v": obj}
     if kind is torch.Tensor:
         if obj.device.type != "cpu" or obj.dtype not in DTYPE_NAMES or obj.is_sparse:
-            return {"t": "info", "dtype": str(obj.dtype).removeprefix("torch."),
-                    "shape": list(obj.shape), "device": str(obj.device)}
+            return {
+                "t": "info",
+                "dtype": str(obj.dtype).removeprefix("torch."),
+                "shape": list(obj.shape),
+                "device": str(obj.device),
+            }
         data = obj.detach().contiguous()
         blobs.append(ctypes.string_at(data.data_ptr(), data.numel() * data.element_size()) if data.numel() else b"")
-        return {"t": "tensor", "dtype": DTYPE_NAMES[obj.dtype], "shape": list(obj.shape),
-                "blob": len(blobs) - 1}
+        return {"t": "tensor", "dtype": DTYPE_NAMES[obj.dtype], "shape": list(obj.shape), "blob": len(blobs) - 1}
     if kind in (list, tuple):
         return {"t": kind.__name__, "items": [encode(x, blobs, to_handle) for x in obj]}
     if kind is dict and all(type(k) is str for k in obj):
@@ -79,8 +91,13 @@ def encode(obj: Any, blobs: list[bytes], to_handle: Callable[[Any], dict]) -> di
     return to_handle(obj)
 
 
-def decode(enc: Any, blobs: list[bytes], make_handle: Callable[[int, str], Any],
-           depth: int = 0, make_info: Callable[[TensorInfo], Any] = lambda info: info) -> Any:
+def decode(
+    enc: Any,
+    blobs: list[bytes],
+    make_handle: Callable[[int, str], Any],
+    depth: int = 0,
+    make_info: Callable[[TensorInfo], Any] = lambda info: info,
+) -> Any:
     """Rebuild a value sent by the other side, trusting nothing about it."""
     if depth > MAX_DEPTH or not isinstance(enc, dict):
         raise ProtocolError("malformed value")

@@ -5,6 +5,7 @@ Nothing is ever pickled. This module imports only the standard library, so the
 grading process can start the worker before it loads torch itself, and the
 worker loads it by path without importing the ``grader`` package.
 """
+
 from __future__ import annotations
 
 import json

@@ -10,6 +10,7 @@ user id and a cgroup per worker), imports torch once, then forks one worker per
 
 Nothing here decides a grade: the grading process checks every value it gets.
 """
+
 from __future__ import annotations
 
 import gc
@@ -111,8 +112,10 @@ def start_server(config: dict) -> list[str]:
     CGROUPS = jail.Cgroups(f"gptkit-{os.getpid()}")
     protections += CGROUPS.protections
     import torch  # before the private root: it reads /sys once, at import
+
     torch.set_num_threads(1)
     import torch._dynamo  # noqa: F401 - optimisers and meta-device ops load it on first use: once here for all
+
     binds = [sys.base_prefix, sys.prefix, sys.base_exec_prefix, sys.exec_prefix, *config["binds"]]
     if protections and jail.private_root(config["scratch"], binds):
         protections.append("private-root")
@@ -138,14 +141,16 @@ def main() -> None:
     jail.die_with_parent()
     protections = start_server(config)
     import torch
+
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
     gc.collect()
     gc.freeze()  # a worker's collections then skip torch's objects, whose pages it would otherwise copy
     huge = hugepages.collapse()  # after the last big allocation: forks then copy far fewer page tables
     hello = {"ready": True, "protections": protections, "torch": torch.__version__, "huge_pages_mib": huge >> 20}
     if "listen_fd" in config:  # a batch's server: serve each grading process from a copy of this one
-        control = shared_server.serve_each_client(control, socket.socket(fileno=config["listen_fd"]),
-                                                  config["clients"], config["listen_path"], hello, wire)
+        control = shared_server.serve_each_client(
+            control, socket.socket(fileno=config["listen_fd"]), config["clients"], config["listen_path"], hello, wire
+        )
         jail.die_with_parent()  # in the copy (a fork does not inherit it): gone with the batch's server
     else:
         wire.send(control, hello)

@@ -11,6 +11,7 @@ kernel splits the huge page on a copy-on-write fault, since Linux 5.8, and
 Loaded by path into the fork server (imports nothing from ``grader``). Best effort:
 on an older kernel, without transparent huge pages, or on macOS, nothing changes.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -35,7 +36,10 @@ def collapse() -> int:
             continue  # only the heap and anonymous mappings: files and stacks stay as they are
         start, end = (int(x, 16) for x in fields[0].split("-"))
         start, end = -(-start // HUGE) * HUGE, end // HUGE * HUGE  # whole huge pages inside the mapping
-        if end > start and madvise(start, end - start, MADV_HUGEPAGE) == 0 \
-                and madvise(start, end - start, MADV_COLLAPSE) == 0:
+        if (
+            end > start
+            and madvise(start, end - start, MADV_HUGEPAGE) == 0
+            and madvise(start, end - start, MADV_COLLAPSE) == 0
+        ):
             done += end - start
     return done

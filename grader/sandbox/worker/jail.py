@@ -20,6 +20,7 @@ Each worker:
   * sits in its own cgroup (memory and process count) where the machine lets us
     make one, on top of its rlimits.
 """
+
 from __future__ import annotations
 
 import ctypes
@@ -66,10 +67,12 @@ def _write(path: str, text: str) -> None:
 def _mount(source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None) -> bool:
     def enc(text: str | None) -> bytes | None:
         return None if text is None else text.encode()
+
     return libc.mount(enc(source), enc(target), enc(fstype), flags, enc(data)) == 0
 
 
 # ------------------------------------------------------------------ the fork server
+
 
 def enter_server_namespaces() -> list[str]:
     """Private mount and network namespaces (and a user namespace when not root)."""
@@ -121,8 +124,13 @@ def private_root(scratch: str, binds: list[str]) -> bool:
 def _minimal(paths: list[str]) -> list[str]:
     """Existing paths, resolved, without those already inside another one; top-level links kept as links."""
     out: list[str] = []
-    for path in sorted({p if os.path.islink(p) and os.path.dirname(p) == "/" else os.path.realpath(p)
-                        for p in paths if os.path.lexists(p)}):
+    for path in sorted(
+        {
+            p if os.path.islink(p) and os.path.dirname(p) == "/" else os.path.realpath(p)
+            for p in paths
+            if os.path.lexists(p)
+        }
+    ):
         if not any(path.startswith(kept.rstrip("/") + "/") for kept in out):
             out.append(path)
     return out
@@ -159,6 +167,7 @@ def hide(paths: list[str]) -> bool:
 
 
 # ------------------------------------------------------------------ cgroups
+
 
 class Cgroups:
     """Per-worker memory and process-count limits, in cgroup v2 or v1, when the machine lets us write them.
@@ -214,8 +223,11 @@ class Cgroups:
 
     def join(self, worker: str, memory_bytes: int, pids: int) -> bool:
         """Make ``worker``'s cgroup(s) with these limits and move the calling process in; False if any step failed."""
-        files = {"v2": [("memory.max", memory_bytes), ("pids.max", pids)],
-                 "memory": [("memory.limit_in_bytes", memory_bytes)], "pids": [("pids.max", pids)]}
+        files = {
+            "v2": [("memory.max", memory_bytes), ("pids.max", pids)],
+            "memory": [("memory.limit_in_bytes", memory_bytes)],
+            "pids": [("pids.max", pids)],
+        }
         joined = True
         for key, fd in self.dirs.items():
             try:
@@ -278,6 +290,7 @@ def _write_at(dir_fd: int, path: str, text: str, missing_ok: bool = False) -> No
 
 
 # ------------------------------------------------------------------ one worker
+
 
 def enter_worker_namespaces(as_root: bool) -> bool:
     """New mount and PID namespaces; as a non-root user, inside a new user namespace too."""
@@ -342,10 +355,12 @@ def drop_privileges(uid: int) -> bool:
 
 def set_limits(limits: dict, own_uid: bool) -> None:
     """rlimits for the worker; RLIMIT_NPROC only when the worker has a user id of its own (it counts per user)."""
-    wanted = [(resource.RLIMIT_CORE, 0),
-              (resource.RLIMIT_FSIZE, limits["output_bytes"]),
-              (resource.RLIMIT_DATA, limits["memory_bytes"]),
-              (resource.RLIMIT_NOFILE, limits.get("open_files", 256))]
+    wanted = [
+        (resource.RLIMIT_CORE, 0),
+        (resource.RLIMIT_FSIZE, limits["output_bytes"]),
+        (resource.RLIMIT_DATA, limits["memory_bytes"]),
+        (resource.RLIMIT_NOFILE, limits.get("open_files", 256)),
+    ]
     if own_uid:
         wanted.append((resource.RLIMIT_NPROC, limits.get("processes", 64)))
     for kind, value in wanted:

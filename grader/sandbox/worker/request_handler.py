@@ -8,6 +8,7 @@ input_grad, grads, count_positions, standin) with plain data.
 Nothing here decides a grade: the grading process checks every value it gets.
 Loaded by path by the fork server, so it imports nothing from the ``grader`` package.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -33,10 +34,17 @@ class RequestHandler:
         self.wire, self.protocol, self.standin = files.wire, files.protocol, files.standin
         self.handles: dict[int, Any] = {}  # the student's objects: anything at all
         self.menu = {
-            Request.IMPORT: self.op_import, Request.CALL: self.op_call, Request.GETATTR: self.op_getattr,
-            Request.VALUE: self.op_value, Request.STATE_DICT: self.op_state_dict, Request.DESCRIBE: self.op_describe,
-            Request.LOAD: self.op_load, Request.INPUT_GRAD: self.op_input_grad, Request.GRADS: self.op_grads,
-            Request.COUNT_POSITIONS: self.op_count_positions, Request.STANDIN: self.op_standin,
+            Request.IMPORT: self.op_import,
+            Request.CALL: self.op_call,
+            Request.GETATTR: self.op_getattr,
+            Request.VALUE: self.op_value,
+            Request.STATE_DICT: self.op_state_dict,
+            Request.DESCRIBE: self.op_describe,
+            Request.LOAD: self.op_load,
+            Request.INPUT_GRAD: self.op_input_grad,
+            Request.GRADS: self.op_grads,
+            Request.COUNT_POSITIONS: self.op_count_positions,
+            Request.STANDIN: self.op_standin,
         }
 
     def handle(self, obj) -> dict:
@@ -45,8 +53,7 @@ class RequestHandler:
         return {"t": "handle", "id": len(self.handles), "type": f"{kind.__module__}.{kind.__qualname__}"}
 
     def value(self, enc, blobs):
-        return self.protocol.decode(enc, blobs, lambda i, _t: self.handles[i],
-                                    make_info=self.protocol.meta_tensor)
+        return self.protocol.decode(enc, blobs, lambda i, _t: self.handles[i], make_info=self.protocol.meta_tensor)
 
     def serve(self) -> None:
         while True:
@@ -59,8 +66,7 @@ class RequestHandler:
             try:
                 result = self.menu[request["op"]](request, blobs)
                 keep = request.get("keep", False)
-                reply = {Reply.VALUE: self.handle(result) if keep else
-                         self.protocol.encode(result, out, self.handle)}
+                reply = {Reply.VALUE: self.handle(result) if keep else self.protocol.encode(result, out, self.handle)}
             except BaseException as e:  # noqa: BLE001 - SystemExit and KeyboardInterrupt are student errors too
                 out = []
                 reply = {Reply.ERROR: describe(e)}
@@ -83,6 +89,7 @@ class RequestHandler:
 
     def op_call(self, req, blobs):
         import torch
+
         if "module" in req:
             if req["module"] not in sys.modules and req["module"] in self.student_modules:
                 # an earlier milestone the public checks build on
@@ -131,6 +138,7 @@ class RequestHandler:
 
     def op_load(self, req, blobs):
         import torch
+
         module = self.handles[req["handle"]]
         names = ListNames(module)
         state = self.value(req["args"][0], blobs)
@@ -184,8 +192,7 @@ class RequestHandler:
         return counter
 
     def op_standin(self, req, blobs):
-        return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"],
-                                         bool(req.get("tied")))
+        return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"], bool(req.get("tied")))
 
 
 class ListNames:
@@ -195,6 +202,7 @@ class ListNames:
 
     def __init__(self, root):
         import torch.nn as nn
+
         self.aliases: dict[str, str] = {}  # registered prefix -> list path
         for prefix, module in root.named_modules():
             registered = {id(child): name for name, child in module.named_children()}
@@ -210,7 +218,7 @@ class ListNames:
     def _swap(name: str, table: dict[str, str]) -> str:
         for old, new in table.items():
             if name.startswith(old + "."):
-                return new + name[len(old):]
+                return new + name[len(old) :]
         return name
 
     def contract(self, name: str) -> str:
@@ -234,11 +242,14 @@ class StudentFault(TypeError):
 def model_output(out, x):
     """A model's output, checked before a probe uses it: a float tensor (B, T, ...) that carries gradients."""
     import torch
+
     if type(out) is not torch.Tensor:  # a subclass could make the probe's own steps fail
         raise StudentFault(f"the forward returned {type(out).__name__}, not a plain tensor")
     if out.dim() < 2 or tuple(out.shape[:2]) != tuple(x.shape[:2]) or not out.is_floating_point():
-        raise StudentFault(f"the forward returned a {out.dtype} tensor of shape {tuple(out.shape)} for an input of "
-                           f"shape {tuple(x.shape)}: expected floats of shape {tuple(x.shape[:2])} + (...)")
+        raise StudentFault(
+            f"the forward returned a {out.dtype} tensor of shape {tuple(out.shape)} for an input of "
+            f"shape {tuple(x.shape)}: expected floats of shape {tuple(x.shape[:2])} + (...)"
+        )
     if not out.requires_grad:
         raise StudentFault("the output carries no gradient (is the forward run under torch.no_grad(), or detached?)")
     return out
@@ -251,6 +262,7 @@ def position_gradients(out, candidates, at):
     one of shape (B, T, ...). A position whose output does not reach the candidate gets a zero row.
     """
     import torch
+
     T = out.shape[1]
     for wrt in candidates:
         rows, reached = [], False
@@ -262,8 +274,10 @@ def position_gradients(out, candidates, at):
             rows.append(g.abs().sum(dim=tuple(i for i in range(g.dim()) if i != 1)))
         if reached:
             return torch.stack(rows).detach()
-    raise StudentFault("the output does not depend on the token embeddings through autograd (are they detached, "
-                       "or read through .data?)")
+    raise StudentFault(
+        "the output does not depend on the token embeddings through autograd (are they detached, "
+        "or read through .data?)"
+    )
 
 
 class TableProbe:
@@ -276,6 +290,7 @@ class TableProbe:
     def __enter__(self):
         import torch.nn as nn
         from torch.nn.utils import parametrize
+
         weights = self.weights
 
         class Seen(nn.Module):
@@ -289,6 +304,7 @@ class TableProbe:
 
     def __exit__(self, *exc):
         from torch.nn.utils import parametrize
+
         self.hook.remove()
         parametrize.remove_parametrizations(self.table, "weight", leave_parametrized=False)
 
@@ -315,6 +331,7 @@ class PositionCounter:
 
     def __call__(self, _module, inputs) -> None:
         import torch
+
         self.positions += int(inputs[0].shape[-2]) if inputs and inputs[0].dim() >= 2 else 0
         self.calls_with_grad += int(torch.is_grad_enabled())
 
@@ -426,6 +443,7 @@ class _Placeholder(types.ModuleType):
 
         def unusable(*_a, **_k):
             raise ImportError(f"{self.__name__}.py could not be imported ({reason}), so {attr} is unusable")
+
         return unusable
 
 

@@ -11,6 +11,7 @@ while it can be reached. A process that came too late starts a server of its own
 
 Loaded by path into the fork server (imports nothing from ``grader``).
 """
+
 from __future__ import annotations
 
 import os
@@ -21,8 +22,9 @@ import time
 WAIT_SECONDS = 60.0  # for the grading processes to connect, all of them starting at once
 
 
-def serve_each_client(control: socket.socket, listener: socket.socket, clients: int, path: str,
-                      hello: dict, wire) -> socket.socket:
+def serve_each_client(
+    control: socket.socket, listener: socket.socket, clients: int, path: str, hello: dict, wire
+) -> socket.socket:
     """Returns, in each copy, the connection it serves. The original never returns: it waits for its
     owner to close ``control``, then for every copy to end (so their CPU time is counted), and exits."""
     connections: list[socket.socket] = []

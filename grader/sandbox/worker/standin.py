@@ -10,6 +10,7 @@ its prefix, so it is causal and position-dependent.
 It also keeps counters that let the grader see how it was called.
 Loaded by path inside the worker, so it imports nothing from ``grader``.
 """
+
 from __future__ import annotations
 
 import torch
@@ -37,7 +38,8 @@ class StandInLM(nn.Module):
         if not 1 <= t <= self.T:
             raise ValueError(
                 f"the model was fed a sequence of {t} tokens, but its context holds "
-                f"model.T = {self.T}: feed at most the last model.T tokens")
+                f"model.T = {self.T}: feed at most the last model.T tokens"
+            )
         self.calls += 1
         self.calls_with_grad += int(torch.is_grad_enabled())
         self.longest_input = max(self.longest_input, t)

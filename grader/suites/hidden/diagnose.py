@@ -4,6 +4,7 @@ Each entry is a plain-words explanation and the keyword arguments that make a
 parametrised implementation reproduce that bug. When a submission's output
 matches one of them, the failure message says so.
 """
+
 from __future__ import annotations
 
 import functools
@@ -15,8 +16,9 @@ import torch
 import torch.nn.functional as F
 
 
-def first_match(actual: torch.Tensor, candidates: Iterable[tuple[str, Callable[[], torch.Tensor]]],
-                atol: float = 1e-4) -> str | None:
+def first_match(
+    actual: torch.Tensor, candidates: Iterable[tuple[str, Callable[[], torch.Tensor]]], atol: float = 1e-4
+) -> str | None:
     for explanation, compute in candidates:
         try:
             expected = compute()
@@ -27,8 +29,9 @@ def first_match(actual: torch.Tensor, candidates: Iterable[tuple[str, Callable[[
     return None
 
 
-def first_bug(actual: torch.Tensor, bugs: dict[str, dict[str, Any]], variant: Callable[..., torch.Tensor],
-              atol: float = 1e-4) -> str | None:
+def first_bug(
+    actual: torch.Tensor, bugs: dict[str, dict[str, Any]], variant: Callable[..., torch.Tensor], atol: float = 1e-4
+) -> str | None:
     """The explanation of the first of ``bugs`` (explanation -> ``variant``'s keyword arguments that make that
     bug) whose variant computes ``actual``."""
     return first_match(actual, ((why, functools.partial(variant, **kw)) for why, kw in bugs.items()), atol)
@@ -50,12 +53,14 @@ def attention(q, k, v, *, mask="tril", scale=True, dim=-1, after=False):
 
 
 ATTENTION_BUGS: dict[str, dict[str, Any]] = {
-    "the mask is upper-triangular (torch.triu): positions attend to the future instead of the past; "
-    "use torch.tril": {"mask": "triu"},
+    "the mask is upper-triangular (torch.triu): positions attend to the future instead of the past; use torch.tril": {
+        "mask": "triu"
+    },
     "the diagonal is masked too: a position must attend to itself (tril, not tril(-1))": {"mask": "strict"},
     "the scores are not divided by sqrt(d_k)": {"scale": False},
-    "the mask is applied after the softmax, so rows no longer sum to 1: fill blocked scores "
-    "with -inf before it": {"after": True},
+    "the mask is applied after the softmax, so rows no longer sum to 1: fill blocked scores with -inf before it": {
+        "after": True
+    },
     "the softmax runs over the wrong dimension: normalise each row over the keys (dim=-1)": {"dim": -2},
 }
 
@@ -65,8 +70,18 @@ def explain_attention(actual: torch.Tensor, q, k, v, part: int) -> str | None:
     return first_bug(actual, ATTENTION_BUGS, lambda **kw: attention(q, k, v, **kw)[part])
 
 
-def self_attention(x, state: dict, n_heads: int, *, scale="d_head", order=(0, 1, 2), split="transpose",
-                   merge="transpose", proj=True, mask="tril"):
+def self_attention(
+    x,
+    state: dict,
+    n_heads: int,
+    *,
+    scale="d_head",
+    order=(0, 1, 2),
+    split="transpose",
+    merge="transpose",
+    proj=True,
+    mask="tril",
+):
     B, T, d = x.shape
     dh = d // n_heads
     chunks = F.linear(x, state["qkv.weight"], state["qkv.bias"]).split(d, dim=-1)
@@ -87,8 +102,7 @@ SELF_ATTENTION_BUGS: dict[str, dict[str, Any]] = {
     "the scores are not scaled by 1/sqrt(d_head)": {"scale": None},
     "the heads are split with a plain view to (B, n_heads, T, d_head): view to (B, T, n_heads, d_head), "
     "then transpose(1, 2)": {"split": "view"},
-    "the heads are merged without transposing back: transpose(1, 2) before reshaping to (B, T, d)":
-        {"merge": "view"},
+    "the heads are merged without transposing back: transpose(1, 2) before reshaping to (B, T, d)": {"merge": "view"},
     "q and k are swapped: qkv splits into q, k, v in that order": {"order": (1, 0, 2)},
     "q and v are swapped: qkv splits into q, k, v in that order": {"order": (2, 1, 0)},
     "k and v are swapped: qkv splits into q, k, v in that order": {"order": (0, 2, 1)},
@@ -126,16 +140,16 @@ def explain_block(actual: torch.Tensor, x, ref_block) -> str | None:
 
 
 TRAIN_BUGS: dict[str, dict[str, Any]] = {
-    "the gradients are never zeroed, so they pile up across steps: call zero_grad() every step":
-        {"zero_grad": False},
+    "the gradients are never zeroed, so they pile up across steps: call zero_grad() every step": {"zero_grad": False},
     "the optimiser is SGD: the lesson uses torch.optim.Adam": {"optimizer": torch.optim.SGD},
     "the targets are not shifted: the target of position i is token i + 1 (data[:, 1:])": {"shift": False},
     "the loss is summed over positions instead of averaged": {"reduction": "sum"},
 }
 
 
-def train_variant(model, data, steps, lr, *, zero_grad=True, optimizer=torch.optim.Adam, shift=True,
-                  reduction="mean") -> list[float]:
+def train_variant(
+    model, data, steps, lr, *, zero_grad=True, optimizer=torch.optim.Adam, shift=True, reduction="mean"
+) -> list[float]:
     opt = optimizer(model.parameters(), lr=lr)
     inp = data[:, :-1]
     tgt = data[:, 1:] if shift else inp
@@ -152,5 +166,9 @@ def train_variant(model, data, steps, lr, *, zero_grad=True, optimizer=torch.opt
 
 
 def explain_training(losses: torch.Tensor, make_model: Callable[[], torch.nn.Module], data, steps, lr) -> str | None:
-    return first_bug(losses, TRAIN_BUGS, lambda **kw: torch.tensor(train_variant(make_model(), data, steps, lr, **kw),
-                                                                   dtype=torch.float64), atol=1e-3)
+    return first_bug(
+        losses,
+        TRAIN_BUGS,
+        lambda **kw: torch.tensor(train_variant(make_model(), data, steps, lr, **kw), dtype=torch.float64),
+        atol=1e-3,
+    )

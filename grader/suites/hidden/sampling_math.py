@@ -2,6 +2,7 @@
 
 Used by the `sampling` suite; nothing here talks to a worker.
 """
+
 from __future__ import annotations
 
 import math
@@ -13,11 +14,12 @@ import torch
 BASE = torch.tensor([0.5, 0.8, 0.1, -0.3, 2.2, -0.2, -0.1, 1.8])
 DRAWS = 20_000
 Z_1E6 = 4.753424  # the standard normal's upper 1e-6 quantile
-MARGIN = 1e-3     # no cumulative probability this close to p in any top-p case
+MARGIN = 1e-3  # no cumulative probability this close to p in any top-p case
 
 
-def keep_mask(logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None,
-              crossing: bool = True) -> torch.Tensor:
+def keep_mask(
+    logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None, crossing: bool = True
+) -> torch.Tensor:
     """Which tokens the contract keeps: top-k, then top-p on the softmax of what is left (float64).
 
     ``crossing=False`` is the classic bug: top-p without the token that takes the sum to p.
@@ -38,8 +40,9 @@ def keep_mask(logits: torch.Tensor, top_k: int | None = None, top_p: float | Non
     return keep
 
 
-def distribution(logits: torch.Tensor, temperature: float, top_k: int | None = None,
-                 top_p: float | None = None) -> torch.Tensor:
+def distribution(
+    logits: torch.Tensor, temperature: float, top_k: int | None = None, top_p: float | None = None
+) -> torch.Tensor:
     """softmax(filter(logits / temperature)) in float64."""
     scaled = logits.double() / temperature
     return scaled.masked_fill(~keep_mask(scaled, top_k, top_p), float("-inf")).softmax(dim=-1)
@@ -65,8 +68,9 @@ def fits(counts: torch.Tensor, probs: torch.Tensor) -> bool:
     return stat <= chi_square_bound(df)
 
 
-def likely_cause(counts: torch.Tensor, want: torch.Tensor, temperature: float, top_k: int | None,
-                 top_p: float | None) -> str:
+def likely_cause(
+    counts: torch.Tensor, want: torch.Tensor, temperature: float, top_k: int | None, top_p: float | None
+) -> str:
     """The known bug whose distribution (unlike the right one) fits the counts, in plain words."""
     scaled = BASE.double() / temperature
 
@@ -74,20 +78,29 @@ def likely_cause(counts: torch.Tensor, want: torch.Tensor, temperature: float, t
         return scaled.masked_fill(~keep, float("-inf")).softmax(dim=-1)
 
     candidates: tuple[tuple[str, Callable[[], torch.Tensor]], ...] = (
-        ("temperature multiplied the logits: divide by it (logits / temperature)",
-         lambda: distribution(BASE * temperature ** 2, temperature, top_k, top_p)),
-        ("the temperature had no effect: divide the logits by it BEFORE the softmax (scaling the probabilities "
-         "changes nothing once they are renormalised)",
-         lambda: distribution(BASE, 1.0, top_k, top_p)),
-        ("the filters ran before the temperature: divide by the temperature first, then filter (top-p depends on "
-         "the scaled probabilities)",
-         lambda: masked(keep_mask(BASE, top_k, top_p))),
-        ("top-p used the probabilities of all V tokens: apply it after top-k, to the softmax of what is left",
-         lambda: masked(keep_mask(scaled, top_k) & keep_mask(scaled, None, top_p))),
-        ("top-p dropped the token that crosses p: keep the smallest set whose probability REACHES p",
-         lambda: masked(keep_mask(scaled, top_k, top_p, crossing=False))),
-        ("the draws ignore top_k / top_p: filter the scaled logits before the softmax",
-         lambda: scaled.softmax(dim=-1)),
+        (
+            "temperature multiplied the logits: divide by it (logits / temperature)",
+            lambda: distribution(BASE * temperature**2, temperature, top_k, top_p),
+        ),
+        (
+            "the temperature had no effect: divide the logits by it BEFORE the softmax (scaling the probabilities "
+            "changes nothing once they are renormalised)",
+            lambda: distribution(BASE, 1.0, top_k, top_p),
+        ),
+        (
+            "the filters ran before the temperature: divide by the temperature first, then filter (top-p depends on "
+            "the scaled probabilities)",
+            lambda: masked(keep_mask(BASE, top_k, top_p)),
+        ),
+        (
+            "top-p used the probabilities of all V tokens: apply it after top-k, to the softmax of what is left",
+            lambda: masked(keep_mask(scaled, top_k) & keep_mask(scaled, None, top_p)),
+        ),
+        (
+            "top-p dropped the token that crosses p: keep the smallest set whose probability REACHES p",
+            lambda: masked(keep_mask(scaled, top_k, top_p, crossing=False)),
+        ),
+        ("the draws ignore top_k / top_p: filter the scaled logits before the softmax", lambda: scaled.softmax(dim=-1)),
     )
     causes = []
     for why, candidate in candidates:
@@ -97,5 +110,6 @@ def likely_cause(counts: torch.Tensor, want: torch.Tensor, temperature: float, t
             continue
         if not torch.allclose(probs, want, atol=1e-3) and fits(counts, probs):
             causes.append(why)
-    return "; or ".join(causes) or ("draw from softmax(filter_logits(logits / temperature, top_k, top_p)) "
-                                    "with torch.multinomial")
+    return "; or ".join(causes) or (
+        "draw from softmax(filter_logits(logits / temperature, top_k, top_p)) with torch.multinomial"
+    )

@@ -10,6 +10,7 @@ When tokens differ, the grader replays the most common cache bugs here (the same
 model, run on the whole sequence with the bug's positions and attention pattern)
 and names those that give exactly the student's tokens.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -30,6 +31,7 @@ SHARPEN = 3.0  # see build
 
 
 # ------------------------------------------------------------------ the model, prompts, calls
+
 
 def build(kvcache, ref, seed: int, heads: int = H, layers: int = L):
     """The grader's TinyGPT in the worker, and a copy with the same weights here.
@@ -52,8 +54,10 @@ def weights(model, like: torch.nn.Module) -> dict[str, torch.Tensor]:
     """The worker model's weights, each checked against the shape of ``like``'s."""
     state, want = model.state_dict(), like.state_dict()
     if not isinstance(state, dict) or set(state) != set(want):
-        checks.fail("the grader's TinyGPT in the worker no longer has its own weights: "
-                    "your file must not change the m2_model module it is given")
+        checks.fail(
+            "the grader's TinyGPT in the worker no longer has its own weights: "
+            "your file must not change the m2_model module it is given"
+        )
     return {name: checks.tensor(state[name], f"the model's weight {name}", w.shape) for name, w in want.items()}
 
 
@@ -73,9 +77,11 @@ def generate_cached(kvcache, model, start: torch.Tensor, max_new: int | None) ->
         out = kvcache.call("generate_cached", model, start, **kwargs)
     except StudentError as e:
         if e.type == ErrorKind.VALUE_ERROR and t + n - 1 <= T:
-            checks.fail(f"a prompt of {tokens(t)} with max_new={n} fits, but your code raised ValueError "
-                        f"({e.message:.150}): t + max_new - 1 = {t + n - 1} <= model.T = {T}, because the last "
-                        "new token is never fed; raise only when t + max_new - 1 > model.T")
+            checks.fail(
+                f"a prompt of {tokens(t)} with max_new={n} fits, but your code raised ValueError "
+                f"({e.message:.150}): t + max_new - 1 = {t + n - 1} <= model.T = {T}, because the last "
+                "new token is never fed; raise only when t + max_new - 1 > model.T"
+            )
         raise
     what = f"generate_cached's result for a ({B}, {t}) prompt and max_new={n}"
     if isinstance(out, torch.Tensor) and tuple(out.shape) == (B, n) and n:
@@ -103,6 +109,7 @@ def positions_seen(counter) -> int:
 
 # ------------------------------------------------------------------ the expected tokens, and known bugs replayed
 
+
 class Bug(NamedTuple):
     """A known bug, replayed on the whole sequence: the positions tokens were fed at, which keys each query saw.
 
@@ -117,17 +124,27 @@ class Bug(NamedTuple):
 
 
 KNOWN_BUGS = [
-    Bug("the prompt pass has no causal mask: each prompt position also attended to the prompt's later positions. "
+    Bug(
+        "the prompt pass has no causal mask: each prompt position also attended to the prompt's later positions. "
         "Mask the prompt's scores causally, as in m1 (a single new token may see every cached key, a prompt "
-        "position may not)", visible=lambda i, j, t: (j <= i) | ((i < t) & (j < t))),
-    Bug("every new token was fed at position t = {t}, the prompt's length: the position index is not advanced. "
-        "At step i (from 0) the newest token sits at position t + i - 1", positions=lambda p, t: p.clamp(max=t)),
-    Bug("the cache is never updated: each new token attended only to itself. Keep each layer's keys and values "
+        "position may not)",
+        visible=lambda i, j, t: (j <= i) | ((i < t) & (j < t)),
+    ),
+    Bug(
+        "every new token was fed at position t = {t}, the prompt's length: the position index is not advanced. "
+        "At step i (from 0) the newest token sits at position t + i - 1",
+        positions=lambda p, t: p.clamp(max=t),
+    ),
+    Bug(
+        "the cache is never updated: each new token attended only to itself. Keep each layer's keys and values "
         "from the prompt pass and append the newest token's every step",
-        visible=lambda i, j, t: (j <= i) & ((i < t) | (j == i))),
-    Bug("the new tokens' keys and values are not appended to the cache: each new token saw the prompt and "
+        visible=lambda i, j, t: (j <= i) & ((i < t) | (j == i)),
+    ),
+    Bug(
+        "the new tokens' keys and values are not appended to the cache: each new token saw the prompt and "
         "itself only. Store the extended keys and values back in the layer's cache every step",
-        visible=lambda i, j, t: (j <= i) & ((i < t) | (j < t) | (j == i))),
+        visible=lambda i, j, t: (j <= i) & ((i < t) | (j < t) | (j == i)),
+    ),
     Bug("the attention scores are not divided by sqrt(d_head), with d_head = d // n_heads", scale=1.0),
 ]
 
@@ -163,12 +180,14 @@ def same_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], want: torch
     """
     t = start.shape[1]
     for got in runs:
-        if torch.equal(got, want[:, :got.shape[1]]):
+        if torch.equal(got, want[:, : got.shape[1]]):
             continue
-        i = int((got != want[:, :got.shape[1]]).any(dim=0).nonzero()[0])
+        i = int((got != want[:, : got.shape[1]]).any(dim=0).nonzero()[0])
         b = int((got[:, i] != want[:, i]).nonzero()[0])
-        message = (f"with a prompt of {tokens(t)} and max_new={got.shape[1] - t}, new token {i - t + 1} (position "
-                   f"{i}, batch row {b}) is {int(got[b, i])}, but m4's generate gives {int(want[b, i])}")
+        message = (
+            f"with a prompt of {tokens(t)} and max_new={got.shape[1] - t}, new token {i - t + 1} (position "
+            f"{i}, batch row {b}) is {int(got[b, i])}, but m4's generate gives {int(want[b, i])}"
+        )
         checks.fail(f"{message}. {explain_tokens(copy, start, runs, i)}")
 
 
@@ -177,18 +196,22 @@ def explain_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], i: int) 
     causes = []
     for bug in KNOWN_BUGS:
         replayed = replay(copy, start, longest - t, bug)
-        if all(torch.equal(r, replayed[:, :r.shape[1]]) for r in runs):
+        if all(torch.equal(r, replayed[:, : r.shape[1]]) for r in runs):
             causes.append(bug.cause.format(t=t))
     if causes:
         return "Likely cause: " + "; or ".join(causes)
     if i == t:
-        return ("The first new token comes from the prompt pass alone, so that pass already differs from the "
-                "model's forward: check the heads' split (B, t, n_heads, d // n_heads), the scaling by sqrt(d_head), "
-                "the causal mask, both residuals, ln1 and ln2, model.ln and model.head on the last position, and "
-                "each layer starting from an empty cache of its own")
-    return ("The first new token is right, so the prompt pass works: the cache or the positions of later steps are "
-            "likely wrong (the position index not advanced, keys and values not appended to the cache, or one "
-            "layer reading another layer's cache)")
+        return (
+            "The first new token comes from the prompt pass alone, so that pass already differs from the "
+            "model's forward: check the heads' split (B, t, n_heads, d // n_heads), the scaling by sqrt(d_head), "
+            "the causal mask, both residuals, ln1 and ln2, model.ln and model.head on the last position, and "
+            "each layer starting from an empty cache of its own"
+        )
+    return (
+        "The first new token is right, so the prompt pass works: the cache or the positions of later steps are "
+        "likely wrong (the position index not advanced, keys and values not appended to the cache, or one "
+        "layer reading another layer's cache)"
+    )
 
 
 def tokens(t: int) -> str:
@@ -197,9 +220,11 @@ def tokens(t: int) -> str:
 
 # ------------------------------------------------------------------ the checks
 
+
 @pytest.mark.points(3)
-@pytest.mark.parametrize("B,heads,layers,seed", [(3, 4, 2, 15), (2, 3, 3, 28)],
-                         ids=["4-heads-2-layers-batch-3", "3-heads-3-layers-batch-2"])
+@pytest.mark.parametrize(
+    "B,heads,layers,seed", [(3, 4, 2, 15), (2, 3, 3, 28)], ids=["4-heads-2-layers-batch-3", "3-heads-3-layers-batch-2"]
+)
 def test_same_tokens_as_generate(kvcache, ref, B, heads, layers, seed):
     """generate_cached gives m4's tokens for every prompt length and max_new that fit in model.T"""
     model, copy = build(kvcache, ref, seed, heads, layers)
@@ -242,8 +267,9 @@ def explain_count(got: int, p: int, m: int, cached: bool) -> str:
     if m == 0:
         return "with max_new = 0 nothing is generated, so nothing is fed"
     if got == fed(p, m + 1, cached):
-        return ("you counted the last new token as fed: the step that produces it is the last one, "
-                "nothing is fed after it")
+        return (
+            "you counted the last new token as fed: the step that produces it is the last one, nothing is fed after it"
+        )
     if got == fed(p, m, not cached):
         return f"that is the count {'without' if cached else 'with'} a cache"
     if cached and got in (m - 1, m):
@@ -256,11 +282,31 @@ def explain_count(got: int, p: int, m: int, cached: bool) -> str:
 
 
 @pytest.mark.points(2)
-@pytest.mark.parametrize("prompt_len,max_new,cached", [
-    (10, 20, False), (10, 20, True), (3, 4, False), (3, 4, True), (1, 6, False), (1, 6, True),
-    (7, 1, True), (5, 0, False), (5, 0, True)],
-    ids=["lesson-uncached", "lesson-cached", "3+4-uncached", "3+4-cached", "1+6-uncached", "1+6-cached",
-         "7+1-cached", "nothing-new-uncached", "nothing-new-cached"])
+@pytest.mark.parametrize(
+    "prompt_len,max_new,cached",
+    [
+        (10, 20, False),
+        (10, 20, True),
+        (3, 4, False),
+        (3, 4, True),
+        (1, 6, False),
+        (1, 6, True),
+        (7, 1, True),
+        (5, 0, False),
+        (5, 0, True),
+    ],
+    ids=[
+        "lesson-uncached",
+        "lesson-cached",
+        "3+4-uncached",
+        "3+4-cached",
+        "1+6-uncached",
+        "1+6-cached",
+        "7+1-cached",
+        "nothing-new-uncached",
+        "nothing-new-cached",
+    ],
+)
 def test_positions_processed(kvcache, prompt_len, max_new, cached):
     """positions_processed counts the positions fed to the model, with and without a cache"""
     call = f"positions_processed({prompt_len}, {max_new}, cached={cached})"
@@ -282,17 +328,25 @@ def test_each_position_fed_once(kvcache, ref):
         got, want, uncached = positions_seen(counter) - before, fed(t, max_new, True), fed(t, max_new, False)
         if got == want:
             continue
-        message = (f"with a prompt of {tokens(t)} and max_new={max_new}, model.{COUNT_AT} processed {got} positions, "
-                   f"expected {want} (the prompt once, then the {max_new - 1} new tokens before the last one)")
+        message = (
+            f"with a prompt of {tokens(t)} and max_new={max_new}, model.{COUNT_AT} processed {got} positions, "
+            f"expected {want} (the prompt once, then the {max_new - 1} new tokens before the last one)"
+        )
         if got == 0 and torch.equal(out, expected(ref, copy, start, max_new)):
-            checks.not_observed(f"your code generated the right tokens without calling model.{COUNT_AT} as a "
-                                "module (F.linear with its weight?), so the grader could not count the positions fed")
+            checks.not_observed(
+                f"your code generated the right tokens without calling model.{COUNT_AT} as a "
+                "module (F.linear with its weight?), so the grader could not count the positions fed"
+            )
         if got == 0:
-            checks.fail(f"{message}: the model's submodules were not called as modules (no positions seen). Call "
-                        "them, block.attn.qkv(x), rather than using their weights or a copy of the model")
+            checks.fail(
+                f"{message}: the model's submodules were not called as modules (no positions seen). Call "
+                "them, block.attn.qkv(x), rather than using their weights or a copy of the model"
+            )
         if got == uncached:
-            checks.fail(f"{message}: you fed the whole sequence each step (no cache), {uncached} positions in all. "
-                        "Feed the prompt once, then only the newest token, reusing the cached keys and values")
+            checks.fail(
+                f"{message}: you fed the whole sequence each step (no cache), {uncached} positions in all. "
+                "Feed the prompt once, then only the newest token, reusing the cached keys and values"
+            )
         if got == want + 1:
             checks.fail(f"{message}: the last new token was fed too, but nothing uses its prediction")
         checks.fail(f"{message}: each position passes through each layer exactly once")
@@ -303,8 +357,10 @@ def test_too_long_raises_value_error(kvcache, ref):
     model, _ = build(kvcache, ref, 25)
     counter = model.count_positions(COUNT_AT)
     for t, max_new in ((T, 2), (5, 5), (T + 1, 1)):
-        case = (f"a prompt of {tokens(t)} with max_new={max_new} (t + max_new - 1 = {t + max_new - 1} > "
-                f"model.T = {T}: the last token fed would sit past the position table)")
+        case = (
+            f"a prompt of {tokens(t)} with max_new={max_new} (t + max_new - 1 = {t + max_new - 1} > "
+            f"model.T = {T}: the last token fed would sit past the position table)"
+        )
         before = positions_seen(counter)
         try:
             out = kvcache.call("generate_cached", model, prompt(250 + t, 2, t), max_new)
@@ -312,14 +368,20 @@ def test_too_long_raises_value_error(kvcache, ref):
             if e.type == ErrorKind.NOT_IMPLEMENTED:
                 raise
             if e.type != ErrorKind.VALUE_ERROR:
-                checks.fail(f"for {case} your code raised {e.type} ({e.message:.120}): a clear ValueError is "
-                            "expected, raised before generating: check t + max_new - 1 > model.T first")
+                checks.fail(
+                    f"for {case} your code raised {e.type} ({e.message:.120}): a clear ValueError is "
+                    "expected, raised before generating: check t + max_new - 1 > model.T first"
+                )
             if positions_seen(counter) > before:
-                checks.fail(f"for {case} your code raised ValueError, but only after feeding "
-                            f"{positions_seen(counter) - before} positions: check before generating anything")
+                checks.fail(
+                    f"for {case} your code raised ValueError, but only after feeding "
+                    f"{positions_seen(counter) - before} positions: check before generating anything"
+                )
             continue
-        checks.fail(f"for {case} generate_cached returned {checks.describe(out)}: it must raise ValueError (a "
-                    "cache cannot crop the sequence as m4's generate does)")
+        checks.fail(
+            f"for {case} generate_cached returned {checks.describe(out)}: it must raise ValueError (a "
+            "cache cannot crop the sequence as m4's generate does)"
+        )
 
 
 def test_model_unchanged(kvcache, ref):
@@ -333,5 +395,7 @@ def test_model_unchanged(kvcache, ref):
         checks.fail("the model was called with gradients enabled: wrap generation in torch.no_grad()")
     for name, value in weights(model, copy).items():
         if not torch.equal(value, before[name]):
-            checks.fail(f"generation changed the model's weight {name}: it must only read the model "
-                        "(keep the cache in your own tensors, and change nothing in place)")
+            checks.fail(
+                f"generation changed the model's weight {name}: it must only read the model "
+                "(keep the cache in your own tensors, and change nothing in place)"
+            )

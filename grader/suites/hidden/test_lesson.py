@@ -5,6 +5,7 @@ whole pipeline: the lesson's seed-42 losses and tokens, and the same pipeline at
 other seeds and sizes against the reference, so copying the printed numbers
 earns nothing.
 """
+
 import pytest
 import torch
 
@@ -17,10 +18,12 @@ LESSON_TOKENS = [5, 12, 3, 42, 2, 38, 35, 35]
 
 def lesson_data(ref, config, seed: int, B: int = 8) -> torch.Tensor:
     """The data the lesson draws right after building the model: replay the generator here."""
+
     def draw() -> torch.Tensor:
         checks.seed(seed)
         ref.m2_model.TinyGPT(*config)
         return torch.randint(0, config[0], (B, config[4]))
+
     return checks.remembered(("lesson data", config, seed, B), draw)
 
 
@@ -33,9 +36,11 @@ def test_lesson_losses(lesson, ref):
         checks.fail(f"train should return 20 losses, not {checks.describe(losses)}")
     for step, want in LESSON_LOSSES.items():
         if abs(float(losses[step - 1]) - want) > 2e-4:
-            checks.fail(f"the loss at step {step} is {float(losses[step - 1]):.4f}, the lesson prints {want}: "
-                        "this end-to-end check runs all your files together; fix the failing checks of "
-                        "m1 to m3 first, they say where")
+            checks.fail(
+                f"the loss at step {step} is {float(losses[step - 1]):.4f}, the lesson prints {want}: "
+                "this end-to-end check runs all your files together; fix the failing checks of "
+                "m1 to m3 first, they say where"
+            )
 
 
 @pytest.mark.points(3)
@@ -55,8 +60,11 @@ def reference_pipeline(ref, config, seed: int, data: torch.Tensor, start: torch.
 
 
 @pytest.mark.points(4)
-@pytest.mark.parametrize("seed,config", [(7, (37, 32, 4, 2, 10)), (123, (50, 64, 4, 2, 8))],
-                         ids=["seed7-37-32-4-2-10", "seed123-lesson-size"])
+@pytest.mark.parametrize(
+    "seed,config",
+    [(7, (37, 32, 4, 2, 10)), (123, (50, 64, 4, 2, 8))],
+    ids=["seed7-37-32-4-2-10", "seed123-lesson-size"],
+)
 def test_pipeline_matches_reference(lesson, ref, seed, config):
     """at other seeds and sizes, build, train and generate give the reference's numbers"""
     model = lesson.new("TinyGPT", *config, seed=seed, module="m2_model")
@@ -65,12 +73,14 @@ def test_pipeline_matches_reference(lesson, ref, seed, config):
     start = data[:2, :3]
     tokens = lesson.call("generate", model, start, 12, module="m4_generate")
 
-    want_losses, want_tokens = checks.remembered(("lesson pipeline", seed, config),
-                                                 lambda: reference_pipeline(ref, config, seed, data, start))
+    want_losses, want_tokens = checks.remembered(
+        ("lesson pipeline", seed, config), lambda: reference_pipeline(ref, config, seed, data, start)
+    )
     if not isinstance(losses, list) or len(losses) != 8:
         checks.fail(f"train should return 8 losses, not {checks.describe(losses)}")
-    checks.assert_close_where(torch.tensor([float(x) for x in losses]), torch.tensor(want_losses), "the losses",
-                              ("step",), atol=2e-4)
+    checks.assert_close_where(
+        torch.tensor([float(x) for x in losses]), torch.tensor(want_losses), "the losses", ("step",), atol=2e-4
+    )
     got = checks.tensor(tokens, "generate's result", tuple(want_tokens.shape), dtype=None)
     if not torch.equal(got, want_tokens):
         checks.fail(f"after training, generate gives {got.tolist()}, the reference {want_tokens.tolist()}")

@@ -4,6 +4,7 @@ Sizes are picked so no two axes of a checked tensor are equal (a swapped axis
 cannot hide): batch 13 or 3, T up to 11 (7 for value checks), d = 24,
 4 heads of 6.
 """
+
 import pytest
 import torch
 
@@ -33,6 +34,7 @@ def attention(m1, q, k, v) -> tuple[torch.Tensor, torch.Tensor]:
 
 # ---------------------------------------------------------------- causal_mask
 
+
 @pytest.mark.points(2)
 @pytest.mark.parametrize("T", range(1, T_MAX + 1))
 def test_causal_mask(m1, T):
@@ -54,11 +56,14 @@ def test_causal_mask_device(m1):
     """causal_mask(T, device) builds the mask on that device"""
     mask = m1.call("causal_mask", 5, device="meta")
     if not isinstance(mask, TensorInfo) or mask.device != "meta":
-        checks.fail(f"causal_mask(5, device='meta') returned {checks.describe(mask)}: create the ones "
-                    "with device=device so the mask lives where the scores do")
+        checks.fail(
+            f"causal_mask(5, device='meta') returned {checks.describe(mask)}: create the ones "
+            "with device=device so the mask lives where the scores do"
+        )
 
 
 # ---------------------------------------------------------------- causal_attention
+
 
 @pytest.mark.points(2)
 def test_attention_lesson_example(m1):
@@ -66,10 +71,22 @@ def test_attention_lesson_example(m1):
     checks.seed(7)
     q, k, v = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
     out, weights = attention(m1, q, k, v)
-    checks.assert_close_where(weights[0], torch.tensor([1.0, 0, 0, 0]), "weights[0]", ("key",), atol=1e-6,
-                              explain=lambda: diagnose.explain_attention(weights, q, k, v, 1))
-    checks.assert_close_where(out[0], LESSON_OUT0, "out[0]", ("channel",), atol=1e-4,
-                              explain=lambda: diagnose.explain_attention(out, q, k, v, 0))
+    checks.assert_close_where(
+        weights[0],
+        torch.tensor([1.0, 0, 0, 0]),
+        "weights[0]",
+        ("key",),
+        atol=1e-6,
+        explain=lambda: diagnose.explain_attention(weights, q, k, v, 1),
+    )
+    checks.assert_close_where(
+        out[0],
+        LESSON_OUT0,
+        "out[0]",
+        ("channel",),
+        atol=1e-4,
+        explain=lambda: diagnose.explain_attention(out, q, k, v, 0),
+    )
 
 
 @pytest.mark.points(3)
@@ -79,10 +96,20 @@ def test_attention_matches_reference(m1, ref, seed, lead):
     q, k, v = qkv(seed, *lead)
     out, weights = attention(m1, q, k, v)
     want_out, want_weights = ref.m1_attention.causal_attention(q, k, v)
-    checks.assert_close_where(weights, want_weights, "weights", ("batch", "head", "query", "key"),
-                              explain=lambda: diagnose.explain_attention(weights, q, k, v, 1))
-    checks.assert_close_where(out, want_out, "out", ("batch", "head", "position", "channel"),
-                              explain=lambda: diagnose.explain_attention(out, q, k, v, 0))
+    checks.assert_close_where(
+        weights,
+        want_weights,
+        "weights",
+        ("batch", "head", "query", "key"),
+        explain=lambda: diagnose.explain_attention(weights, q, k, v, 1),
+    )
+    checks.assert_close_where(
+        out,
+        want_out,
+        "out",
+        ("batch", "head", "position", "channel"),
+        explain=lambda: diagnose.explain_attention(out, q, k, v, 0),
+    )
 
 
 SHAPES = [(BATCHES[T % 3], T) for T in range(1, T_MAX + 1)]
@@ -100,31 +127,40 @@ def test_attention_weights_are_causal(m1):
     """weights are exactly 0 above the diagonal and each row sums to 1"""
     q, k, v = qkv(3, 13)
     _, weights = attention(m1, q, k, v)
-    checks.finite(weights, "weights", ("batch", "query", "key"),
-                  hint="a fully masked row gives NaN: is the diagonal allowed?")
+    checks.finite(
+        weights, "weights", ("batch", "query", "key"), hint="a fully masked row gives NaN: is the diagonal allowed?"
+    )
     above = weights.triu(1)
     if above.any():
         b, i, j = (int(x) for x in above.nonzero()[0])
-        checks.fail(f"weights[{b}, {i}, {j}] = {float(weights[b, i, j]):.3g}: query {i} attends to the later key {j}. "
-                    "Blocked scores must become exactly 0 after the softmax: fill them with -inf before it (tril mask)")
+        checks.fail(
+            f"weights[{b}, {i}, {j}] = {float(weights[b, i, j]):.3g}: query {i} attends to the later key {j}. "
+            "Blocked scores must become exactly 0 after the softmax: fill them with -inf before it (tril mask)"
+        )
     sums = weights.sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
         b, i = (int(x) for x in ((sums - 1).abs() == (sums - 1).abs().max()).nonzero()[0])
-        checks.fail(f"row {i} of weights (batch {b}) sums to {float(sums[b, i]):.4f}, not 1: take the softmax over "
-                    "the last dimension, after masking (not before)")
+        checks.fail(
+            f"row {i} of weights (batch {b}) sums to {float(sums[b, i]):.4f}, not 1: take the softmax over "
+            "the last dimension, after masking (not before)"
+        )
 
 
 def test_attention_large_scores(m1):
     """blocked weights stay exactly 0 even when the scores are huge"""
     q, k, v = qkv(4, 3)
     if attention(m1, q, k, v)[1].triu(1).any():
-        checks.fail("the weights above the diagonal are not 0 even for ordinary inputs: see the check "
-                    "'weights are exactly 0 above the diagonal'")
+        checks.fail(
+            "the weights above the diagonal are not 0 even for ordinary inputs: see the check "
+            "'weights are exactly 0 above the diagonal'"
+        )
     _, weights = attention(m1, q * 1e3, k * 1e3, v)
     checks.finite(weights, "weights for inputs scaled by 1000", ("batch", "query", "key"))
     if weights.triu(1).any():
-        checks.fail("with inputs scaled by 1000, some weights above the diagonal are no longer 0: a finite "
-                    "fill value (like -1e4) can be overpowered by large scores; fill with float('-inf')")
+        checks.fail(
+            "with inputs scaled by 1000, some weights above the diagonal are no longer 0: a finite "
+            "fill value (like -1e4) can be overpowered by large scores; fill with float('-inf')"
+        )
 
 
 @pytest.mark.points(2)
@@ -157,12 +193,15 @@ def on_meta(run, what: str):
         return run()
     except StudentError as e:
         if "device" in e.message:
-            checks.fail(f"{what} on inputs from another device raised: {e.message}. Build the mask on the "
-                        "inputs' device: causal_mask(T, device=x.device) (or register it as a buffer)")
+            checks.fail(
+                f"{what} on inputs from another device raised: {e.message}. Build the mask on the "
+                "inputs' device: causal_mask(T, device=x.device) (or register it as a buffer)"
+            )
         raise
 
 
 # ---------------------------------------------------------------- CausalSelfAttention
+
 
 def reference_attention(ref, d: int, heads: int, seed: int):
     checks.seed(seed)
@@ -201,8 +240,12 @@ def test_module_matches_reference(m1, ref, d, heads):
     out = checks.tensor(module(x), "the output", (3, 7, d))
     with torch.no_grad():
         want = reference(x)
-    checks.assert_close_where(out, want, f"CausalSelfAttention({d}, {heads})",
-                              explain=lambda: diagnose.explain_self_attention(out, x, reference.state_dict(), heads))
+    checks.assert_close_where(
+        out,
+        want,
+        f"CausalSelfAttention({d}, {heads})",
+        explain=lambda: diagnose.explain_self_attention(out, x, reference.state_dict(), heads),
+    )
 
 
 FORWARD_CHECKS = ["no_future_leak", "prefix_consistent", "batch_independent"]
@@ -241,8 +284,9 @@ def test_module_large_inputs(m1):
     """no leak even for inputs scaled by 1000 (a finite mask fill can be overpowered)"""
     module = m1.new("CausalSelfAttention", D, HEADS, seed=4)
     x = torch.randn(3, 7, D, generator=torch.Generator().manual_seed(4)) * 1e3
-    causality.no_future_leak(module, x, perturb_large, (3, 7, D), "CausalSelfAttention on inputs scaled by 1000",
-                             tol=1e-6)
+    causality.no_future_leak(
+        module, x, perturb_large, (3, 7, D), "CausalSelfAttention on inputs scaled by 1000", tol=1e-6
+    )
 
 
 def perturb_large(x: torch.Tensor, t: int) -> torch.Tensor:

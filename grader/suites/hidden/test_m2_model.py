@@ -4,6 +4,7 @@ While M2 is graded, ``m1_attention`` is the grader's own trusted module, so a
 bug in the student's M1 costs M1 points only. Sizes: vocab 29, d 24, 4 heads,
 2 layers, context 11, batch 13 or 3; value checks at T = 7.
 """
+
 import pytest
 import torch
 
@@ -37,6 +38,7 @@ def tokens(seed: int, B: int = 3, T: int = 7, vocab: int = V) -> torch.Tensor:
 
 # ---------------------------------------------------------------- GPTBlock
 
+
 def test_block_parameters(m2, ref):
     """GPTBlock has ln1, attn, ln2 and a 4x ffn, with the lesson's shapes"""
     checks.seed(0)
@@ -61,6 +63,7 @@ def test_block_matches_reference(m2, ref, seed):
 
 # ---------------------------------------------------------------- TinyGPT
 
+
 def test_model_parameters(m2, ref):
     """TinyGPT has tok, pos, n_layers distinct blocks, ln and a bias-free head"""
     model = m2.new("TinyGPT", V, D, HEADS, LAYERS, T_MAX)
@@ -68,8 +71,11 @@ def test_model_parameters(m2, ref):
     checks.equal(model.attr("T"), T_MAX, "TinyGPT(...).T", hint="the attribute T holds max_T, the context length")
 
 
-@pytest.mark.parametrize("B,T", [((13, 1, 17)[T % 3], T) for T in range(1, T_MAX + 1)],
-                         ids=[f"B{(13, 1, 17)[T % 3]}-T{T}" for T in range(1, T_MAX + 1)])
+@pytest.mark.parametrize(
+    "B,T",
+    [((13, 1, 17)[T % 3], T) for T in range(1, T_MAX + 1)],
+    ids=[f"B{(13, 1, 17)[T % 3]}-T{T}" for T in range(1, T_MAX + 1)],
+)
 def test_model_shapes(m2, B, T):
     """forward maps (B, t) token ids to (B, t, vocab_size) logits for every t up to max_T"""
     model = m2.new("TinyGPT", V, D, HEADS, LAYERS, T_MAX, seed=0)
@@ -77,9 +83,11 @@ def test_model_shapes(m2, B, T):
 
 
 @pytest.mark.points(4)
-@pytest.mark.parametrize("config,T", [((V, D, HEADS, LAYERS, T_MAX), T_MAX), ((37, 30, 5, 3, 9), 6),
-                                      ((23, 16, 2, 1, 7), 7)],
-                         ids=["29-24-4-2-11", "37-30-5-3-9-on-6-tokens", "23-16-2-1-7"])
+@pytest.mark.parametrize(
+    "config,T",
+    [((V, D, HEADS, LAYERS, T_MAX), T_MAX), ((37, 30, 5, 3, 9), 6), ((23, 16, 2, 1, 7), 7)],
+    ids=["29-24-4-2-11", "37-30-5-3-9-on-6-tokens", "23-16-2-1-7"],
+)
 def test_model_matches_reference(m2, ref, config, T):
     """with the reference's weights, the logits equal the reference's (also on fewer than max_T tokens)"""
     model, reference = loaded_model(m2, ref, config)
@@ -88,8 +96,9 @@ def test_model_matches_reference(m2, ref, config, T):
     logits = checks.tensor(model(x), "the logits", (3, T, vocab))
     with torch.no_grad():
         want = reference(x)
-    checks.assert_close_where(logits, want, "the logits", checks.BTV,
-                              explain=lambda: _explain_model(logits, x, reference))
+    checks.assert_close_where(
+        logits, want, "the logits", checks.BTV, explain=lambda: _explain_model(logits, x, reference)
+    )
 
 
 def _explain_model(logits: torch.Tensor, x: torch.Tensor, reference) -> str | None:
@@ -97,14 +106,16 @@ def _explain_model(logits: torch.Tensor, x: torch.Tensor, reference) -> str | No
     with torch.no_grad():
         T = x.shape[1]
         variants = {
-            "the final LayerNorm ln is not applied before the head":
-                lambda: reference.head(_trunk(reference, x, torch.arange(T))),
-            "positions are right-aligned (arange(max_T - t, max_T)): count them from 0 with arange(t)":
-                lambda: reference.head(reference.ln(_trunk(reference, x, torch.arange(reference.T - T, reference.T)))),
-            "positions run backwards: use arange(t)":
-                lambda: reference.head(reference.ln(_trunk(reference, x, torch.arange(T).flip(0)))),
-            "the position embedding is missing":
-                lambda: reference.head(reference.ln(_trunk(reference, x, None))),
+            "the final LayerNorm ln is not applied before the head": lambda: reference.head(
+                _trunk(reference, x, torch.arange(T))
+            ),
+            "positions are right-aligned (arange(max_T - t, max_T)): count them from 0 with arange(t)": lambda: (
+                reference.head(reference.ln(_trunk(reference, x, torch.arange(reference.T - T, reference.T))))
+            ),
+            "positions run backwards: use arange(t)": lambda: reference.head(
+                reference.ln(_trunk(reference, x, torch.arange(T).flip(0)))
+            ),
+            "the position embedding is missing": lambda: reference.head(reference.ln(_trunk(reference, x, None))),
         }
         return diagnose.first_match(logits, variants.items())
 
@@ -147,12 +158,15 @@ def test_model_lesson_initialisation(m2, ref):
     for name, want in reference.state_dict().items():
         got = checks.tensor(state.get(name), f"the initial {name}", tuple(want.shape))
         if not torch.allclose(got, want):
-            checks.fail(f"after torch.manual_seed(42), your TinyGPT's initial {name} differs from the lesson's: the "
-                        "layers are created in a different order than the spec (tok, pos, blocks, ln, head; inside "
-                        "a block ln1, attn, ln2, ffn), or something extra draws random numbers")
+            checks.fail(
+                f"after torch.manual_seed(42), your TinyGPT's initial {name} differs from the lesson's: the "
+                "layers are created in a different order than the spec (tok, pos, blocks, ln, head; inside "
+                "a block ln1, attn, ln2, ffn), or something extra draws random numbers"
+            )
 
 
 # ---------------------------------------------------------------- count_parameters
+
 
 @pytest.mark.points(2)
 def test_count_parameters_lesson(m2):
@@ -161,10 +175,16 @@ def test_count_parameters_lesson(m2):
     count = m2.call("count_parameters", model)
     actual = sum(torch.Size(s).numel() for s in model.describe()["parameters"].values())
     if count != actual:
-        checks.fail(f"count_parameters returned {count!r}, but the model holds {actual:,} parameter values: "
-                    "sum p.numel() over model.parameters()")
-    checks.equal(count, 107_008, "the parameter count of TinyGPT(50, 64, 4, 2, 8)",
-                 hint="compare your layers with the spec: 4x FFN, no bias in the head, a final LayerNorm")
+        checks.fail(
+            f"count_parameters returned {count!r}, but the model holds {actual:,} parameter values: "
+            "sum p.numel() over model.parameters()"
+        )
+    checks.equal(
+        count,
+        107_008,
+        "the parameter count of TinyGPT(50, 64, 4, 2, 8)",
+        hint="compare your layers with the spec: 4x FFN, no bias in the head, a final LayerNorm",
+    )
 
 
 @pytest.mark.points(2)
@@ -182,15 +202,20 @@ def test_count_parameters(m2, ref, vocab, d, layers, T):
 def test_count_parameters_of_any_model(m2, tied):
     """count_parameters works on any model, and counts a shared Parameter once"""
     want = sum(p.numel() for p in make_standin(23, 12, 5, seed=0, tied=tied).parameters())
-    what = "another model (the grader's stand-in, " + ("whose head shares the embedding's weight)" if tied else
-                                                        "which has no blocks)")
+    what = "another model (the grader's stand-in, " + (
+        "whose head shares the embedding's weight)" if tied else "which has no blocks)"
+    )
     try:
         count = m2.call("count_parameters", m2.standin(23, 12, 5, seed=0, tied=tied))
     except StudentError as e:
         if e.type == ErrorKind.NOT_IMPLEMENTED:
             raise
-        checks.fail(f"count_parameters failed on {what}: {e}. Sum p.numel() over model.parameters(), "
-                    "whatever the model is")
-    hint = ("a shared Parameter counts once: model.parameters() already lists it once" if tied else
-            "sum p.numel() over model.parameters(), whatever the model is")
+        checks.fail(
+            f"count_parameters failed on {what}: {e}. Sum p.numel() over model.parameters(), whatever the model is"
+        )
+    hint = (
+        "a shared Parameter counts once: model.parameters() already lists it once"
+        if tied
+        else "sum p.numel() over model.parameters(), whatever the model is"
+    )
     checks.equal(count, want, f"count_parameters of {what}", hint=hint)

@@ -4,6 +4,7 @@ Training runs on the grader's stand-in model (not a TinyGPT), so M3 never depend
 on the student's M1/M2. The grader trains an identical copy itself with the
 reference loop, then compares both the returned losses and the trained weights.
 """
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -28,6 +29,7 @@ def loss(m3, logits, targets, **kwargs) -> float:
 
 # ---------------------------------------------------------------- inputs and targets
 
+
 @pytest.mark.points(2)
 @pytest.mark.parametrize("B,T", [(3, 9), (5, 2), (1, 12)])
 def test_inputs_targets(m3, B, T):
@@ -47,6 +49,7 @@ def test_inputs_targets(m3, B, T):
 
 
 # ---------------------------------------------------------------- the loss
+
 
 @pytest.mark.points(3)
 @pytest.mark.parametrize("seed,B,T", [(0, 3, 7), (1, 2, 11), (2, 5, 1)])
@@ -77,10 +80,15 @@ def test_loss_ignore_index(m3, pad):
     got = loss(m3, logits, targets, ignore_index=pad)
     if abs(got - want) > 1e-4 * max(1.0, want):
         everything = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1)).item()
-        hint = (": the padded positions still count; pass ignore_index to the cross-entropy"
-                if abs(got - everything) < 1e-4 else "")
-        checks.fail(f"clm_loss(..., ignore_index={pad}) returned {got:.5f}, expected {want:.5f} "
-                    f"(the mean over the {int(keep.sum())} counted positions){hint}")
+        hint = (
+            ": the padded positions still count; pass ignore_index to the cross-entropy"
+            if abs(got - everything) < 1e-4
+            else ""
+        )
+        checks.fail(
+            f"clm_loss(..., ignore_index={pad}) returned {got:.5f}, expected {want:.5f} "
+            f"(the mean over the {int(keep.sum())} counted positions){hint}"
+        )
 
 
 def test_loss_without_ignore_index_counts_everything(m3):
@@ -90,8 +98,10 @@ def test_loss_without_ignore_index_counts_everything(m3):
     want = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1)).item()
     got = loss(m3, logits, targets)
     if abs(got - want) > 1e-4 * max(1.0, want):
-        checks.fail(f"clm_loss(logits, targets) returned {got:.5f}, expected {want:.5f}: without ignore_index, "
-                    "no position may be skipped (not even targets equal to 0)")
+        checks.fail(
+            f"clm_loss(logits, targets) returned {got:.5f}, expected {want:.5f}: without ignore_index, "
+            "no position may be skipped (not even targets equal to 0)"
+        )
 
 
 # ---------------------------------------------------------------- the training loop
@@ -103,8 +113,9 @@ CASES = {  # id: (seed, batch, context, steps, lr)
 }
 
 
-def reference_run(ref, model: torch.nn.Module, data: torch.Tensor, steps: int | None = None,
-                  lr: float | None = None) -> tuple[list[float], dict[str, torch.Tensor]]:
+def reference_run(
+    ref, model: torch.nn.Module, data: torch.Tensor, steps: int | None = None, lr: float | None = None
+) -> tuple[list[float], dict[str, torch.Tensor]]:
     """The reference loop's losses and trained weights (its defaults where steps and lr are None)."""
     kwargs = {k: v for k, v in (("steps", steps), ("lr", lr)) if v is not None}
     return ref.m3_train.train(model, data, **kwargs), model.state_dict()
@@ -120,10 +131,17 @@ def trained(request, ref, grading_context):
     losses = m3.call("train", model, data, steps=steps, lr=lr)
     weights = model.state_dict()
     make = lambda: make_standin(V, 16, T, seed)  # noqa: E731
-    want_losses, want_weights = checks.remembered(("m3 trained", request.param), lambda: reference_run(
-        ref, make(), data, steps, lr))
-    return {"losses": losses, "weights": weights, "want_losses": want_losses, "want_weights": want_weights,
-            "explain": lambda got: diagnose.explain_training(got, make, data, steps, lr), "steps": steps}
+    want_losses, want_weights = checks.remembered(
+        ("m3 trained", request.param), lambda: reference_run(ref, make(), data, steps, lr)
+    )
+    return {
+        "losses": losses,
+        "weights": weights,
+        "want_losses": want_losses,
+        "want_weights": want_weights,
+        "explain": lambda got: diagnose.explain_training(got, make, data, steps, lr),
+        "steps": steps,
+    }
 
 
 def as_losses(value, steps: int) -> torch.Tensor:
@@ -148,8 +166,15 @@ def test_train_updates_weights(trained):
     got_losses = as_losses(trained["losses"], trained["steps"])
     for name, want in trained["want_weights"].items():
         got = checks.tensor(trained["weights"].get(name), f"the trained {name}", tuple(want.shape))
-        checks.assert_close_where(got, want, f"the trained weight {name}", ("row", "column"), atol=1e-4, rtol=1e-3,
-                                  explain=lambda: trained["explain"](got_losses))
+        checks.assert_close_where(
+            got,
+            want,
+            f"the trained weight {name}",
+            ("row", "column"),
+            atol=1e-4,
+            rtol=1e-3,
+            explain=lambda: trained["explain"](got_losses),
+        )
 
 
 def test_train_defaults(m3, ref):
@@ -157,5 +182,6 @@ def test_train_defaults(m3, ref):
     data = torch.randint(0, V, (2, 6), generator=torch.Generator().manual_seed(3))
     got = as_losses(m3.call("train", m3.standin(V, 16, 5, seed=3), data), 20)
     want, _ = checks.remembered("m3 defaults", lambda: reference_run(ref, make_standin(V, 16, 5, seed=3), data))
-    checks.assert_close_where(got, torch.tensor(want, dtype=torch.float64), "the losses with default arguments",
-                              ("step",), atol=1e-4)
+    checks.assert_close_where(
+        got, torch.tensor(want, dtype=torch.float64), "the losses with default arguments", ("step",), atol=1e-4
+    )

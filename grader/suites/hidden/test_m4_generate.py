@@ -4,6 +4,7 @@ The stand-in is causal, position-dependent and refuses inputs longer than its
 context, so every rule of the lesson shows: feed at most the last model.T
 tokens, take the argmax of the last position, append, repeat.
 """
+
 import pytest
 import torch
 
@@ -26,12 +27,14 @@ def generate(m4, model, seed: int | None, start: torch.Tensor, max_new: int | No
     n = 5 if max_new is None else max_new
     out = m4.call("generate", model, start, **kwargs)
     if isinstance(out, torch.Tensor) and tuple(out.shape) == (start.shape[0], n) and n:
-        checks.fail(f"generate returned only the {n} new tokens: return the prompt followed by the new tokens, "
-                    "shape (B, t + max_new)")
+        checks.fail(
+            f"generate returned only the {n} new tokens: return the prompt followed by the new tokens, "
+            "shape (B, t + max_new)"
+        )
     out = checks.tensor(out, "generate's result", (start.shape[0], start.shape[1] + n), dtype=None)
     if out.dtype != torch.long:
         checks.fail(f"generate's result has dtype {out.dtype}: token ids are torch.long")
-    if not torch.equal(out[:, :start.shape[1]], start):
+    if not torch.equal(out[:, : start.shape[1]], start):
         checks.fail("generate's result does not start with the prompt: return the prompt followed by the new tokens")
     if seed is not None:
         assert_greedy(make_standin(V, D, T, seed), out, start.shape[1])
@@ -43,27 +46,32 @@ def assert_greedy(model, out: torch.Tensor, t: int) -> None:
         want = greedy_next(model, out[:, :i])
         if not torch.equal(out[:, i], want):
             b = int((out[:, i] != want).nonzero()[0])
-            checks.fail(f"new token at position {i} (batch {b}) is {int(out[b, i])}, but the greedy choice is "
-                        f"{int(want[b])}: {explain_token(model, out[:, :i], out[:, i])}")
+            checks.fail(
+                f"new token at position {i} (batch {b}) is {int(out[b, i])}, but the greedy choice is "
+                f"{int(want[b])}: {explain_token(model, out[:, :i], out[:, i])}"
+            )
 
 
 def greedy_next(model, context: torch.Tensor) -> torch.Tensor:
     with torch.no_grad():
-        return model(context[:, -model.T:])[:, -1].argmax(-1)
+        return model(context[:, -model.T :])[:, -1].argmax(-1)
 
 
 def explain_token(model, context: torch.Tensor, got: torch.Tensor) -> str:
     with torch.no_grad():
-        if len(context[0]) > model.T and torch.equal(got, model(context[:, :model.T])[:, -1].argmax(-1)):
+        if len(context[0]) > model.T and torch.equal(got, model(context[:, : model.T])[:, -1].argmax(-1)):
             return "it is the argmax for the FIRST model.T tokens: crop to the last ones, idx[:, -model.T:]"
-        if torch.equal(got, model(context[:, -model.T:])[:, 0].argmax(-1)):
+        if torch.equal(got, model(context[:, -model.T :])[:, 0].argmax(-1)):
             return "it is the argmax of the first position's logits: use the last position, logits[:, -1]"
     return "greedy decoding appends the argmax of the last position's logits"
 
 
 @pytest.mark.points(4)
-@pytest.mark.parametrize("B,t,max_new", [(1, 3, 5), (3, 2, 4), (2, 6, 10), (4, 1, 15)],
-                         ids=["lesson-shape", "batch-3", "past-context", "from-one-token"])
+@pytest.mark.parametrize(
+    "B,t,max_new",
+    [(1, 3, 5), (3, 2, 4), (2, 6, 10), (4, 1, 15)],
+    ids=["lesson-shape", "batch-3", "past-context", "from-one-token"],
+)
 def test_every_token_is_the_greedy_choice(m4, B, t, max_new):
     """each new token is the argmax of the model's last-position logits on the last model.T tokens"""
     seed = 10 * B + t
@@ -94,9 +102,11 @@ def test_batch_rows_are_independent(m4):
     model, start = m4.standin(V, D, T, 4), prompt(4, 3, 5)
     together = generate(m4, model, 4, start, 6)
     for b in range(3):
-        if not torch.equal(generate(m4, model, 4, start[b:b + 1], 6)[0], together[b]):
-            checks.fail(f"prompt {b} generates different tokens in a batch than alone: take the argmax per row "
-                        "(dim=-1) and keep the batch axis")
+        if not torch.equal(generate(m4, model, 4, start[b : b + 1], 6)[0], together[b]):
+            checks.fail(
+                f"prompt {b} generates different tokens in a batch than alone: take the argmax per row "
+                "(dim=-1) and keep the batch axis"
+            )
 
 
 def test_no_gradients_recorded(m4):

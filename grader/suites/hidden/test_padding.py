@@ -5,6 +5,7 @@ left padding shows), and is compared with the loss the grader computes on each
 sequence alone, unpadded. While this milestone is graded, ``m3_train`` is the
 grader's own, so ``from m3_train import clm_loss`` is safe.
 """
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -28,7 +29,7 @@ def padded(seqs: list[torch.Tensor], pad_id: int, left: bool = False) -> torch.T
     batch = torch.full((len(seqs), L), pad_id)
     for i, s in enumerate(seqs):
         start = L - len(s) if left else 0
-        batch[i, start:start + len(s)] = s
+        batch[i, start : start + len(s)] = s
     return batch
 
 
@@ -42,21 +43,27 @@ PAD_CASES = [([3, 5, 2], 0), ([4], 7), ([1, 6, 6, 2], V - 1)]
 def test_pad_batch(padding, lengths, pad_id):
     """pad_batch right-pads every sequence with pad_id to the longest length"""
     seqs = sequences(lengths, pad_id, seed=len(lengths))
-    got = checks.tensor(padding.call("pad_batch", seqs, pad_id), "pad_batch's result",
-                        (len(lengths), max(lengths)), torch.long)
+    got = checks.tensor(
+        padding.call("pad_batch", seqs, pad_id), "pad_batch's result", (len(lengths), max(lengths)), torch.long
+    )
     if torch.equal(got, padded(seqs, pad_id)):
         return
     if torch.equal(got, padded(seqs, pad_id, left=True)):
-        checks.fail("the padding is on the left: put each sequence first and the padding after it, on the right "
-                    "(a causal model then reads every real token at the same positions as unpadded)")
+        checks.fail(
+            "the padding is on the left: put each sequence first and the padding after it, on the right "
+            "(a causal model then reads every real token at the same positions as unpadded)"
+        )
     if torch.equal(got, padded(seqs, 0)):
         checks.fail(f"the padding is 0, not pad_id = {pad_id}: fill with pad_id")
     row = next(i for i in range(len(seqs)) if not torch.equal(got[i], padded(seqs, pad_id)[i]))
-    checks.fail(f"row {row} is {got[row].tolist()}, expected {padded(seqs, pad_id)[row].tolist()} "
-                f"(the sequence {seqs[row].tolist()}, then pad_id = {pad_id})")
+    checks.fail(
+        f"row {row} is {got[row].tolist()}, expected {padded(seqs, pad_id)[row].tolist()} "
+        f"(the sequence {seqs[row].tolist()}, then pad_id = {pad_id})"
+    )
 
 
 # ---------------------------------------------------------------- padded_loss
+
 
 def unpadded_loss(model, seqs: list[torch.Tensor]) -> torch.Tensor:
     """Sum of every real target's cross-entropy, each sequence on its own, over the number of targets."""
@@ -78,14 +85,27 @@ def explain_loss(got: torch.Tensor, model, seqs: list[torch.Tensor], pad_id: int
         with torch.no_grad():
             return torch.stack([F.cross_entropy(model(s[None, :-1])[0], s[1:]) for s in seqs]).mean()
 
-    return diagnose.first_match(got, [
-        ("the padding targets were counted: pass ignore_index=pad_id to the loss", lambda: batch_loss(ignore=None)),
-        ("the padding is on the left, which shifts every position: pad on the right", lambda: batch_loss(left=True)),
-        ("the loss skipped positions whose INPUT is padding, but it must skip those whose TARGET is padding "
-         "(the last real token's target is pad_id)", lambda: batch_loss(ignore="input")),
-        ("that is the mean of per-sequence means, which weighs short sequences more: average over all real "
-         "targets at once (one cross-entropy with ignore_index)", mean_of_means),
-    ], atol=1e-5)
+    return diagnose.first_match(
+        got,
+        [
+            ("the padding targets were counted: pass ignore_index=pad_id to the loss", lambda: batch_loss(ignore=None)),
+            (
+                "the padding is on the left, which shifts every position: pad on the right",
+                lambda: batch_loss(left=True),
+            ),
+            (
+                "the loss skipped positions whose INPUT is padding, but it must skip those whose TARGET is padding "
+                "(the last real token's target is pad_id)",
+                lambda: batch_loss(ignore="input"),
+            ),
+            (
+                "that is the mean of per-sequence means, which weighs short sequences more: average over all real "
+                "targets at once (one cross-entropy with ignore_index)",
+                mean_of_means,
+            ),
+        ],
+        atol=1e-5,
+    )
 
 
 LOSS_CASES = [([5, 3, 9], 0, 0), ([9, 2], V - 1, 1), ([2, 7, 4, 9], 13, 2)]
@@ -96,12 +116,14 @@ LOSS_CASES = [([5, 3, 9], 0, 0), ([9, 2], V - 1, 1), ([2, 7, 4, 9], 13, 2)]
 def test_padded_loss_equals_unpadded_loss(padding, lengths, pad_id, seed):
     """padded_loss equals the mean cross-entropy over every real target of the unpadded sequences"""
     seqs = sequences(lengths, pad_id, seed)
-    got = checks.tensor(padding.call("padded_loss", padding.standin(V, D, T, seed), seqs, pad_id),
-                        "padded_loss's result", ())
+    got = checks.tensor(
+        padding.call("padded_loss", padding.standin(V, D, T, seed), seqs, pad_id), "padded_loss's result", ()
+    )
     model = make_standin(V, D, T, seed)
     want = unpadded_loss(model, seqs)
-    checks.assert_close_where(got, want, f"the loss (pad_id = {pad_id})", (),
-                              explain=lambda: explain_loss(got, model, seqs, pad_id))
+    checks.assert_close_where(
+        got, want, f"the loss (pad_id = {pad_id})", (), explain=lambda: explain_loss(got, model, seqs, pad_id)
+    )
 
 
 def test_padded_loss_without_padding(padding):
@@ -119,7 +141,9 @@ def test_padded_loss_carries_gradients(padding):
     """padded_loss returns a scalar tensor that still carries gradients (no .item())"""
     loss = padding.call("padded_loss", padding.standin(V, D, T, 4), sequences([4, 2], 0, 4), 0, keep=True)
     if loss.short_type != "Tensor":
-        checks.fail(f"padded_loss returned {checks.describe(loss)}: return the loss tensor itself, so that "
-                    "training can call .backward() on it")
+        checks.fail(
+            f"padded_loss returned {checks.describe(loss)}: return the loss tensor itself, so that "
+            "training can call .backward() on it"
+        )
     if not loss.attr("requires_grad"):
         checks.fail("the loss does not require gradients: was it computed under torch.no_grad() or detached?")

@@ -8,6 +8,7 @@ top_k=1), as a set (never a token the filters remove), and by their frequencies
 (a chi-square test at p = 1e-6 over 20,000 draws made in one call).
 Generation runs on the grader's stand-in model, as in milestone 4.
 """
+
 from __future__ import annotations
 
 import pytest
@@ -37,8 +38,7 @@ def rows(seed: int, *shape: int, scale: float = 1.5) -> torch.Tensor:
 
 
 def describe_filters(top_k: int | None = None, top_p: float | None = None, temperature: float | None = None) -> str:
-    parts = [f"{k}={v}" for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p))
-             if v is not None]
+    parts = [f"{k}={v}" for k, v in (("temperature", temperature), ("top_k", top_k), ("top_p", top_p)) if v is not None]
     return ", ".join(parts) or "no filter"
 
 
@@ -53,6 +53,7 @@ def reraise_unimplemented(e: StudentError) -> None:
 
 # ---------------------------------------------------------------- calls into the worker, validated
 
+
 def kept(sampling, logits: torch.Tensor, error_hint: str = "", **filters) -> torch.Tensor:
     """The student's filter_logits as a keep mask; the kept logits must be untouched, the others -inf."""
     call = f"filter_logits({describe_filters(**filters)}) on logits of shape {tuple(logits.shape)}"
@@ -61,8 +62,10 @@ def kept(sampling, logits: torch.Tensor, error_hint: str = "", **filters) -> tor
     except StudentError as e:
         reraise_unimplemented(e)
         if e.type == ErrorKind.VALUE_ERROR and filters.get("top_p") == 1:
-            checks.fail(f"{call} raised ValueError ({e.message}): top_p = 1 is valid (it keeps every token); "
-                        "only a top_p outside (0, 1] is an error")
+            checks.fail(
+                f"{call} raised ValueError ({e.message}): top_p = 1 is valid (it keeps every token); "
+                "only a top_p outside (0, 1] is an error"
+            )
         checks.fail(f"{call}: {e}" + (f"; {error_hint}" if error_hint else ""))
     out = checks.tensor(out, "filter_logits's result", logits.shape)
     same = out == logits
@@ -73,19 +76,25 @@ def kept(sampling, logits: torch.Tensor, error_hint: str = "", **filters) -> tor
         where = checks.index_text(index, ("row", "token id") if logits.dim() == 2 else checks.BTV)
         got, was = out[index].item(), logits[index].item()
         if got < -1e8 or got == float("inf"):
-            checks.fail(f"{call} set a removed token to {got:g} at {where}: use float('-inf'), so that the "
-                        "softmax gives it probability exactly 0")
-        checks.fail(f"{call} changed a logit it should keep or remove: {got:g} instead of {was:g} at {where}. "
-                    "filter_logits leaves the kept logits as they are and sets the others to -inf (no scaling, "
-                    "no softmax)")
+            checks.fail(
+                f"{call} set a removed token to {got:g} at {where}: use float('-inf'), so that the "
+                "softmax gives it probability exactly 0"
+            )
+        checks.fail(
+            f"{call} changed a logit it should keep or remove: {got:g} instead of {was:g} at {where}. "
+            "filter_logits leaves the kept logits as they are and sets the others to -inf (no scaling, "
+            "no softmax)"
+        )
     return same
 
 
 def token_ids(value, B: int, vocab: int, what: str = "sample_next's result") -> torch.Tensor:
     """(B,) torch.long ids in [0, vocab)."""
     if isinstance(value, torch.Tensor) and tuple(value.shape) == (B, 1):
-        checks.fail(f"{what} has shape ({B}, 1), expected ({B},): one id per row, so squeeze the last axis "
-                    "(torch.multinomial(probs, 1) is (B, 1))")
+        checks.fail(
+            f"{what} has shape ({B}, 1), expected ({B},): one id per row, so squeeze the last axis "
+            "(torch.multinomial(probs, 1) is (B, 1))"
+        )
     value = checks.tensor(value, what, (B,), dtype=None)
     if value.dtype != torch.long:
         checks.fail(f"{what} has dtype {value.dtype}, expected torch.long: token ids are integers")
@@ -100,27 +109,32 @@ def draw(sampling, logits: torch.Tensor, gen_seed: int, seed: int | None = None,
     return token_ids(out, logits.shape[0], logits.shape[-1])
 
 
-def generated(sampling, model, start: torch.Tensor, max_new: int, gen_seed: int, seed: int | None = None,
-              **kwargs) -> torch.Tensor:
+def generated(
+    sampling, model, start: torch.Tensor, max_new: int, gen_seed: int, seed: int | None = None, **kwargs
+) -> torch.Tensor:
     """generate_sampled's result, validated: (B, t + max_new) long ids that start with the prompt."""
     try:
-        out = sampling.call("generate_sampled", model, start, max_new, SeededGenerator(gen_seed), seed=seed,
-                            **kwargs)
+        out = sampling.call("generate_sampled", model, start, max_new, SeededGenerator(gen_seed), seed=seed, **kwargs)
     except StudentError as e:
         if e.type == ErrorKind.VALUE_ERROR and "model.T" in e.message:
-            checks.fail(f"generate_sampled fed the model too many tokens ({e.message}): crop to the last "
-                        "model.T tokens, idx[:, -model.T:], before every call")
+            checks.fail(
+                f"generate_sampled fed the model too many tokens ({e.message}): crop to the last "
+                "model.T tokens, idx[:, -model.T:], before every call"
+            )
         raise
     B, t = start.shape
     if isinstance(out, torch.Tensor) and tuple(out.shape) == (B, max_new):
-        checks.fail(f"generate_sampled returned only the {max_new} new tokens: return the prompt followed by "
-                    "the new tokens, shape (B, t + max_new)")
+        checks.fail(
+            f"generate_sampled returned only the {max_new} new tokens: return the prompt followed by "
+            "the new tokens, shape (B, t + max_new)"
+        )
     out = checks.tensor(out, "generate_sampled's result", (B, t + max_new), dtype=None)
     if out.dtype != torch.long:
         checks.fail(f"generate_sampled's result has dtype {out.dtype}: token ids are torch.long")
     if not torch.equal(out[:, :t], start):
-        checks.fail("generate_sampled's result does not start with the prompt: return the prompt followed by "
-                    "the new tokens")
+        checks.fail(
+            "generate_sampled's result does not start with the prompt: return the prompt followed by the new tokens"
+        )
     if ((out < 0) | (out >= LM_V)).any():
         checks.fail(f"generate_sampled's result holds token ids outside the vocabulary 0..{LM_V - 1}")
     return out
@@ -131,6 +145,7 @@ def prompt(seed: int, B: int, t: int) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------- filter_logits
+
 
 @pytest.mark.points(2)
 def test_top_k(sampling):
@@ -146,14 +161,20 @@ def test_top_k(sampling):
             n, n_want = int(got[r].sum()), int(want[r].sum())
             largest = logits[r].argsort(descending=True)[:n_want].sort().values.tolist()
             if k >= V:
-                checks.fail(f"top_k={k} with only V = {V} tokens kept {n} of them in row {r}: a top_k of V or more "
-                            "keeps every token (use min(top_k, V))")
+                checks.fail(
+                    f"top_k={k} with only V = {V} tokens kept {n} of them in row {r}: a top_k of V or more "
+                    "keeps every token (use min(top_k, V))"
+                )
             if abs(n - n_want) == 1:
-                checks.fail(f"top_k={k} kept {n} tokens in row {r}, expected exactly {k}: off by one. Keep the k "
-                            "largest logits, the k-th largest itself included: mask where logits < the k-th "
-                            "largest value (torch.topk(logits, k).values[..., -1:])")
-            checks.fail(f"top_k={k} kept tokens {ids_of(got[r])} in row {r}, expected the {n_want} largest, "
-                        f"{largest}: compare each row with its own k-th largest value, along the last axis (dim=-1)")
+                checks.fail(
+                    f"top_k={k} kept {n} tokens in row {r}, expected exactly {k}: off by one. Keep the k "
+                    "largest logits, the k-th largest itself included: mask where logits < the k-th "
+                    "largest value (torch.topk(logits, k).values[..., -1:])"
+                )
+            checks.fail(
+                f"top_k={k} kept tokens {ids_of(got[r])} in row {r}, expected the {n_want} largest, "
+                f"{largest}: compare each row with its own k-th largest value, along the last axis (dim=-1)"
+            )
 
 
 @pytest.mark.points(2)
@@ -172,26 +193,36 @@ def test_top_p(sampling):
             n, n_want = int(got[r].sum()), int(want[r].sum())
             row = f"top_p={p:g}, row {r}"
             if n == 0:
-                checks.fail(f"{row}: no token was kept. Always keep at least the most probable token (its "
-                            "probability alone may be more than p)")
+                checks.fail(
+                    f"{row}: no token was kept. Always keep at least the most probable token (its "
+                    "probability alone may be more than p)"
+                )
             if not got[r][order[:n]].all():
                 worse = next(int(i) for i in order.flip(0) if got[r][i])
                 better = next(int(i) for i in order if not got[r][i])
-                checks.fail(f"{row}: kept token {worse} (probability {probs[worse]:.3f}) but removed the more "
-                            f"probable token {better} ({probs[better]:.3f}). Top-p adds up the probabilities from "
-                            "the most probable token down: sort them (descending) before the cumulative sum")
+                checks.fail(
+                    f"{row}: kept token {worse} (probability {probs[worse]:.3f}) but removed the more "
+                    f"probable token {better} ({probs[better]:.3f}). Top-p adds up the probabilities from "
+                    "the most probable token down: sort them (descending) before the cumulative sum"
+                )
             if n < n_want and p == 1:
                 checks.fail(f"{row}: kept {n} of {len(probs)} tokens; top_p = 1 must keep every token")
             if n == n_want - 1:
-                checks.fail(f"{row}: the {n} most probable tokens hold {cum[n - 1]:.3f} < p, and with the next "
-                            f"one {cum[n]:.3f} >= p, but you kept only {n}. Top-p dropped the token that crosses "
-                            "p: keep the smallest set whose probability REACHES p (the crossing token included)")
+                checks.fail(
+                    f"{row}: the {n} most probable tokens hold {cum[n - 1]:.3f} < p, and with the next "
+                    f"one {cum[n]:.3f} >= p, but you kept only {n}. Top-p dropped the token that crosses "
+                    "p: keep the smallest set whose probability REACHES p (the crossing token included)"
+                )
             if n < n_want:
-                checks.fail(f"{row}: kept the {n} most probable tokens, which hold only {cum[n - 1]:.3f} < p: keep "
-                            "adding tokens until their probability reaches p")
-            checks.fail(f"{row}: kept {n} tokens, but the {n_want} most probable already hold "
-                        f"{cum[n_want - 1]:.3f} >= p: stop at the first token whose cumulative probability "
-                        "reaches p (the smallest such set)")
+                checks.fail(
+                    f"{row}: kept the {n} most probable tokens, which hold only {cum[n - 1]:.3f} < p: keep "
+                    "adding tokens until their probability reaches p"
+                )
+            checks.fail(
+                f"{row}: kept {n} tokens, but the {n_want} most probable already hold "
+                f"{cum[n_want - 1]:.3f} >= p: stop at the first token whose cumulative probability "
+                "reaches p (the smallest such set)"
+            )
 
 
 def test_top_k_then_top_p_on_any_batch_shape(sampling):
@@ -209,20 +240,27 @@ def test_top_k_then_top_p_on_any_batch_shape(sampling):
         where = checks.index_text(index, ("row",) if len(shape) == 2 else ("batch", "position"))
         g, w = got[index], want[index]
         if torch.equal(g, (keep_mask(logits, top_k=k) & keep_mask(logits, top_p=p))[index]):
-            cause = ("top-p used the probabilities of all V tokens: apply top-k first, then top-p to the softmax "
-                     "of the logits top-k left (renormalised, they sum to 1 again)")
+            cause = (
+                "top-p used the probabilities of all V tokens: apply top-k first, then top-p to the softmax "
+                "of the logits top-k left (renormalised, they sum to 1 again)"
+            )
         elif torch.equal(g, keep_mask(logits, top_k=k)[index]):
             cause = "top-p was skipped when top_k was also given: apply both, top-k first"
         elif torch.equal(g, keep_mask(logits, top_p=p)[index]):
             cause = "top-k was skipped when top_p was also given: apply both, top-k first"
         else:
-            cause = ("filter each row on its own, along the last axis (dim=-1); if the top-k or top-p check "
-                     "fails too, fix that one first")
-        checks.fail(f"filter_logits(top_k={k}, top_p={p}) on logits of shape {shape} kept tokens {ids_of(g)} at "
-                    f"{where}, expected {ids_of(w)}: {cause}")
+            cause = (
+                "filter each row on its own, along the last axis (dim=-1); if the top-k or top-p check "
+                "fails too, fix that one first"
+            )
+        checks.fail(
+            f"filter_logits(top_k={k}, top_p={p}) on logits of shape {shape} kept tokens {ids_of(g)} at "
+            f"{where}, expected {ids_of(w)}: {cause}"
+        )
 
 
 # ---------------------------------------------------------------- sample_next
+
 
 @pytest.mark.points(2)
 def test_greedy_cases_and_filtered_draws(sampling):
@@ -234,14 +272,20 @@ def test_greedy_cases_and_filtered_draws(sampling):
     except StudentError as e:
         reraise_unimplemented(e)
         if e.type == ErrorKind.VALUE_ERROR:
-            checks.fail(f"temperature 0 raised ValueError ({e.message}): temperature 0 is valid, it means greedy "
-                        "(return logits.argmax(dim=-1)); only a negative temperature is an error")
-        checks.fail(f"temperature 0 made your code raise {e.type} ({e.message}): temperature 0 means greedy, so "
-                    "return the argmax and do not divide by 0")
+            checks.fail(
+                f"temperature 0 raised ValueError ({e.message}): temperature 0 is valid, it means greedy "
+                "(return logits.argmax(dim=-1)); only a negative temperature is an error"
+            )
+        checks.fail(
+            f"temperature 0 made your code raise {e.type} ({e.message}): temperature 0 means greedy, so "
+            "return the argmax and do not divide by 0"
+        )
     if not torch.equal(greedy, best):
         r = int((greedy != best).nonzero()[0])
-        checks.fail(f"temperature 0 must be greedy: row {r} gave token {int(greedy[r])}, its argmax is "
-                    f"{int(best[r])} (return logits.argmax(dim=-1), do not sample)")
+        checks.fail(
+            f"temperature 0 must be greedy: row {r} gave token {int(greedy[r])}, its argmax is "
+            f"{int(best[r])} (return logits.argmax(dim=-1), do not sample)"
+        )
     try:
         one = draw(sampling, logits, 1, top_k=1)
     except StudentError as e:
@@ -249,24 +293,31 @@ def test_greedy_cases_and_filtered_draws(sampling):
         checks.fail(f"sample_next(top_k=1): {e}; top_k=1 keeps exactly one token, the argmax")
     if not torch.equal(one, best):
         r = int((one != best).nonzero()[0])
-        checks.fail(f"with top_k=1 only the argmax is left, so every draw must be it: row {r} gave token "
-                    f"{int(one[r])}, its argmax is {int(best[r])}. Keep exactly the k largest logits")
+        checks.fail(
+            f"with top_k=1 only the argmax is left, so every draw must be it: row {r} gave token "
+            f"{int(one[r])}, its argmax is {int(best[r])}. Keep exactly the k largest logits"
+        )
     V = BASE.shape[0]
-    for gen_seed, (temperature, top_k, top_p) in enumerate(((1.0, 4, None), (1.0, None, 0.6), (2.0, 6, 0.85),
-                                                            (1.0, V, 1.0)), start=2):
+    for gen_seed, (temperature, top_k, top_p) in enumerate(
+        ((1.0, 4, None), (1.0, None, 0.6), (2.0, 6, 0.85), (1.0, V, 1.0)), start=2
+    ):
         filters = describe_filters(top_k, top_p, temperature)
         try:
             got = draw(sampling, BASE.expand(2000, V), gen_seed, temperature=temperature, top_k=top_k, top_p=top_p)
         except StudentError as e:
             reraise_unimplemented(e)
-            checks.fail(f"sample_next({filters}) on (2000, {V}) logits: {e}"
-                        + ("; top_k = V and top_p = 1 are valid (they keep every token)" if top_p == 1 else ""))
+            checks.fail(
+                f"sample_next({filters}) on (2000, {V}) logits: {e}"
+                + ("; top_k = V and top_p = 1 are valid (they keep every token)" if top_p == 1 else "")
+            )
         allowed = keep_mask(BASE / temperature, top_k, top_p)
         if not allowed[got].all():
             bad = int(got[~allowed[got]][0])
-            checks.fail(f"sample_next({filters}) drew token {bad}, which the filters remove: only "
-                        f"{ids_of(allowed)} may be drawn. Sample from softmax(filter_logits(logits / temperature, "
-                        "top_k, top_p))")
+            checks.fail(
+                f"sample_next({filters}) drew token {bad}, which the filters remove: only "
+                f"{ids_of(allowed)} may be drawn. Sample from softmax(filter_logits(logits / temperature, "
+                "top_k, top_p))"
+            )
 
 
 @pytest.mark.points(3)
@@ -275,8 +326,7 @@ def test_frequencies_match_the_distribution(sampling):
     V = BASE.shape[0]
     for gen_seed, (temperature, top_k, top_p) in enumerate(((0.5, None, None), (2.0, None, None), (2.0, 6, 0.7))):
         filters = describe_filters(top_k, top_p, temperature)
-        got = draw(sampling, BASE.expand(DRAWS, V), 100 + gen_seed, temperature=temperature, top_k=top_k,
-                   top_p=top_p)
+        got = draw(sampling, BASE.expand(DRAWS, V), 100 + gen_seed, temperature=temperature, top_k=top_k, top_p=top_p)
         counts = torch.bincount(got, minlength=V).double()
         want = distribution(BASE, temperature, top_k, top_p)
         if fits(counts, want):
@@ -285,15 +335,18 @@ def test_frequencies_match_the_distribution(sampling):
         cause = likely_cause(counts, want, temperature, top_k, top_p)
         removed = ((counts > 0) & (want == 0)).nonzero().flatten().tolist()
         if removed:
-            what = (f"token {removed[0]} was drawn {int(counts[removed[0]])} times in {DRAWS}, but the filters "
-                    "remove it")
+            what = f"token {removed[0]} was drawn {int(counts[removed[0]])} times in {DRAWS}, but the filters remove it"
         else:
             expected = DRAWS * want
             worst = int(((counts - expected).abs() / expected.sqrt()).nan_to_num(-1.0).argmax())
-            what = (f"token {worst} was drawn {int(counts[worst])} times in {DRAWS}, expected about "
-                    f"{DRAWS * want[worst]:.0f} (chi-square {stat:.4g} > {chi_square_bound(df):.1f}, p < 1e-6)")
-        checks.fail(f"sample_next({filters}): {what}; counts {counts.long().tolist()}, expected probabilities "
-                    f"{[round(x, 3) for x in want.tolist()]}. Likely cause: {cause}")
+            what = (
+                f"token {worst} was drawn {int(counts[worst])} times in {DRAWS}, expected about "
+                f"{DRAWS * want[worst]:.0f} (chi-square {stat:.4g} > {chi_square_bound(df):.1f}, p < 1e-6)"
+            )
+        checks.fail(
+            f"sample_next({filters}): {what}; counts {counts.long().tolist()}, expected probabilities "
+            f"{[round(x, 3) for x in want.tolist()]}. Likely cause: {cause}"
+        )
 
 
 @pytest.mark.points(2)
@@ -303,13 +356,17 @@ def test_randomness_comes_only_from_the_generator(sampling):
     first = draw(sampling, logits, 5, seed=1)
     again = draw(sampling, logits, 5, seed=2)
     if not torch.equal(first, again):
-        checks.fail("two calls with generators seeded alike gave different draws (only the global seed, "
-                    "torch.manual_seed, differed): the draws ignore the generator. Pass generator= to "
-                    "torch.multinomial (or to torch.rand), and use no other source of randomness")
+        checks.fail(
+            "two calls with generators seeded alike gave different draws (only the global seed, "
+            "torch.manual_seed, differed): the draws ignore the generator. Pass generator= to "
+            "torch.multinomial (or to torch.rand), and use no other source of randomness"
+        )
     other = draw(sampling, logits, 6, seed=1)
     if torch.equal(first, other):
-        checks.fail("generators with different seeds gave the same 300 draws from a uniform distribution: draw "
-                    "with the generator passed in (not a new one, not the argmax)")
+        checks.fail(
+            "generators with different seeds gave the same 300 draws from a uniform distribution: draw "
+            "with the generator passed in (not a new one, not the argmax)"
+        )
 
 
 INVALID: dict[str, tuple[dict[str, float], str]] = {
@@ -325,11 +382,15 @@ INVALID: dict[str, tuple[dict[str, float], str]] = {
 def test_invalid_argument_raises_value_error(sampling, case):
     """an invalid argument makes sample_next raise ValueError"""
     kwargs, rule = INVALID[case]
-    checks.raises_value_error(lambda: sampling.call("sample_next", BASE.repeat(2, 1), SeededGenerator(0), **kwargs),
-                              f"sample_next(..., {case})", f"{rule} is invalid")
+    checks.raises_value_error(
+        lambda: sampling.call("sample_next", BASE.repeat(2, 1), SeededGenerator(0), **kwargs),
+        f"sample_next(..., {case})",
+        f"{rule} is invalid",
+    )
 
 
 # ---------------------------------------------------------------- generate_sampled
+
 
 def test_generate_shape_prompt_and_reproducible(sampling):
     """generate_sampled returns prompt + max_new tokens, reproducible with a seeded generator, recording no gradients"""
@@ -339,8 +400,10 @@ def test_generate_shape_prompt_and_reproducible(sampling):
     first = generated(sampling, model, start, 7, 11, seed=1)
     again = generated(sampling, model, start, 7, 11, seed=2)
     if not torch.equal(first, again):
-        checks.fail("generate_sampled gave different tokens with generators seeded alike (only the global seed "
-                    "differed): the draws ignore the generator. Pass it to sample_next at every step")
+        checks.fail(
+            "generate_sampled gave different tokens with generators seeded alike (only the global seed "
+            "differed): the draws ignore the generator. Pass it to sample_next at every step"
+        )
     if model.attr("calls_with_grad") != 0:
         checks.fail("the model was called with gradients enabled: wrap generation in torch.no_grad()")
     for name, value in model.state_dict().items():
@@ -361,17 +424,22 @@ def test_generate_greedy_and_top_k(sampling):
                 context = out[:, :i]
                 logits = local(context[:, -LM_T:])[:, -1]
                 allowed = logits.topk(1 if out is greedy else k, dim=-1).indices
-                ok = (allowed == out[:, i:i + 1]).any(dim=-1)
+                ok = (allowed == out[:, i : i + 1]).any(dim=-1)
                 if ok.all():
                     continue
                 b = int((~ok).nonzero()[0])
                 token = int(out[b, i])
-                cause = ("temperature 0 means greedy: the argmax of the last position's logits" if out is greedy
-                         else "sample from the last position's logits, filtered with top_k")
-                if i > LM_T and token in local(context[b:b + 1, :LM_T])[0, -1].topk(allowed.shape[1]).indices:
+                cause = (
+                    "temperature 0 means greedy: the argmax of the last position's logits"
+                    if out is greedy
+                    else "sample from the last position's logits, filtered with top_k"
+                )
+                if i > LM_T and token in local(context[b : b + 1, :LM_T])[0, -1].topk(allowed.shape[1]).indices:
                     cause = "it fits the FIRST model.T tokens: crop to the last ones, idx[:, -model.T:]"
-                elif token in local(context[b:b + 1, -LM_T:])[0, 0].topk(allowed.shape[1]).indices:
+                elif token in local(context[b : b + 1, -LM_T:])[0, 0].topk(allowed.shape[1]).indices:
                     cause = "it fits the first position's logits: use the last position, logits[:, -1]"
                 choices = allowed[b].tolist()
-                checks.fail(f"new token at position {i} (batch {b}) is {token}, but it should be {rule} "
-                            f"{choices[0] if len(choices) == 1 else choices}: {cause}")
+                checks.fail(
+                    f"new token at position {i} (batch {b}) is {token}, but it should be {rule} "
+                    f"{choices[0] if len(choices) == 1 else choices}: {cause}"
+                )

@@ -4,6 +4,7 @@ The formula is checked against real modules: the grader builds the reference
 TinyGPT (on the data-less meta device) for many random configurations and
 counts its parameters, so any formula that agrees with the modules passes.
 """
+
 import math
 
 import pytest
@@ -14,8 +15,12 @@ from hypothesis import strategies as st
 from grader.suites import checks
 
 # The published sizes (n_layers, d, n_heads) and tied parameter counts, vocabulary 50,257, context 1,024.
-GPT2 = {"small": ((12, 768, 12), 124_439_808), "medium": ((24, 1024, 16), 354_823_168),
-        "large": ((36, 1280, 20), 774_030_080), "xl": ((48, 1600, 25), 1_557_611_200)}
+GPT2 = {
+    "small": ((12, 768, 12), 124_439_808),
+    "medium": ((24, 1024, 16), 354_823_168),
+    "large": ((36, 1280, 20), 774_030_080),
+    "xl": ((48, 1600, 25), 1_557_611_200),
+}
 VOCAB, CONTEXT = 50257, 1024
 # Chinchilla itself: 70e9 parameters on 1.4e12 tokens; then budgets from a laptop run to GPT-3 scale.
 BUDGETS = [5.88e23, 1e21, 6e18, 3.14e23, 1e15]
@@ -35,8 +40,10 @@ BLOCK_BUGS = [
 
 def module_count(ref, vocab: int, d: int, heads: int, layers: int, max_T: int, tied: bool) -> int:
     """The parameters of the reference TinyGPT itself (a tied head counted once)."""
-    return checks.remembered(("module_count", vocab, d, heads, layers, max_T, tied),
-                             lambda: count_modules(ref, vocab, d, heads, layers, max_T, tied))
+    return checks.remembered(
+        ("module_count", vocab, d, heads, layers, max_T, tied),
+        lambda: count_modules(ref, vocab, d, heads, layers, max_T, tied),
+    )
 
 
 def count_modules(ref, vocab: int, d: int, heads: int, layers: int, max_T: int, tied: bool) -> int:
@@ -56,13 +63,16 @@ def explain_count(got: int, vocab: int, d: int, layers: int, max_T: int, tied: b
     """The likely cause of a wrong model count, from how far off it is."""
     want = vocab * d + max_T * d + layers * (12 * d * d + 13 * d) + 2 * d + (0 if tied else vocab * d)
     off = got - want
-    causes = {vocab * d: "a tied head is the token table itself: count it once" if tied
-              else "the head is vocab_size x d (it was counted twice?)",
-              -vocab * d: "the head (vocab_size x d) is missing; only a tied head is free",
-              vocab: "the head is bias-free, so it adds no vocab_size vector of biases",
-              -max_T * d: "the position table (max_T x d) is missing",
-              -2 * d: "the final LayerNorm (2 d) is missing",
-              -vocab * d - max_T * d: "the embeddings (vocab_size x d and max_T x d) are missing"}
+    causes = {
+        vocab * d: "a tied head is the token table itself: count it once"
+        if tied
+        else "the head is vocab_size x d (it was counted twice?)",
+        -vocab * d: "the head (vocab_size x d) is missing; only a tied head is free",
+        vocab: "the head is bias-free, so it adds no vocab_size vector of biases",
+        -max_T * d: "the position table (max_T x d) is missing",
+        -2 * d: "the final LayerNorm (2 d) is missing",
+        -vocab * d - max_T * d: "the embeddings (vocab_size x d and max_T x d) are missing",
+    }
     if off in causes:
         return causes[off]
     if layers and off % layers == 0:
@@ -70,11 +80,14 @@ def explain_count(got: int, vocab: int, d: int, layers: int, max_T: int, tied: b
         cause = next((c for f, c in BLOCK_BUGS if f(d) == per_block), None)
         if cause:
             return f"each block is off by {off // layers:,}: {cause}"
-    return "a GPT is the token and position tables, n_layers blocks of 12 d^2 + 13 d, the final LayerNorm (2 d) " \
-           "and the head (vocab_size x d, none when tied)"
+    return (
+        "a GPT is the token and position tables, n_layers blocks of 12 d^2 + 13 d, the final LayerNorm (2 d) "
+        "and the head (vocab_size x d, none when tied)"
+    )
 
 
 # ---------------------------------------------------------------- parameter counts
+
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize("d", [64, 768, 1, 10])
@@ -83,8 +96,11 @@ def test_block_parameter_count(scaling, d):
     got = checks.number(scaling.call("block_parameter_count", d), f"block_parameter_count({d})", integer=True)
     want = 12 * d * d + 13 * d
     if got != want:
-        cause = next((c for f, c in BLOCK_BUGS if f(d) == got), "count each part: two LayerNorms (2 d each), "
-                     "qkv (3 d^2 + 3 d), proj (d^2 + d), Linear(d, 4 d) and Linear(4 d, d) with their biases")
+        cause = next(
+            (c for f, c in BLOCK_BUGS if f(d) == got),
+            "count each part: two LayerNorms (2 d each), "
+            "qkv (3 d^2 + 3 d), proj (d^2 + d), Linear(d, 4 d) and Linear(4 d, d) with their biases",
+        )
         checks.fail(f"block_parameter_count({d}) is {got:,}, expected {want:,}: {cause}")
 
 
@@ -92,19 +108,28 @@ def test_tinygpt(scaling):
     """gpt_parameter_count(50, 64, 2, 8) is 107,008, the lesson's TinyGPT"""
     got = count(scaling, 50, 64, 2, 8)
     if got != 107_008:
-        checks.fail(f"gpt_parameter_count(50, 64, 2, 8) is {got:,}, expected 107,008 (count_parameters of "
-                    f"TinyGPT(50, 64, 4, 2, 8)): {explain_count(got, 50, 64, 2, 8, False)}")
+        checks.fail(
+            f"gpt_parameter_count(50, 64, 2, 8) is {got:,}, expected 107,008 (count_parameters of "
+            f"TinyGPT(50, 64, 4, 2, 8)): {explain_count(got, 50, 64, 2, 8, False)}"
+        )
 
 
-configs = st.tuples(st.integers(1, 300), st.integers(1, 4), st.integers(1, 12), st.integers(0, 3),
-                    st.integers(1, 64), st.booleans())
+configs = st.tuples(
+    st.integers(1, 300), st.integers(1, 4), st.integers(1, 12), st.integers(0, 3), st.integers(1, 64), st.booleans()
+)
 
 
 def explore(check):
     """``check`` on 60 configurations; the first that fails is shrunk to the simplest one that still does."""
-    return settings(max_examples=60, derandomize=True, database=None, deadline=None, report_multiple_bugs=False,
-                    phases=(Phase.explicit, Phase.generate, Phase.shrink),
-                    suppress_health_check=list(HealthCheck))(given(configs)(check))
+    return settings(
+        max_examples=60,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        report_multiple_bugs=False,
+        phases=(Phase.explicit, Phase.generate, Phase.shrink),
+        suppress_health_check=list(HealthCheck),
+    )(given(configs)(check))
 
 
 def drawn_configs() -> list[tuple]:
@@ -117,15 +142,19 @@ def drawn_configs() -> list[tuple]:
 @pytest.mark.points(4)
 def test_formula_matches_the_modules(scaling, ref):
     """gpt_parameter_count equals the parameters of a real TinyGPT, tied or not, for 60 random configurations"""
+
     def check(config):
         vocab, heads, width, layers, max_T, tied = config
         d = heads * width
         got = count(scaling, vocab, d, layers, max_T, tied=tied)
         want = module_count(ref, vocab, d, heads, layers, max_T, tied)
         if got != want:
-            checks.fail(f"gpt_parameter_count({vocab}, {d}, {layers}, {max_T}, tied={tied}) is {got:,}, but "
-                        f"TinyGPT({vocab}, {d}, {heads}, {layers}, {max_T}){' with a tied head' if tied else ''} "
-                        f"has {want:,} parameters: {explain_count(got, vocab, d, layers, max_T, tied)}")
+            checks.fail(
+                f"gpt_parameter_count({vocab}, {d}, {layers}, {max_T}, tied={tied}) is {got:,}, but "
+                f"TinyGPT({vocab}, {d}, {heads}, {layers}, {max_T}){' with a tied head' if tied else ''} "
+                f"has {want:,} parameters: {explain_count(got, vocab, d, layers, max_T, tied)}"
+            )
+
     # Hypothesis itself costs more than the check; it is only needed to shrink a failure.
     try:
         for config in checks.remembered("scaling configs", drawn_configs):
@@ -136,6 +165,7 @@ def test_formula_matches_the_modules(scaling, ref):
 
 
 # ---------------------------------------------------------------- the GPT-2 family
+
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize("size", list(GPT2))
@@ -157,8 +187,10 @@ def test_gpt2_parameter_count(scaling, size):
     (layers, d, _), want = GPT2[size]
     got = count(scaling, VOCAB, d, layers, CONTEXT, tied=True)
     if got != want:
-        checks.fail(f"GPT-2 {size} (vocab {VOCAB:,}, d {d}, {layers} layers, context {CONTEXT}, tied) counts "
-                    f"{got:,}, expected {want:,}: {explain_count(got, VOCAB, d, layers, CONTEXT, True)}")
+        checks.fail(
+            f"GPT-2 {size} (vocab {VOCAB:,}, d {d}, {layers} layers, context {CONTEXT}, tied) counts "
+            f"{got:,}, expected {want:,}: {explain_count(got, VOCAB, d, layers, CONTEXT, True)}"
+        )
 
 
 def test_tying_saves_vocab_times_d(scaling):
@@ -166,18 +198,24 @@ def test_tying_saves_vocab_times_d(scaling):
     (layers, d, _), _ = GPT2["small"]
     untied, tied = (count(scaling, VOCAB, d, layers, CONTEXT, tied=t) for t in (False, True))
     if untied - tied != VOCAB * d:
-        checks.fail(f"untied minus tied is {untied - tied:,}, expected {VOCAB * d:,} (50,257 x 768): tying shares "
-                    "one vocab_size x d matrix between the token table and the head")
+        checks.fail(
+            f"untied minus tied is {untied - tied:,}, expected {VOCAB * d:,} (50,257 x 768): tying shares "
+            "one vocab_size x d matrix between the token table and the head"
+        )
 
 
 # ---------------------------------------------------------------- Chinchilla
+
 
 @pytest.mark.parametrize("n,tokens", [(70e9, 1.4e12), (124_439_808, 2.5e9), (1e6, 3e4)])
 def test_training_flops(scaling, n, tokens):
     """training_flops(N, D) is 6 N D"""
     got = checks.number(scaling.call("training_flops", n, tokens), f"training_flops({n:g}, {tokens:g})")
-    hint = "2 N D FLOPs is the forward pass only; the backward pass costs twice as much again" \
-        if math.isclose(got, 2 * n * tokens) else "C = 6 N D"
+    hint = (
+        "2 N D FLOPs is the forward pass only; the backward pass costs twice as much again"
+        if math.isclose(got, 2 * n * tokens)
+        else "C = 6 N D"
+    )
     checks.relative_close(got, 6 * n * tokens, f"training_flops({n:g}, {tokens:g})", 1e-9, hint)
 
 
@@ -197,12 +235,12 @@ def test_chinchilla_optimal(scaling, compute):
     """chinchilla_optimal(C) is N = sqrt(C / 120) parameters and D = 20 N tokens (5.88e23: 70e9 and 1.4e12)"""
     pair = scaling.call("chinchilla_optimal", compute)
     if not (isinstance(pair, tuple | list) and len(pair) == 2):
-        checks.fail(f"chinchilla_optimal({compute:g}) should return a pair (n_params, n_tokens), "
-                    f"not {checks.describe(pair)}")
+        checks.fail(
+            f"chinchilla_optimal({compute:g}) should return a pair (n_params, n_tokens), not {checks.describe(pair)}"
+        )
     n, tokens = (checks.number(x, f"chinchilla_optimal({compute:g})[{i}]") for i, x in enumerate(pair))
     want = math.sqrt(compute / 120)
-    checks.relative_close(n, want, f"the parameter count N for C = {compute:g}", 1e-3,
-                          explain_chinchilla(n, compute))
+    checks.relative_close(n, want, f"the parameter count N for C = {compute:g}", 1e-3, explain_chinchilla(n, compute))
     checks.relative_close(tokens, 20 * want, f"the token count D for C = {compute:g}", 1e-3, "D = 20 N")
 
 
@@ -215,13 +253,22 @@ def test_tokens_per_parameter(scaling):
     checks.relative_close(got, 30.0, "tokens_per_parameter(1e6, 3e7)", 1e-9)
 
 
-INVALID = [("chinchilla_optimal", (0,)), ("chinchilla_optimal", (-1e20,)), ("training_flops", (0, 1e9)),
-           ("training_flops", (1e9, -1)), ("tokens_per_parameter", (0, 1e9)), ("gpt2_config", ("huge",))]
+INVALID = [
+    ("chinchilla_optimal", (0,)),
+    ("chinchilla_optimal", (-1e20,)),
+    ("training_flops", (0, 1e9)),
+    ("training_flops", (1e9, -1)),
+    ("tokens_per_parameter", (0, 1e9)),
+    ("gpt2_config", ("huge",)),
+]
 
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize("name,args", INVALID, ids=[f"{n}{a}" for n, a in INVALID])
 def test_invalid_arguments_raise_value_error(scaling, name, args):
     """a non-positive budget or count, or an unknown GPT-2 size, raises a clear ValueError"""
-    checks.raises_value_error(lambda: scaling.call(name, *args), f"{name}({', '.join(map(repr, args))})",
-                              "budgets and counts must be positive and GPT-2 comes in small, medium, large and xl")
+    checks.raises_value_error(
+        lambda: scaling.call(name, *args),
+        f"{name}({', '.join(map(repr, args))})",
+        "budgets and counts must be positive and GPT-2 comes in small, medium, large and xl",
+    )

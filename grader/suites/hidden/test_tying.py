@@ -6,6 +6,7 @@ student's own model: its structure is checked through parameter counts, its
 causality with the same four checks as TinyGPT's, and its initialisation by
 statistics of its weights.
 """
+
 import copy
 import math
 
@@ -44,11 +45,14 @@ def assert_shared(described: dict, what: str) -> None:
     if "head.weight" not in names:
         checks.fail(f"{what} has no head.weight: the head is nn.Linear(d, vocab_size, bias=False)")
     if "head.weight" in distinct:
-        checks.fail(f"{what}: head.weight is a Parameter of its own, not the token table's. Assign the Parameter "
-                    "itself, model.head.weight = model.tok.weight (copying .data or cloning makes two)")
+        checks.fail(
+            f"{what}: head.weight is a Parameter of its own, not the token table's. Assign the Parameter "
+            "itself, model.head.weight = model.tok.weight (copying .data or cloning makes two)"
+        )
 
 
 # ---------------------------------------------------------------- tie_weights
+
 
 @pytest.mark.points(2)
 def test_tie_weights_shares_one_parameter(tying):
@@ -61,13 +65,21 @@ def test_tying_saves_vocab_times_d(tying):
     model = tinygpt(tying)
     before = size(model.describe())
     after = size(tied(tying, model).describe())
-    checks.equal(before - after, V * D, f"the saving of tying TinyGPT{(V, D, HEADS, LAYERS, T_MAX)}",
-                 hint="one vocab_size x d matrix is shared, so it is stored once")
+    checks.equal(
+        before - after,
+        V * D,
+        f"the saving of tying TinyGPT{(V, D, HEADS, LAYERS, T_MAX)}",
+        hint="one vocab_size x d matrix is shared, so it is stored once",
+    )
     big = tinygpt(tying, SMALL, meta=True)
     untied = size(big.describe())
     got = size(tied(tying, big).describe())
-    checks.equal(got, GPT2_SMALL_TIED, "the tied GPT-2 small TinyGPT's parameter count",
-                 hint=f"tying saves {GPT2_SMALL_SAVING:,} = 50,257 x 768, {GPT2_SMALL_SAVING / untied:.1%}")
+    checks.equal(
+        got,
+        GPT2_SMALL_TIED,
+        "the tied GPT-2 small TinyGPT's parameter count",
+        hint=f"tying saves {GPT2_SMALL_SAVING:,} = 50,257 x 768, {GPT2_SMALL_SAVING / untied:.1%}",
+    )
 
 
 @pytest.mark.points(2)
@@ -81,17 +93,22 @@ def test_gradients_reach_the_shared_weight_from_both_ends(tying, ref):
     (reference(x) * w).sum().backward()  # the reference is untied: each end's gradient on its own
     ends = {"embedding": reference.tok.weight.grad, "head": reference.head.weight.grad}
     grads = model.grads(x, w)
-    got = checks.tensor(grads.get("tok.weight") if isinstance(grads, dict) else None,
-                        "the gradient of tok.weight", (V, D))
+    got = checks.tensor(
+        grads.get("tok.weight") if isinstance(grads, dict) else None, "the gradient of tok.weight", (V, D)
+    )
     for end, alone in ends.items():
         if torch.allclose(got, alone, atol=1e-6):
-            checks.fail(f"the shared weight receives only the {end}'s gradient: after tying, head.weight and "
-                        "tok.weight must be one Parameter, so autograd adds both ends")
-    checks.assert_close_where(got, ends["embedding"] + ends["head"], "the shared weight's gradient",
-                              ("token id", "channel"))
+            checks.fail(
+                f"the shared weight receives only the {end}'s gradient: after tying, head.weight and "
+                "tok.weight must be one Parameter, so autograd adds both ends"
+            )
+    checks.assert_close_where(
+        got, ends["embedding"] + ends["head"], "the shared weight's gradient", ("token id", "channel")
+    )
 
 
 # ---------------------------------------------------------------- LibraryGPT
+
 
 def library(tying, config=(V, 32, HEADS, LAYERS, T_MAX), seed: int = 0, meta: bool = False):
     return tying.new("LibraryGPT", *config, seed=seed, meta=meta)
@@ -106,8 +123,11 @@ def test_library_gpt_shapes(tying):
 
 
 @pytest.mark.points(2)
-@pytest.mark.parametrize("config", [(V, 32, HEADS, LAYERS, T_MAX), (61, 48, 6, 3, 16), SMALL],
-                         ids=["29-32-4-2-11", "61-48-6-3-16", "gpt2-small"])
+@pytest.mark.parametrize(
+    "config",
+    [(V, 32, HEADS, LAYERS, T_MAX), (61, 48, 6, 3, 16), SMALL],
+    ids=["29-32-4-2-11", "61-48-6-3-16", "gpt2-small"],
+)
 def test_library_gpt_parameter_count(tying, ref, config):
     """LibraryGPT has a GPT's parameter count, tied head included: 124,439,808 for GPT-2 small"""
     described = library(tying, config, meta=True).describe()
@@ -117,9 +137,11 @@ def test_library_gpt_parameter_count(tying, ref, config):
     got = size(described)
     if got != want:
         per_layer = (got - want) / layers
-        hint = (f"each encoder layer is off by {per_layer:,.0f}: dim_feedforward is 4 * d"
-                if per_layer.is_integer() and per_layer % d == 0 and per_layer else
-                "token and position tables, n_layers encoder layers, a final LayerNorm, and the head tied")
+        hint = (
+            f"each encoder layer is off by {per_layer:,.0f}: dim_feedforward is 4 * d"
+            if per_layer.is_integer() and per_layer % d == 0 and per_layer
+            else "token and position tables, n_layers encoder layers, a final LayerNorm, and the head tied"
+        )
         checks.fail(f"LibraryGPT{config} has {got:,} parameters, expected {want:,}: {hint}")
 
 
@@ -136,8 +158,9 @@ def test_library_gpt_matches_reference(tying, ref, seed):
     logits = checks.tensor(model(x), "the logits", (3, 9, V))
     with torch.no_grad():
         want = reference(x)
-    checks.assert_close_where(logits, want, "the logits", checks.BTV,
-                              explain=lambda: explain_library(logits, x, reference))
+    checks.assert_close_where(
+        logits, want, "the logits", checks.BTV, explain=lambda: explain_library(logits, x, reference)
+    )
 
 
 def matched_state(theirs: dict, ours: dict) -> dict:
@@ -145,14 +168,17 @@ def matched_state(theirs: dict, ours: dict) -> dict:
     have = [(k, tuple(v.shape)) for k, v in theirs.items() if isinstance(v, torch.Tensor)]
     want = [(k, tuple(v.shape)) for k, v in ours.items()]
     if [s for _, s in have] != [s for _, s in want]:
-        checks.fail("LibraryGPT's weights do not line up with the lesson's (in creation order: tok, pos, the "
-                    f"encoder layers, ln, head): yours are {[s for _, s in have][:6]}..., expected "
-                    f"{[s for _, s in want][:6]}...")
+        checks.fail(
+            "LibraryGPT's weights do not line up with the lesson's (in creation order: tok, pos, the "
+            f"encoder layers, ln, head): yours are {[s for _, s in have][:6]}..., expected "
+            f"{[s for _, s in want][:6]}..."
+        )
     return {mine: ours[name] for (mine, _), (name, _) in zip(have, want)}
 
 
 def explain_library(logits: torch.Tensor, x: torch.Tensor, reference) -> str | None:
     """Recompute the reference with one known bug at a time."""
+
     def variant(**changes):
         def run():
             model = copy.deepcopy(reference)
@@ -163,13 +189,20 @@ def explain_library(logits: torch.Tensor, x: torch.Tensor, reference) -> str | N
             if "ln" in changes:
                 model.ln = changes["ln"]
             return model(x)
+
         return run
-    return diagnose.first_match(logits, [
-        ("ReLU in the feed-forward: pass activation=\"gelu\"", variant(activation=F.relu)),
-        ("post-norm layers: pass norm_first=True (LayerNorm before attention and feed-forward)",
-         variant(norm_first=False)),
-        ("the final LayerNorm ln is not applied before the head", variant(ln=nn.Identity())),
-    ])
+
+    return diagnose.first_match(
+        logits,
+        [
+            ('ReLU in the feed-forward: pass activation="gelu"', variant(activation=F.relu)),
+            (
+                "post-norm layers: pass norm_first=True (LayerNorm before attention and feed-forward)",
+                variant(norm_first=False),
+            ),
+            ("the final LayerNorm ln is not applied before the head", variant(ln=nn.Identity())),
+        ],
+    )
 
 
 @pytest.mark.points(2)
@@ -195,8 +228,10 @@ def test_library_gpt_has_no_dropout(tying):
     x = causality.random_tokens(3, 4, T_MAX, V)
     first, second = (checks.tensor(model(x), "the logits", (4, T_MAX, V)) for _ in range(2))
     if not torch.equal(first, second):
-        checks.fail("two forward passes on the same tokens differ in training mode: nn.TransformerEncoderLayer "
-                    "has dropout 0.1 unless you pass dropout=0.0")
+        checks.fail(
+            "two forward passes on the same tokens differ in training mode: nn.TransformerEncoderLayer "
+            "has dropout 0.1 unless you pass dropout=0.0"
+        )
 
 
 def test_library_gpt_initialisation(tying):
@@ -208,8 +243,10 @@ def test_library_gpt_initialisation(tying):
         if value.dim() >= 2:
             std = float(value.std())
             if not 0.018 < std < 0.022 or abs(float(value.mean())) > 0.002:
-                checks.fail(f"{name} has mean {float(value.mean()):.4f} and std {std:.4f}: draw every weight "
-                            "matrix from N(0, 0.02^2) with nn.init.normal_(w, std=0.02) (MultiheadAttention's "
-                            "in_proj_weight is a bare Parameter, not an nn.Linear)")
+                checks.fail(
+                    f"{name} has mean {float(value.mean()):.4f} and std {std:.4f}: draw every weight "
+                    "matrix from N(0, 0.02^2) with nn.init.normal_(w, std=0.02) (MultiheadAttention's "
+                    "in_proj_weight is a bare Parameter, not an nn.Linear)"
+                )
         elif name.endswith("bias") and value.abs().max() > 0:
             checks.fail(f"{name} is not 0: GPT-2 starts every bias at 0 (nn.init.zeros_)")

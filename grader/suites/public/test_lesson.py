@@ -1,4 +1,5 @@
 """Public check for the lesson group: your four files together (the milestones' public checks, end to end)."""
+
 from grader.suites import checks
 
 

@@ -1,4 +1,5 @@
 """Public checks for milestone 1: the lesson's worked example and the shapes."""
+
 import torch
 
 from grader.suites import checks
@@ -21,8 +22,9 @@ def test_public_worked_example(m1):
     out = checks.tensor(pair[0], "out", (4, 4))
     weights = checks.tensor(pair[1], "weights", (4, 4))
     checks.assert_close_where(weights[0], torch.tensor([1.0, 0, 0, 0]), "weights[0]", ("column",), atol=1e-4)
-    checks.assert_close_where(out[0], torch.tensor([-0.0835, -0.0235, 0.1744, 2.2983]), "out[0]", ("column",),
-                              atol=1e-3)
+    checks.assert_close_where(
+        out[0], torch.tensor([-0.0835, -0.0235, 0.1744, 2.2983]), "out[0]", ("column",), atol=1e-3
+    )
 
 
 def test_public_self_attention_shape(m1):
@@ -35,9 +37,9 @@ def test_public_self_attention_shape(m1):
 SCALE_Q = torch.tensor([[0.0, 0, 0, 0], [1, 1, 1, 1]])
 SCALE_K = torch.tensor([[0.0, 0, 0, 0], [1, 1, 0, 0]])
 SCALE_V = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 0]])
-SCALED_ROW = [0.2689, 0.7311]    # softmax([0, 2 / sqrt(4)]) = [1, e] / (1 + e)
+SCALED_ROW = [0.2689, 0.7311]  # softmax([0, 2 / sqrt(4)]) = [1, e] / (1 + e)
 UNSCALED_ROW = [0.1192, 0.8808]  # softmax([0, 2]) = [1, e^2] / (1 + e^2)
-OVER_D_ROW = [0.3775, 0.6225]    # softmax([0, 2 / 4])
+OVER_D_ROW = [0.3775, 0.6225]  # softmax([0, 2 / 4])
 
 
 def test_public_scores_are_scaled(m1):
@@ -56,6 +58,8 @@ def test_public_scores_are_scaled(m1):
             cause = "that is the softmax of [0, 2 / 4]: the scale is 1 / sqrt(d_k), not 1 / d_k"
         else:
             cause = f"expected {SCALED_ROW}, the softmax of [0, 2 / sqrt(4)]"
-        checks.fail(f"weights[1] is {[round(x, 4) for x in row.tolist()]}: {cause}. Are the scores divided by "
-                    "sqrt(d_k) before the softmax?")
+        checks.fail(
+            f"weights[1] is {[round(x, 4) for x in row.tolist()]}: {cause}. Are the scores divided by "
+            "sqrt(d_k) before the softmax?"
+        )
     checks.assert_close_where(out[1], torch.tensor([*SCALED_ROW, 0, 0]), "out[1]", ("column",), atol=1e-4)

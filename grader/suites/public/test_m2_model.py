@@ -1,4 +1,5 @@
 """Public checks for milestone 2: the lesson's parameter count and the logits' shape."""
+
 import torch
 
 from grader.suites import checks
@@ -6,8 +7,9 @@ from grader.suites import checks
 
 def test_public_parameter_count(m2):
     """(public) your TinyGPT(50, 64, 4, 2, 8) has the lesson's 107,008 parameters"""
-    checks.equal(m2.call("count_parameters", m2.new("TinyGPT", 50, 64, 4, 2, 8)), 107_008,
-                 "the lesson model's parameter count")
+    checks.equal(
+        m2.call("count_parameters", m2.new("TinyGPT", 50, 64, 4, 2, 8)), 107_008, "the lesson model's parameter count"
+    )
 
 
 def test_public_logits_shape(m2):

@@ -1,13 +1,21 @@
 """Public checks for milestone 3: teacher forcing on a small example, and the lesson's losses."""
+
 import torch
 
 from grader.suites import checks
 
 LESSON_LOSSES = {1: 4.0511, 5: 3.4078, 10: 2.7282, 20: 1.5836}
 # The lesson's data: torch.randint(0, 50, (8, 8)) right after torch.manual_seed(42) and TinyGPT(50, 64, 4, 2, 8).
-LESSON_DATA = [[37, 36, 41, 36, 4, 7, 42, 33], [23, 11, 3, 33, 18, 0, 32, 43], [35, 27, 43, 43, 38, 23, 49, 5],
-               [8, 4, 0, 21, 1, 15, 32, 31], [45, 8, 30, 2, 32, 40, 22, 36], [6, 31, 2, 1, 30, 5, 13, 27],
-               [31, 44, 38, 13, 3, 2, 0, 38], [49, 37, 16, 24, 3, 30, 24, 44]]
+LESSON_DATA = [
+    [37, 36, 41, 36, 4, 7, 42, 33],
+    [23, 11, 3, 33, 18, 0, 32, 43],
+    [35, 27, 43, 43, 38, 23, 49, 5],
+    [8, 4, 0, 21, 1, 15, 32, 31],
+    [45, 8, 30, 2, 32, 40, 22, 36],
+    [6, 31, 2, 1, 30, 5, 13, 27],
+    [31, 44, 38, 13, 3, 2, 0, 38],
+    [49, 37, 16, 24, 3, 30, 24, 44],
+]
 
 
 def test_public_inputs_targets(m3):
@@ -29,8 +37,10 @@ def test_public_lesson_losses(m3):
     for step, want in LESSON_LOSSES.items():
         got = checks.number(losses[step - 1], f"step {step}'s loss")
         if abs(got - want) > 2e-3:
-            checks.fail(f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
-                        "TinyGPT too: if milestone 2's checks fail, fix those first)")
+            checks.fail(
+                f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
+                "TinyGPT too: if milestone 2's checks fail, fix those first)"
+            )
 
 
 # Three sequences of 7 tokens (inputs and targets of 6) for the grader's stand-in model: vocabulary 19, context 6.
@@ -44,20 +54,28 @@ def test_public_gradients_reset_each_step(m3):
         model = m3.standin(19, 8, 6, seed=5)  # the grader's small stand-in language model, not your TinyGPT
         losses = m3.call("train", model, torch.tensor(STILL_DATA), steps=steps, lr=0.0)
         if not (isinstance(losses, list) and len(losses) == steps):
-            checks.fail(f"train(model, data, steps={steps}) should return {steps} losses, not "
-                        f"{checks.describe(losses)}")
+            checks.fail(
+                f"train(model, data, steps={steps}) should return {steps} losses, not {checks.describe(losses)}"
+            )
         losses = [checks.number(x, "a loss") for x in losses]
         if max(losses) - min(losses) > 1e-5:
-            checks.fail(f"at lr=0 the losses still changed, {[round(x, 4) for x in losses]}: does train pass its lr "
-                        "to torch.optim.Adam?")
+            checks.fail(
+                f"at lr=0 the losses still changed, {[round(x, 4) for x in losses]}: does train pass its lr "
+                "to torch.optim.Adam?"
+            )
         # What the last backward left in .grad (None, as after zero_grad(set_to_none=True), counts as zeros).
         grad = model.call("get_parameter", "head.bias", keep=True).attr("grad")
         left[steps] = torch.zeros(19) if grad is None else checks.tensor(grad, "head.bias.grad", (19,))
     one, three = left[1], left[3]
     if torch.allclose(three, one, atol=1e-6, rtol=1e-5):
         return
-    added = " (3 times what 1 step leaves: the steps' gradients added up)" if torch.allclose(
-        three, 3 * one, atol=1e-6, rtol=1e-4) else ""
-    checks.fail(f"at lr=0, after 3 steps the stand-in's head.bias.grad differs from after 1 step{added}. Are the "
-                "gradients zeroed at the start of every step, inside the loop (opt.zero_grad())? backward() adds "
-                "to whatever .grad already holds")
+    added = (
+        " (3 times what 1 step leaves: the steps' gradients added up)"
+        if torch.allclose(three, 3 * one, atol=1e-6, rtol=1e-4)
+        else ""
+    )
+    checks.fail(
+        f"at lr=0, after 3 steps the stand-in's head.bias.grad differs from after 1 step{added}. Are the "
+        "gradients zeroed at the start of every step, inside the loop (opt.zero_grad())? backward() adds "
+        "to whatever .grad already holds"
+    )

@@ -1,4 +1,5 @@
 """Public checks for `padding`: the docstring's example, and a padded batch's loss against its sequences alone."""
+
 import torch
 
 from grader.suites import checks
@@ -10,8 +11,12 @@ LONG, SHORT = [5, 12, 3, 9, 4], [7, 2]
 
 def test_public_pad_batch(padding):
     """(public) pad_batch([[5, 12, 3], [7]], 0) is [[5, 12, 3], [7, 0, 0]]"""
-    out = checks.tensor(padding.call("pad_batch", [torch.tensor([5, 12, 3]), torch.tensor([7])], 0),
-                        "pad_batch's result", (2, 3), dtype=torch.long)
+    out = checks.tensor(
+        padding.call("pad_batch", [torch.tensor([5, 12, 3]), torch.tensor([7])], 0),
+        "pad_batch's result",
+        (2, 3),
+        dtype=torch.long,
+    )
     checks.equal(out.tolist(), [[5, 12, 3], [7, 0, 0]], "the padded batch")
 
 
@@ -26,7 +31,9 @@ def test_public_padding_does_not_count(padding):
     alone_long, alone_short, together = loss([LONG]), loss([SHORT]), loss([LONG, SHORT])
     want = (4 * alone_long + alone_short) / 5
     if abs(together - want) > 1e-4 * max(1.0, abs(want)):
-        checks.fail(f"padded_loss({LONG}, {SHORT}) is {together:.5f}, but alone (no padding) they give "
-                    f"{alone_long:.5f} over 4 targets and {alone_short:.5f} over 1, so {want:.5f} over the 5 real "
-                    "targets together: do the 3 padding targets count in the mean? Pass ignore_index=pad_id to "
-                    "the loss")
+        checks.fail(
+            f"padded_loss({LONG}, {SHORT}) is {together:.5f}, but alone (no padding) they give "
+            f"{alone_long:.5f} over 4 targets and {alone_short:.5f} over 1, so {want:.5f} over the 5 real "
+            "targets together: do the 3 padding targets count in the mean? Pass ignore_index=pad_id to "
+            "the loss"
+        )

@@ -1,4 +1,5 @@
 """Public check for the quiz: every question answered (whether rightly is the hidden grader's business)."""
+
 import pytest
 
 from grader.suites import checks

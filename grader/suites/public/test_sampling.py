@@ -1,4 +1,5 @@
 """Public checks for `sampling`: greedy at temperature 0, shapes, a seeded generator, and the temperature."""
+
 import math
 
 import torch
@@ -11,8 +12,12 @@ LOGITS = torch.tensor([[0.5, 2.0, -1.0, 0.1], [1.5, -0.5, 0.3, 3.0]])
 
 def test_public_temperature_zero(sampling):
     """(public) sample_next at temperature 0 is the argmax: [1, 3]"""
-    out = checks.tensor(sampling.call("sample_next", LOGITS, SeededGenerator(0), temperature=0.0),
-                        "sample_next's result", (2,), dtype=torch.long)
+    out = checks.tensor(
+        sampling.call("sample_next", LOGITS, SeededGenerator(0), temperature=0.0),
+        "sample_next's result",
+        (2,),
+        dtype=torch.long,
+    )
     checks.equal(out.tolist(), [1, 3], "the tokens at temperature 0")
 
 
@@ -27,18 +32,26 @@ def test_public_seeded(sampling):
 def test_public_temperature_sharpens(sampling):
     """(public) logits [0, ln 3] give token 1 with probability 3/4; at temperature 0.5, 9/10 (4,000 draws)"""
     logits = torch.tensor([[0.0, math.log(3)]]).repeat(4000, 1)
-    out = checks.tensor(sampling.call("sample_next", logits, SeededGenerator(11), temperature=0.5),
-                        "sample_next's result", (4000,), dtype=torch.long)
+    out = checks.tensor(
+        sampling.call("sample_next", logits, SeededGenerator(11), temperature=0.5),
+        "sample_next's result",
+        (4000,),
+        dtype=torch.long,
+    )
     share = float((out == 1).double().mean())
     if abs(share - 0.9) <= 0.03:  # 0.03 is over 6 standard deviations of the share in 4,000 draws
         return
     if abs(share - 0.75) <= 0.03:
-        cause = ("that is the share at temperature 1: the temperature changed nothing. Is the temperature "
-                 "dividing the logits before the softmax? Dividing the probabilities after it does nothing once "
-                 "they are renormalised")
-    elif abs(share - 1 / (1 + 3 ** -0.5)) <= 0.03:
-        cause = ("that is the share at temperature 2. Is the temperature dividing the logits before the "
-                 "softmax (not multiplying them)?")
+        cause = (
+            "that is the share at temperature 1: the temperature changed nothing. Is the temperature "
+            "dividing the logits before the softmax? Dividing the probabilities after it does nothing once "
+            "they are renormalised"
+        )
+    elif abs(share - 1 / (1 + 3**-0.5)) <= 0.03:
+        cause = (
+            "that is the share at temperature 2. Is the temperature dividing the logits before the "
+            "softmax (not multiplying them)?"
+        )
     else:
         cause = "softmax([0, ln 3] / 0.5) = [1/10, 9/10]. Is the temperature dividing the logits before the softmax?"
     checks.fail(f"at temperature 0.5, token 1 came up in {share:.1%} of 4,000 draws, expected about 90%: {cause}")

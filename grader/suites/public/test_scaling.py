@@ -1,4 +1,5 @@
 """Public checks for `scaling`: the lesson's numbers."""
+
 from grader.suites import checks
 
 
@@ -10,8 +11,11 @@ def test_public_tinygpt_count(scaling):
 def test_public_gpt2_small(scaling):
     """(public) GPT-2 small, tied: 124,439,808 parameters"""
     layers, d, _ = scaling.call("gpt2_config", "small")
-    checks.equal(scaling.call("gpt_parameter_count", 50257, d, layers, 1024, tied=True), 124_439_808,
-                 "GPT-2 small's tied parameter count")
+    checks.equal(
+        scaling.call("gpt_parameter_count", 50257, d, layers, 1024, tied=True),
+        124_439_808,
+        "GPT-2 small's tied parameter count",
+    )
 
 
 def test_public_chinchilla(scaling):

@@ -1,4 +1,5 @@
 """Public checks for `tying`: GPT-2 small's tied count and LibraryGPT's shape."""
+
 import math
 
 import torch

@@ -7,6 +7,7 @@ milestone-1 contract (every name, signature and attribute the stub documents;
 reference, so that a worker never holds the reference's attention. Submodules are
 created in the contract's order so that seeded weights agree.
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
