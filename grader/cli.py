@@ -170,6 +170,7 @@ def nbgrader(out: Path) -> None:
 
 
 from grader.batch.commands import batch, export, report  # noqa: E402 - the group must exist first
+from grader.contest.commands import contest  # noqa: E402
 
-for command in (batch, export, report):
+for command in (batch, export, report, contest):
     main.add_command(command)

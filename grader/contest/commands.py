@@ -1,0 +1,169 @@
+"""``grade contest``: prepare a contest folder (``init``), give each student a secret token (``tokens``) and
+check the contest file (``check``). The server that runs the contest will read the same folder.
+
+Every mistake a coach can make here (a missing folder, a bad roster, a typo in contest.toml) is a message and
+exit status 2, never a traceback: the coach is not expected to read Python.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+import secrets
+from pathlib import Path
+
+import click
+
+from grader import templates
+from grader.contest.config import Board, Contest, ContestFileError, load
+from grader.contest.policy import contest_end
+from grader.contest.roster import RosterError, read_roster
+from grader.files import atomic_path
+
+CONTEST_FILE = "contest.toml"
+ROSTER = "roster.csv"
+TOKENS = "tokens.csv"
+ADMIN_TOKEN = "admin.token"
+
+
+class ContestCommandError(click.ClickException):
+    """A mistake in the coach's input: the message, and exit status 2 as for a usage error."""
+
+    exit_code = 2
+
+
+def _folder(path: Path) -> Path:
+    if not path.is_dir():
+        raise ContestCommandError(f"there is no folder {path}: run `grade contest init {path}` to make one")
+    return path
+
+
+def _secret(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` readable by its owner only, from the first byte (the temp file is 0600 and is
+    kept so), replacing any file there at once."""
+    with atomic_path(path) as tmp:
+        tmp.chmod(0o600)
+        with open(tmp, "w", encoding="utf-8", newline="") as f:
+            f.write(text)
+    os.chmod(path, 0o600)
+
+
+@click.group()
+def contest() -> None:
+    """Prepare a timed practice contest: its folder, its students' tokens, its rules."""
+
+
+@contest.command()
+@click.argument("folder", type=click.Path(file_okay=False, path_type=Path))
+def init(folder: Path) -> None:
+    """Write an example contest.toml and roster.csv in FOLDER (made if missing), to edit."""
+    targets = [folder / CONTEST_FILE, folder / ROSTER]
+    existing = [p for p in targets if p.exists()]
+    if existing:
+        raise ContestCommandError(
+            f"{', '.join(str(p) for p in existing)} already exist(s): not overwritten (edit it, or remove it first)"
+        )
+    folder.mkdir(parents=True, exist_ok=True)
+    targets[0].write_text(templates.text("contest.toml"), encoding="utf-8")
+    targets[1].write_text(templates.text("contest-roster.csv.tmpl"), encoding="utf-8")
+    click.echo(
+        f"wrote {targets[0]} and {targets[1]}: edit them, then run `grade contest check {folder}` "
+        f"and `grade contest tokens {folder}`"
+    )
+
+
+@contest.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--rotate", is_flag=True, help="Replace the existing tokens: every old one stops working.")
+def tokens(folder: Path, rotate: bool = False) -> None:
+    """Give each student in FOLDER/roster.csv a secret token (FOLDER/tokens.csv) and the coach one
+    (FOLDER/admin.token), both readable by you only."""
+    _folder(folder)
+    try:
+        students = read_roster(folder / ROSTER)
+    except RosterError as e:
+        raise ContestCommandError(str(e)) from None
+    existing = [p for p in (folder / TOKENS, folder / ADMIN_TOKEN) if p.exists()]
+    if existing and not rotate:
+        raise ContestCommandError(
+            f"{', '.join(str(p) for p in existing)} already exist(s): the students may hold these tokens. "
+            "Use --rotate to replace them all"
+        )
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["student", "token"])
+    for student in students:
+        writer.writerow([student, secrets.token_urlsafe(24)])
+    _secret(folder / TOKENS, out.getvalue())
+    _secret(folder / ADMIN_TOKEN, secrets.token_urlsafe(32) + "\n")
+    click.echo(
+        f"wrote {len(students)} student tokens to {folder / TOKENS} and the coach's token to {folder / ADMIN_TOKEN}"
+        + (" (the old ones no longer work)" if existing else "")
+        + ": give each student only their own line, and keep admin.token to yourself"
+    )
+
+
+@contest.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+def check(folder: Path) -> None:
+    """Check FOLDER/contest.toml (and the roster, if there is one) and summarize the rules."""
+    _folder(folder)
+    try:
+        rules = load(folder / CONTEST_FILE)
+    except ContestFileError as e:
+        raise ContestCommandError(str(e)) from None
+    students: tuple[str, ...] = ()
+    if (folder / ROSTER).exists():
+        try:
+            students = read_roster(folder / ROSTER)
+        except RosterError as e:
+            raise ContestCommandError(str(e)) from None
+        unknown = [name for name in rules.extra_time if name not in students]
+        if unknown:
+            raise ContestCommandError(
+                f"{CONTEST_FILE}: extra_time names students who are not in {ROSTER}: {', '.join(unknown)}"
+            )
+    click.echo(summary(rules, students, tokens=(folder / TOKENS).exists()))
+
+
+def _minutes(span_seconds: float) -> str:
+    return f"{span_seconds / 60:g} min"
+
+
+def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
+    """The contest's rules in a few lines, for the coach to read back."""
+    lines = [f"{rules.title}", "tasks:"]
+    for task in rules.tasks:
+        scoring = f"best of {task.select} selected" if task.select else task.scoring.value
+        cap = f"at most {task.max_submissions}" if task.max_submissions else "unlimited"
+        gap = f", {task.min_interval.total_seconds():g} s apart" if task.min_interval else ""
+        lines.append(f"  {task.id}: {task.points:g} points, {scoring}; {cap} graded submissions{gap}")
+    lines.append(f"  total: {sum(t.points for t in rules.tasks):g} points")
+    window = rules.window
+    length = _minutes(window.duration.total_seconds())
+    if window.personal:
+        hard = f", never past {window.hard_end.isoformat()}" if window.hard_end else ""
+        lines.append(f"window: personal, {length} from each student's first login{hard}")
+    else:
+        assert window.start is not None
+        lines.append(f"window: {window.start.isoformat()} for {length}")
+    if rules.extra_time:
+        lines.append(f"extra time: {len(rules.extra_time)} student(s), up to {_minutes(max_extra(rules))}")
+    lines.append(f"feedback: {rules.feedback_during.value} during the window, {rules.feedback_after.value} after")
+    board = rules.scoreboard.value
+    if rules.scoreboard is Board.FROZEN:
+        board += f" for the last {_minutes(rules.freeze.total_seconds())}"
+    end = contest_end(rules)
+    lines.append(f"scoreboard: {board}" + (f"; the contest ends for everyone at {end.isoformat()}" if end else ""))
+    if students:
+        lines.append(
+            f"roster: {len(students)} students; tokens: {'written' if tokens else 'not yet (grade contest tokens)'}"
+        )
+    else:
+        lines.append("roster: none yet (roster.csv)")
+    return "\n".join(lines)
+
+
+def max_extra(rules: Contest) -> float:
+    return max(span.total_seconds() for span in rules.extra_time.values())

@@ -1,0 +1,188 @@
+"""The contest's rules at a moment: is a student's window open, may they submit, what counts for a task.
+
+Pure functions over plain data: the caller passes the clock (``now``, an aware datetime) and what it knows of a
+student (their first login, their submissions), so the server stays a thin layer and the tests set the time with
+no sleeps. What a student may see of a report is in ``feedback``, the scoreboard in ``scoreboard``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import Enum
+
+from grader.contest.config import Contest, Scoring, Task
+
+
+class Phase(Enum):
+    NOT_STARTED = "not started"
+    OPEN = "open"
+    ENDED = "ended"
+
+
+class Status(Enum):
+    """What became of a submission. Only a graded one counts against the limits or for the score: a rejected
+    upload (not a valid submission) or a grader failure is not the student's doing and costs nothing."""
+
+    GRADED = "graded"
+    REJECTED = "rejected"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Submission:
+    task: str
+    time: datetime
+    status: Status
+    score: float = 0.0  # in the contest's points for the task (see ``task_points``)
+    selected: bool = False  # marked by the student to count, under Scoring.SELECTED
+
+
+@dataclass(frozen=True)
+class WindowState:
+    phase: Phase
+    start: datetime | None = None  # None: a personal window not opened yet (no login)
+    end: datetime | None = None
+    remaining: timedelta = timedelta(0)  # while open
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str = ""  # why not, for the student
+
+
+def _aware(now: datetime) -> None:
+    if now.utcoffset() is None:
+        raise ValueError("the contest's clock needs an aware datetime (with a UTC offset)")
+
+
+def window_of(contest: Contest, student: str, first_login: datetime | None = None) -> tuple[datetime, datetime] | None:
+    """The student's window, start and end, with their extra time; None for a personal window not yet opened.
+    A personal window's end never passes ``hard_end``, extra time included: the coach's hard stop is hard."""
+    window = contest.window
+    length = window.duration + contest.extra_time.get(student, timedelta(0))
+    if not window.personal:
+        assert window.start is not None
+        return window.start, window.start + length
+    if first_login is None:
+        return None
+    end = first_login + length
+    if window.hard_end is not None:
+        end = min(end, window.hard_end)
+    return first_login, end
+
+
+def window_state(contest: Contest, student: str, now: datetime, first_login: datetime | None = None) -> WindowState:
+    """Where the student's window stands at ``now``. ``first_login`` opens a personal window (the server
+    records it); a personal window after ``hard_end`` is ended even for a student who never logged in."""
+    _aware(now)
+    window = window_of(contest, student, first_login)
+    if window is None:
+        hard_end = contest.window.hard_end
+        if hard_end is not None and now >= hard_end:
+            return WindowState(Phase.ENDED, end=hard_end)
+        return WindowState(Phase.NOT_STARTED)
+    start, end = window
+    if now < start:
+        return WindowState(Phase.NOT_STARTED, start, end)
+    if now >= end:
+        return WindowState(Phase.ENDED, start, end)
+    return WindowState(Phase.OPEN, start, end, end - now)
+
+
+def contest_end(contest: Contest) -> datetime | None:
+    """When every student's window is over: the fixed window's end plus the largest extra time, or a personal
+    contest's hard end; None when there is no common end (personal windows with no hard end)."""
+    window = contest.window
+    if window.personal:
+        return window.hard_end
+    assert window.start is not None
+    return window.start + window.duration + max(contest.extra_time.values(), default=timedelta(0))
+
+
+def _minutes(span: timedelta) -> str:
+    seconds = max(0, round(span.total_seconds()))
+    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min"
+
+
+def may_submit(
+    contest: Contest,
+    student: str,
+    task_id: str,
+    now: datetime,
+    history: Iterable[Submission],
+    first_login: datetime | None = None,
+) -> Decision:
+    """Whether the student may submit to ``task_id`` at ``now``, given their earlier submissions (any task,
+    any status). Refused outside their window, over the task's cap, or sooner than ``min_interval`` after their
+    last graded submission to the task; rejected and failed submissions count for neither."""
+    task = contest.task(task_id)
+    if task is None:
+        return Decision(False, f"{task_id} is not a task of this contest: the tasks are {_ids(contest)}")
+    state = window_state(contest, student, now, first_login)
+    if state.phase is Phase.NOT_STARTED:
+        opens = f": it opens at {state.start.isoformat()}" if state.start else ": log in to start it"
+        return Decision(False, f"your contest window has not started{opens}")
+    if state.phase is Phase.ENDED:
+        return Decision(False, "your contest window has ended: submissions are closed")
+    graded = sorted((s for s in history if s.task == task_id and s.status is Status.GRADED), key=lambda s: s.time)
+    if task.max_submissions is not None and len(graded) >= task.max_submissions:
+        return Decision(False, f"you have used all {task.max_submissions} graded submissions to {task_id}")
+    if graded and now - graded[-1].time < task.min_interval:
+        wait = task.min_interval - (now - graded[-1].time)
+        return Decision(
+            False,
+            f"wait {_minutes(wait)} more: {task_id} takes one graded submission every {_minutes(task.min_interval)}",
+        )
+    return Decision(True)
+
+
+def _ids(contest: Contest) -> str:
+    return ", ".join(t.id for t in contest.tasks)
+
+
+def may_select(task: Task, history: Sequence[Submission], choice: Submission) -> Decision:
+    """Whether the student may mark ``choice`` to count for ``task`` (Scoring.SELECTED), given ``history``,
+    their submissions with their present marks: only a graded submission to the task, and at most ``select``."""
+    if task.scoring is not Scoring.SELECTED:
+        return Decision(False, f"{task.id} counts your {task.scoring.value} submission: there is nothing to select")
+    if choice.task != task.id or choice.status is not Status.GRADED:
+        return Decision(False, f"only a graded submission to {task.id} can be selected")
+    marked = [s for s in history if s.task == task.id and s.selected and s != choice]
+    if task.select is not None and len(marked) >= task.select:
+        return Decision(False, f"you have already selected {task.select} submissions to {task.id}: unselect one first")
+    return Decision(True)
+
+
+def task_points(task: Task, score: float, max_score: float) -> float:
+    """A grader score for the task's milestone (``score`` of ``max_score``) in the contest's points for it."""
+    if max_score <= 0:
+        return 0.0
+    return round(task.points * score / max_score, 2)
+
+
+@dataclass(frozen=True)
+class TaskScore:
+    score: float
+    submission: Submission | None  # the one that counts; None: no graded submission
+
+
+def task_score(task: Task, submissions: Iterable[Submission]) -> TaskScore:
+    """The student's score for ``task`` under its scoring rule, over their graded submissions to it.
+
+    best: the highest (the earliest to reach it); last: the latest; selected: the best of the (at most
+    ``select``, the latest marked if more) submissions the student marked, and with none marked the latest, so a
+    student who forgets to choose is scored as under ``last``.
+    """
+    graded = sorted((s for s in submissions if s.task == task.id and s.status is Status.GRADED), key=lambda s: s.time)
+    if not graded:
+        return TaskScore(0.0, None)
+    if task.scoring is Scoring.SELECTED:
+        marked = [s for s in graded if s.selected][-(task.select or 1) :]
+        graded = marked or graded[-1:]
+    elif task.scoring is Scoring.LAST:
+        graded = graded[-1:]
+    best = max(graded, key=lambda s: (s.score, -s.time.timestamp()))
+    return TaskScore(best.score, best)

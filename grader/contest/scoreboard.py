@@ -1,0 +1,111 @@
+"""The scoreboard: each student's total under the tasks' scoring rules, ranked, as the coach sees it (live)
+and as a student sees it at a moment (public, frozen or hidden).
+
+Ties go to whoever reached their total first (the time of their last change of total): the student who got
+there earlier did the same work in less time.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from grader.contest.config import Board, Contest
+from grader.contest.policy import Status, Submission, contest_end, task_score
+
+
+@dataclass(frozen=True)
+class Row:
+    rank: int | None  # equal totals and times share a rank; None where the rank is not shown (hidden board)
+    student: str
+    total: float
+    tasks: dict[str, float]
+    last_improvement: datetime | None  # when the student's total reached its present value; None: nothing yet
+
+
+@dataclass(frozen=True)
+class Standings:
+    rows: tuple[Row, ...]
+    frozen_at: datetime | None = None  # the board is as it was then
+    hidden: bool = False  # only the viewer's own row is shown
+
+
+def _totals(contest: Contest, submissions: Sequence[Submission]) -> tuple[float, dict[str, float]]:
+    per_task = {task.id: task_score(task, submissions).score for task in contest.tasks}
+    return round(sum(per_task.values()), 2), per_task
+
+
+def student_row(contest: Contest, student: str, submissions: Iterable[Submission]) -> Row:
+    """The student's row (unranked): totals over their graded submissions, and when the total last changed."""
+    graded = sorted((s for s in submissions if s.status is Status.GRADED), key=lambda s: s.time)
+    total, per_task = _totals(contest, graded)
+    when = None
+    previous = 0.0
+    for end in range(1, len(graded) + 1):
+        so_far = _totals(contest, graded[:end])[0]
+        if so_far != previous:
+            when, previous = graded[end - 1].time, so_far
+    return Row(None, student, total, per_task, when)
+
+
+def _key(row: Row) -> tuple[float, float, str]:
+    when = row.last_improvement.timestamp() if row.last_improvement else float("inf")
+    return (-row.total, when, row.student)
+
+
+def ranked(rows: Iterable[Row]) -> tuple[Row, ...]:
+    """The rows best first, by total then time of last improvement (earlier wins); a full tie shares a rank."""
+    result: list[Row] = []
+    for position, row in enumerate(sorted(rows, key=_key), start=1):
+        tied = result and _key(result[-1])[:2] == _key(row)[:2]
+        rank = result[-1].rank if tied else position
+        result.append(Row(rank, row.student, row.total, row.tasks, row.last_improvement))
+    return tuple(result)
+
+
+def live(
+    contest: Contest, submissions: Mapping[str, Iterable[Submission]], students: Iterable[str] = ()
+) -> tuple[Row, ...]:
+    """Every student's row, ranked, from all their submissions (``students``: the roster, so that a student with
+    no submission has a row too)."""
+    names = dict.fromkeys([*students, *submissions])
+    return ranked(student_row(contest, name, submissions.get(name, ())) for name in names)
+
+
+def coach_view(
+    contest: Contest, submissions: Mapping[str, Iterable[Submission]], students: Iterable[str] = ()
+) -> Standings:
+    """The coach's scoreboard: always live, whatever students see."""
+    return Standings(live(contest, submissions, students))
+
+
+def freeze_time(contest: Contest) -> datetime | None:
+    """When a frozen board stops moving: ``freeze`` before the regular window's end (a personal contest's hard
+    end); None for a board that does not freeze."""
+    if contest.scoreboard is not Board.FROZEN:
+        return None
+    window = contest.window
+    end = window.hard_end if window.personal else (window.start + window.duration if window.start else None)
+    return None if end is None else end - contest.freeze
+
+
+def student_view(
+    contest: Contest,
+    viewer: str,
+    now: datetime,
+    submissions: Mapping[str, Iterable[Submission]],
+    students: Iterable[str] = (),
+) -> Standings:
+    """The scoreboard ``viewer`` may see at ``now``. Public: live. Frozen: from the freeze time until every
+    window has ended, computed only from submissions made before the freeze. Hidden: only the viewer's own row,
+    unranked, until every window has ended. After the end every board is live."""
+    end = contest_end(contest)
+    over = end is not None and now >= end
+    if contest.scoreboard is Board.HIDDEN and not over:
+        return Standings((student_row(contest, viewer, submissions.get(viewer, ())),), hidden=True)
+    frozen_at = freeze_time(contest)
+    if frozen_at is not None and frozen_at <= now and not over:
+        before = {name: [s for s in subs if s.time < frozen_at] for name, subs in submissions.items()}
+        return Standings(live(contest, before, students), frozen_at=frozen_at)
+    return Standings(live(contest, submissions, students))

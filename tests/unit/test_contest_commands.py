@@ -1,0 +1,114 @@
+"""``grade contest init``, ``tokens`` and ``check``: they prepare a contest folder, and every mistake a coach
+can make is a message and exit status 2, never a traceback."""
+
+from __future__ import annotations
+
+import csv
+import stat
+
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
+
+
+def grade(*args: str):
+    return CliRunner().invoke(main, ["contest", *args])
+
+
+def refused(result, says: str) -> None:
+    assert result.exit_code == 2, f"a coach's mistake exits 2; got {result.exit_code}: {result.output}"
+    assert result.exception is None or isinstance(result.exception, SystemExit), "no traceback for a mistake"
+    assert says in result.output, result.output
+
+
+@pytest.fixture
+def folder(tmp_path):
+    """A contest folder made by `grade contest init`."""
+    result = grade("init", str(tmp_path / "round"))
+    assert result.exit_code == 0, result.output
+    return tmp_path / "round"
+
+
+def test_init_writes_a_contest_file_that_check_accepts(folder):
+    result = grade("check", str(folder))
+    assert result.exit_code == 0, result.output
+    assert "tasks:" in result.output and "window:" in result.output and "feedback:" in result.output
+
+
+def test_init_writes_a_roster_with_a_student_column(folder):
+    with open(folder / "roster.csv") as f:
+        assert "student" in (csv.DictReader(f).fieldnames or [])
+
+
+def test_init_refuses_to_overwrite(folder):
+    (folder / "contest.toml").write_text("# the coach's edits\n")
+    refused(grade("init", str(folder)), "not overwritten")
+    assert (folder / "contest.toml").read_text() == "# the coach's edits\n"
+
+
+def test_tokens_gives_each_student_a_distinct_token_readable_by_the_owner_only(folder):
+    result = grade("tokens", str(folder))
+    assert result.exit_code == 0, result.output
+    with open(folder / "tokens.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [r["student"] for r in rows] == ["Ada Lovelace", "Alan Turing"]
+    assert len({r["token"] for r in rows}) == 2 and all(len(r["token"]) >= 32 for r in rows)
+    for name in ("tokens.csv", "admin.token"):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600, f"{name} must be readable by its owner only"
+    assert (folder / "admin.token").read_text().strip() not in {r["token"] for r in rows}
+
+
+def test_tokens_refuses_to_replace_tokens_without_rotate(folder):
+    grade("tokens", str(folder))
+    before = (folder / "tokens.csv").read_text()
+    refused(grade("tokens", str(folder)), "--rotate")
+    assert (folder / "tokens.csv").read_text() == before, "the tokens students hold must keep working"
+
+
+def test_tokens_rotate_replaces_every_token(folder):
+    grade("tokens", str(folder))
+    before = (folder / "tokens.csv").read_text(), (folder / "admin.token").read_text()
+    assert grade("tokens", "--rotate", str(folder)).exit_code == 0
+    after = (folder / "tokens.csv").read_text(), (folder / "admin.token").read_text()
+    assert before[0] != after[0] and before[1] != after[1]
+    assert stat.S_IMODE((folder / "tokens.csv").stat().st_mode) == 0o600
+
+
+def test_tokens_in_a_missing_folder_is_refused(tmp_path):
+    refused(grade("tokens", str(tmp_path / "nowhere")), "there is no folder")
+
+
+def test_tokens_without_a_roster_is_refused(tmp_path):
+    refused(grade("tokens", str(tmp_path)), "roster.csv")
+
+
+BAD_ROSTERS = {
+    "no-student-column": ("name\nann\n", "line 1: the header needs a student column"),
+    "duplicate": ("student\nann\nbob\nann\n", "line 4: 'ann' is already on line 2"),
+    "empty-name": ("student,group\nann,a\n ,b\n", "line 3: the student name is empty"),
+    "no-students": ("student\n", "no students"),
+}
+
+
+@pytest.mark.parametrize(("roster", "says"), BAD_ROSTERS.values(), ids=BAD_ROSTERS.keys())
+def test_a_bad_roster_is_refused_with_its_line(tmp_path, roster, says):
+    (tmp_path / "roster.csv").write_text(roster)
+    refused(grade("tokens", str(tmp_path)), says)
+    assert not (tmp_path / "tokens.csv").exists()
+
+
+def test_check_refuses_a_bad_contest_file_with_the_key_and_line(folder):
+    text = (folder / "contest.toml").read_text().replace("duration = 180", 'duration = "3h"')
+    (folder / "contest.toml").write_text(text)
+    refused(grade("check", str(folder)), 'contest.toml, line 10: window.duration must be a positive number, not "3h"')
+
+
+def test_check_refuses_extra_time_for_a_student_not_on_the_roster(folder):
+    text = (folder / "contest.toml").read_text().replace('# "Ada Lovelace" = 30', '"Ada Lovelce" = 30')
+    (folder / "contest.toml").write_text(text)
+    refused(grade("check", str(folder)), "not in roster.csv: Ada Lovelce")
+
+
+def test_check_without_a_contest_file_is_refused(tmp_path):
+    refused(grade("check", str(tmp_path)), "contest.toml: `grade contest init` writes an example")

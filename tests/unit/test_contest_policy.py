@@ -1,0 +1,319 @@
+"""The contest's rules at a moment: windows, who may submit, what a student sees of a report, what counts and
+the scoreboard. The clock is an argument, so every test sets it: no sleeps."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from grader.contest.config import Feedback, parse
+from grader.contest.feedback import filter_report, visible_report
+from grader.contest.policy import (
+    Phase,
+    Status,
+    Submission,
+    may_select,
+    may_submit,
+    task_points,
+    task_score,
+    window_state,
+)
+from grader.contest.scoreboard import coach_view, student_view
+
+START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+REPORT = json.loads((Path(__file__).parent / "data" / "graded-m1-m2.json").read_text())  # m1 with triu, m2 ReLU
+
+
+def minutes(n: float) -> datetime:
+    return START + timedelta(minutes=n)
+
+
+def contest(tasks: str = "[tasks.m1]\npoints = 10\n[tasks.m2]\npoints = 20\n", window: str = "", more: str = ""):
+    window = window or "start = 2026-03-14T09:00:00Z\nduration = 60"
+    return parse(
+        f'title = "t"\n[window]\n{window}\n[feedback]\nduring = "score"\n'
+        f"[extra_time]\nslow = 30\n{more}\n{tasks}"  # more: tables that come before the tasks
+    )
+
+
+def graded(task: str, at: float, score: float = 0.0, selected: bool = False) -> Submission:
+    return Submission(task, minutes(at), Status.GRADED, score, selected)
+
+
+PERSONAL = "personal = true\nduration = 60\nhard_end = 2026-03-14T12:00:00Z"
+
+
+# --- Windows ---------------------------------------------------------------------------------------------------
+
+
+def test_a_fixed_window_is_not_started_then_open_then_ended():
+    rules = contest()
+    assert window_state(rules, "ann", minutes(-1)).phase is Phase.NOT_STARTED
+    assert window_state(rules, "ann", minutes(0)).phase is Phase.OPEN
+    assert window_state(rules, "ann", minutes(60)).phase is Phase.ENDED, "the end is exclusive"
+
+
+def test_an_open_window_says_how_long_is_left():
+    assert window_state(contest(), "ann", minutes(45)).remaining == timedelta(minutes=15)
+
+
+def test_extra_time_lengthens_only_that_students_window():
+    rules = contest()
+    assert window_state(rules, "slow", minutes(80)).phase is Phase.OPEN
+    assert window_state(rules, "ann", minutes(80)).phase is Phase.ENDED
+
+
+def test_a_personal_window_opens_at_the_first_login():
+    rules = contest(window=PERSONAL)
+    assert window_state(rules, "ann", minutes(10)).phase is Phase.NOT_STARTED, "no login yet: not started"
+    state = window_state(rules, "ann", minutes(10), first_login=minutes(5))
+    assert (state.phase, state.remaining) == (Phase.OPEN, timedelta(minutes=55))
+    assert window_state(rules, "ann", minutes(66), first_login=minutes(5)).phase is Phase.ENDED
+
+
+def test_the_hard_end_cuts_a_personal_window_extra_time_included():
+    rules = contest(window=PERSONAL)
+    state = window_state(rules, "slow", minutes(170), first_login=minutes(150))
+    assert state.end == minutes(180), "150 + 60 + 30 extra would pass the hard end at 180: the hard end wins"
+    assert window_state(rules, "slow", minutes(180), first_login=minutes(150)).phase is Phase.ENDED
+
+
+def test_after_the_hard_end_a_student_who_never_logged_in_has_ended():
+    assert window_state(contest(window=PERSONAL), "ann", minutes(200)).phase is Phase.ENDED
+
+
+def test_the_clock_must_know_its_time_zone():
+    with pytest.raises(ValueError, match="aware"):
+        window_state(contest(), "ann", datetime(2026, 3, 14, 9, 30))
+
+
+# --- May a student submit? -------------------------------------------------------------------------------------
+
+CAPPED = "[tasks.m1]\npoints = 10\nmax_submissions = 2\nmin_interval = 60\n[tasks.m2]\n"
+
+
+def test_a_submission_is_refused_before_the_window_opens_and_says_when_it_opens():
+    decision = may_submit(contest(), "ann", "m1", minutes(-5), [])
+    assert not decision.allowed and "has not started" in decision.reason and "2026-03-14T09:00" in decision.reason
+
+
+def test_a_submission_is_refused_after_the_window_ends():
+    decision = may_submit(contest(), "ann", "m1", minutes(61), [])
+    assert not decision.allowed and "has ended" in decision.reason
+
+
+def test_a_submission_to_a_task_not_in_the_contest_is_refused():
+    decision = may_submit(contest(), "ann", "m3", minutes(5), [])
+    assert not decision.allowed and "m3 is not a task of this contest" in decision.reason
+
+
+def test_the_cap_counts_graded_submissions_only():
+    rules = contest(CAPPED)
+    free = [Submission("m1", minutes(t), status) for t, status in ((1, Status.REJECTED), (2, Status.FAILED))] * 3
+    assert may_submit(rules, "ann", "m1", minutes(10), [*free, graded("m1", 3)]).allowed, (
+        "a rejected upload or a grader failure costs the student nothing"
+    )
+    decision = may_submit(rules, "ann", "m1", minutes(10), [*free, graded("m1", 3), graded("m1", 5)])
+    assert not decision.allowed and "all 2 graded submissions to m1" in decision.reason
+
+
+def test_the_cap_is_per_task():
+    history = [graded("m1", 1), graded("m1", 3)]
+    assert may_submit(contest(CAPPED), "ann", "m2", minutes(10), history).allowed
+
+
+def test_a_graded_submission_sooner_than_the_interval_is_refused_with_the_wait():
+    decision = may_submit(contest(CAPPED), "ann", "m1", minutes(1.5), [graded("m1", 1)])
+    assert not decision.allowed and "wait 30 s more" in decision.reason
+
+
+def test_the_interval_runs_from_the_last_graded_submission_not_a_failed_one():
+    history = [graded("m1", 1), Submission("m1", minutes(2), Status.FAILED)]
+    assert may_submit(contest(CAPPED), "ann", "m1", minutes(2.1), history).allowed
+
+
+def test_a_selection_is_refused_beyond_select_k():
+    task = contest('[tasks.m1]\npoints = 10\nscoring = "selected"\nselect = 1\n').task("m1")
+    assert task is not None
+    first, second = graded("m1", 1, selected=True), graded("m1", 2)
+    decision = may_select(task, [first, second], second)
+    assert not decision.allowed and "already selected 1" in decision.reason
+    assert may_select(task, [first, second], first).allowed, "re-marking the one already marked is no new choice"
+
+
+# --- Feedback --------------------------------------------------------------------------------------------------
+
+
+def _secrets(report: dict) -> list[str]:
+    """Every check name and message of the report: what score, passfail and none must never show."""
+    checks = [c for m in report["milestones"] for c in m["checks"]]
+    return [text for c in checks for text in (c["name"], c["message"]) if text]
+
+
+@pytest.mark.parametrize("policy", [Feedback.SCORE, Feedback.PASSFAIL, Feedback.NONE])
+def test_no_check_name_or_message_appears_under_a_restricted_policy(policy):
+    secrets = _secrets(REPORT)
+    assert len(secrets) > 50, "the report must be a real one, with failures and their messages"
+    shown = json.dumps(filter_report(contest(), REPORT, policy))
+    leaked = [text for text in secrets if text in shown]
+    assert not leaked, f"{policy.value} feedback shows what the hidden checks test: {leaked[:3]}"
+
+
+def test_score_feedback_gives_each_tasks_score_in_contest_points():
+    view = filter_report(contest(), REPORT, Feedback.SCORE)
+    assert [(t["id"], t["score"], t["max_score"]) for t in view["tasks"]] == [
+        ("m1", round(10 * 7.18 / 27, 2), 10),
+        ("m2", round(20 * 16 / 24, 2), 20),
+    ]
+
+
+def test_passfail_feedback_says_only_whether_each_task_has_full_marks():
+    view = filter_report(contest(), REPORT, Feedback.PASSFAIL)
+    assert view["tasks"] == [
+        {"id": "m1", "title": "Causal self-attention", "passed": False},
+        {"id": "m2", "title": "The full TinyGPT", "passed": False},
+    ]
+
+
+def test_no_feedback_says_only_that_the_submission_was_received():
+    assert filter_report(contest(), REPORT, Feedback.NONE) == {"feedback": "none", "received": True}
+
+
+def test_full_feedback_shows_every_check_and_message_but_not_the_graders_traceback():
+    view = filter_report(contest(), REPORT, Feedback.FULL)
+    shown = json.dumps(view)
+    assert all(text in shown for text in _secrets(REPORT))
+    assert all("traceback" not in check for task in view["tasks"] for check in task["checks"])
+
+
+def test_a_milestone_that_is_not_a_task_is_left_out():
+    view = filter_report(contest("[tasks.m2]\npoints = 20\n"), REPORT, Feedback.FULL)
+    assert [t["id"] for t in view["tasks"]] == ["m2"]
+
+
+def test_after_the_window_the_student_sees_the_after_policy():
+    rules = contest()
+    during = visible_report(rules, REPORT, window_state(rules, "ann", minutes(30)))
+    after = visible_report(rules, REPORT, window_state(rules, "ann", minutes(61)))
+    assert (during["feedback"], after["feedback"]) == ("score", "full")
+
+
+# --- What counts for a task ------------------------------------------------------------------------------------
+
+
+def _task(scoring: str):
+    rules = contest(
+        f'[tasks.m1]\npoints = 10\nscoring = "{scoring}"\n' + ("select = 2\n" if scoring == "selected" else "")
+    )
+    task = rules.task("m1")
+    assert task is not None
+    return task
+
+
+HISTORY = [graded("m1", 1, 4), graded("m1", 2, 9), graded("m1", 3, 9), graded("m1", 4, 6)]
+
+
+def test_best_counts_the_highest_score_first_reached():
+    counted = task_score(_task("best"), HISTORY)
+    assert counted.score == 9 and counted.submission == HISTORY[1]
+
+
+def test_last_counts_the_latest_graded_even_if_lower():
+    assert task_score(_task("last"), HISTORY).score == 6
+
+
+def test_only_graded_submissions_count():
+    history = [
+        *HISTORY,
+        Submission("m1", minutes(5), Status.FAILED, 10),
+        Submission("m1", minutes(6), Status.REJECTED, 10),
+    ]
+    assert task_score(_task("last"), history).score == 6
+
+
+def test_selected_counts_the_best_of_the_marked_ones():
+    history = [graded("m1", 1, 4, True), graded("m1", 2, 9), graded("m1", 3, 6, True)]
+    assert task_score(_task("selected"), history).score == 6, "9 was not marked: it does not count"
+
+
+def test_selected_with_none_marked_counts_the_latest_graded():
+    assert task_score(_task("selected"), HISTORY).score == 6
+
+
+def test_selected_with_too_many_marked_counts_the_latest_k():
+    history = [graded("m1", 1, 9, True), graded("m1", 2, 4, True), graded("m1", 3, 6, True)]
+    assert task_score(_task("selected"), history).score == 6, "select = 2: the two latest marked, 4 and 6"
+
+
+def test_no_graded_submission_scores_zero():
+    assert task_score(_task("best"), []).score == 0 and task_score(_task("best"), []).submission is None
+
+
+def test_a_grader_score_is_scaled_to_the_tasks_points():
+    assert task_points(_task("best"), 13.5, 27) == 5.0
+
+
+# --- The scoreboard --------------------------------------------------------------------------------------------
+
+SUBMISSIONS = {
+    "ann": [graded("m1", 10, 10), graded("m2", 20, 5)],
+    "bob": [graded("m1", 5, 10), graded("m2", 15, 5)],  # the same total, reached earlier
+    "cy": [graded("m1", 50, 10), graded("m2", 55, 20)],  # best, but all of it in the last 10 minutes
+}
+FROZEN = '[scoreboard]\nmode = "frozen"\nfreeze_minutes = 15\n'
+
+
+def _order(standings) -> list[str]:
+    return [row.student for row in standings.rows]
+
+
+def test_the_board_ranks_by_total_and_breaks_ties_by_the_earlier_last_improvement():
+    rows = coach_view(contest(), SUBMISSIONS).rows
+    assert [(r.rank, r.student, r.total) for r in rows] == [(1, "cy", 30), (2, "bob", 15), (3, "ann", 15)]
+    assert rows[1].last_improvement == minutes(15)
+
+
+def test_a_resubmission_with_the_same_score_does_not_move_the_last_improvement():
+    history = {"ann": [graded("m1", 10, 10), graded("m1", 40, 10)]}
+    assert coach_view(contest(), history).rows[0].last_improvement == minutes(10)
+
+
+def test_a_student_on_the_roster_with_nothing_yet_is_ranked_last():
+    rows = coach_view(contest(), SUBMISSIONS, students=["dee"]).rows
+    assert (rows[-1].student, rows[-1].total, rows[-1].last_improvement) == ("dee", 0, None)
+
+
+def test_a_public_board_is_live():
+    assert _order(student_view(contest(), "ann", minutes(58), SUBMISSIONS)) == ["cy", "bob", "ann"]
+
+
+def test_a_frozen_board_shows_the_standings_at_the_freeze():
+    rules = contest(more=FROZEN)
+    view = student_view(rules, "ann", minutes(58), SUBMISSIONS)
+    assert view.frozen_at == minutes(45)
+    assert _order(view) == ["bob", "ann", "cy"], "cy's submissions came after the freeze: not on the board"
+    assert view.rows[-1].total == 0
+
+
+def test_a_frozen_board_is_live_before_the_freeze_and_after_everyones_end():
+    rules = contest(more=FROZEN)
+    assert student_view(rules, "ann", minutes(40), SUBMISSIONS).frozen_at is None
+    assert student_view(rules, "ann", minutes(60), SUBMISSIONS).frozen_at is not None, (
+        "a student with extra time is still working until minute 90: the board stays frozen"
+    )
+    assert _order(student_view(rules, "ann", minutes(90), SUBMISSIONS)) == ["cy", "bob", "ann"]
+
+
+def test_a_hidden_board_shows_only_the_viewers_own_row_until_the_end():
+    rules = contest(more='[scoreboard]\nmode = "hidden"\n')
+    view = student_view(rules, "ann", minutes(58), SUBMISSIONS)
+    assert view.hidden and [(r.student, r.rank, r.total) for r in view.rows] == [("ann", None, 15)]
+    assert _order(student_view(rules, "ann", minutes(90), SUBMISSIONS)) == ["cy", "bob", "ann"]
+
+
+def test_the_coach_always_sees_the_live_board():
+    rules = contest(more=FROZEN)
+    assert _order(coach_view(rules, SUBMISSIONS)) == ["cy", "bob", "ann"]
