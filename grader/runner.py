@@ -24,6 +24,7 @@ from grader.hints import hint_for
 from grader.milestones import MILESTONES
 from grader.results import CheckResult, NotObserved, Report
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
+from grader.sandbox.secrecy import redact
 from grader.sandbox.session import ImportFailure, MissingName
 
 SUITES = Path(__file__).with_name("suites")  # the helpers every suite shares, and the suites' pytest.ini
@@ -240,9 +241,9 @@ class Collector:
                 score=0.0 if report.failed else points,
                 max_score=points,
                 passed=report.passed,
-                message=why.message,
+                message=redact(why.message),  # the last gate: see grader/sandbox/secrecy.py
                 seconds=round(call.duration, 3),
                 internal_error=why.internal,
                 counted=why.counted,
-                traceback=why.trace,
+                traceback=redact(why.trace),
             )

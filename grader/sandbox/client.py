@@ -22,6 +22,7 @@ from typing import Any
 
 from grader.milestones import STUDENT_MODULES
 
+from . import secrecy
 from .common import wire
 from .common.agreement import (
     NOT_IMPLEMENTED_MESSAGE,
@@ -313,6 +314,7 @@ class WorkerConnection:
         try:
             wire.send(self.sock, header, blobs)
             reply, rblobs = wire.recv(self.sock, deadline=time.monotonic() + timeout)
+            reply = secrecy.redact_reply(reply)  # before anything reads it: no trusted code reaches a report
             self.cpu = reply[Reply.CPU] if isinstance(reply.get(Reply.CPU), (int, float)) else self.cpu
             if Reply.ERROR in reply:
                 err = reply[Reply.ERROR]
@@ -328,7 +330,7 @@ class WorkerConnection:
             raise WorkerCrash(f"no answer within {timeout:.1f} s: an infinite loop, or far too much work?") from None
         except (EOFError, OSError) as e:
             raise WorkerCrash(self._why_it_died(e)) from None
-        except (ProtocolError, KeyError, TypeError, AttributeError) as e:
+        except (ProtocolError, KeyError, TypeError, AttributeError, RecursionError) as e:
             self._end(grace=0)
             raise WorkerCrash(f"the worker sent back malformed data ({e})") from None
 

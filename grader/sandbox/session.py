@@ -15,12 +15,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from grader.reference import SOLUTIONS
-
 from .client import ForkServer, Remote, StudentError, WorkerConnection, WorkerCrash
 from .common.agreement import ErrorKind, Request
+from .secrecy import TRUSTED, trusted_source, worker_text
 
-TRUSTED = Path(__file__).with_name("worker") / "trusted"  # the grader's own earlier milestones (hidden)
+__all__ = ["TRUSTED", "ImportFailure", "MilestoneView", "MissingName", "SharedWorker", "trusted_source"]
 
 MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail at once
 # A shared worker that has used this share of its CPU limit is replaced before the next milestone,
@@ -58,12 +57,14 @@ class SharedWorker:
         return worker, view not in self.imported
 
     def start(self, view: MilestoneView) -> WorkerConnection:
-        """Start a worker if there is none (the trusted files go with its first import), then import
-        ``view``'s modules in it."""
+        """Start a worker if there is none (the trusted files go with its first import, their code alone:
+        see secrecy.py), then import ``view``'s modules in it."""
         trusted = {}
         if self.worker is None:
             self.worker = self.server.spawn(self.submission)
-            trusted = {name: source for name in self.trusted if (source := trusted_source(name)) is not None}
+            trusted = {
+                name: worker_text(source) for name in self.trusted if (source := trusted_source(name)) is not None
+            }
         self.worker.deadline = view.deadline
         self.worker.request({"op": Request.IMPORT, "modules": list(view.modules), "trusted": trusted})
         self.imported.add(view)
@@ -184,19 +185,6 @@ class MilestoneView:
                 "keep": True,
             }
         )
-
-
-def trusted_source(module: str) -> str | None:
-    """The grader's own version of an earlier milestone, sent only to the worker that needs it.
-
-    A dedicated ``worker/trusted/<module>.py`` where one exists (it differs from the reference, so the worker
-    never holds the reference's attention); otherwise the reference file itself. None in a
-    student release, which has neither: the student's own earlier files are used.
-    """
-    for path in (TRUSTED / f"{module}.py", SOLUTIONS / f"{module}.py"):
-        if path.is_file():
-            return path.read_text()
-    return None
 
 
 class ImportFailure(Exception):

@@ -77,11 +77,7 @@ class RequestHandler:
 
     # --- the menu
     def op_import(self, req, blobs):
-        trusted = []
-        for name, source in req.get("trusted", {}).items():  # the grader's own earlier milestones
-            module = sys.modules[name] = types.ModuleType(name)
-            exec(compile(source, f"<grader's {name}>", "exec"), module.__dict__)
-            trusted.append(module)
+        trusted = [load_trusted(name, code) for name, code in take_trusted(req).items()]
         for name in req["modules"]:
             import_student_module(name, self.student_modules)
         override_notebook(trusted)
@@ -193,6 +189,24 @@ class RequestHandler:
 
     def op_standin(self, req, blobs):
         return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"], bool(req.get("tied")))
+
+
+def take_trusted(req: dict) -> dict:
+    """The trusted modules' code, taken out of the request (and so out of the serve loop's hands too)
+    before any student code runs: nothing the student's code could walk to (gc, frames) still holds it."""
+    trusted = req.pop("trusted", None) or {}
+    return trusted if isinstance(trusted, dict) else {}
+
+
+def load_trusted(name: str, code: str) -> types.ModuleType:
+    """One of the grader's own earlier milestones (its code only: no comments nor docstrings), run from a
+    code object: no file, loader or spec to read it back from, no ``linecache`` entry, and no copy of the
+    text kept once compiled. What remains is the code objects themselves, as any module has."""
+    module = sys.modules[name] = types.ModuleType(name)
+    compiled = compile(code, f"<the grader's {name}>", "exec", dont_inherit=True)
+    del code
+    exec(compiled, module.__dict__)
+    return module
 
 
 class ListNames:
