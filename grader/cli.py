@@ -171,6 +171,7 @@ def nbgrader(out: Path) -> None:
 
 from grader.batch.commands import batch, export, report  # noqa: E402 - the group must exist first
 from grader.contest.commands import contest  # noqa: E402
+from grader.contest.submit import submit  # noqa: E402
 
-for command in (batch, export, report, contest):
+for command in (batch, export, report, contest, submit):
     main.add_command(command)

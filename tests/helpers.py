@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import ast
 import json
+import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,3 +187,35 @@ def explain(graded: Graded) -> str:
         first = next((c["message"] for c in m["checks"] if not c["passed"]), "")
         lines.append(f"{m['id']}: {m['score']}/{m['max_score']} {first[:300]}")
     return "\n".join(lines)
+
+
+# ---------------------------------------------------------------- the contest server
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve_contest(folder: Path, port: int) -> subprocess.Popen:
+    """`grade contest serve FOLDER` on loopback, as a coach starts it, once it answers (its own process group)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port), "--workers", "1"],
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise AssertionError(f"the server exited: {proc.stderr.read() if proc.stderr else ''}") from None
+            time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    raise AssertionError("the server did not answer within 60 s")

@@ -20,6 +20,7 @@ from grader.contest.config import Board, Contest, ContestFileError, load
 from grader.contest.policy import contest_end
 from grader.contest.roster import RosterError, read_roster
 from grader.files import atomic_path
+from grader.options import limit_options, limits
 
 CONTEST_FILE = "contest.toml"
 ROSTER = "roster.csv"
@@ -167,3 +168,38 @@ def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
 
 def max_extra(rules: Contest) -> float:
     return max(span.total_seconds() for span in rules.extra_time.values())
+
+
+@contest.command()
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True)
+@click.option(
+    "--workers",
+    type=click.IntRange(1, 256),
+    default=max(1, (os.cpu_count() or 2) // 2),
+    show_default="half the cores",
+    help="Submissions graded at once.",
+)
+@limit_options
+def serve(folder: Path, host: str, port: int, workers: int, timeout: float, memory_mb: int) -> None:
+    """Run the contest in FOLDER: students log in with their token, upload, see their feedback and the
+    scoreboard; the coach's page is /coach. Uploads are kept in FOLDER/uploads and the records in
+    FOLDER/contest.sqlite: stop and start the server at will, nothing accepted is lost."""
+    _folder(folder)
+    if not (folder / TOKENS).exists() or not (folder / ADMIN_TOKEN).exists():
+        raise ContestCommandError(f"{folder} has no tokens yet: run `grade contest tokens {folder}` first")
+    try:
+        import uvicorn
+
+        from grader.contest.server import create_app
+    except ImportError as e:
+        raise ContestCommandError(
+            f"the contest server needs {e.name}: pip install 'gptkit' with its dependencies"
+        ) from None
+    try:
+        app = create_app(folder, workers=workers, limits=limits(timeout, memory_mb))
+    except (ContestFileError, RosterError) as e:
+        raise ContestCommandError(str(e)) from None
+    click.echo(f"serving {folder} on http://{host}:{port}/ with {workers} grading worker(s); Ctrl-C stops it")
+    uvicorn.run(app, host=host, port=port, log_level="info")

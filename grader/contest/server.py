@@ -1,0 +1,538 @@
+"""The contest server: an ASGI app (FastAPI) over a contest folder, built by :func:`create_app`.
+
+Students log in with their token (a form that sets an HttpOnly cookie, or ``Authorization: Bearer`` for
+``grade submit``), upload to a task, and see their submissions with the feedback the contest allows and the
+scoreboard as the contest shows it; the coach (``admin.token``) sees everything live and can extend the
+window, add a student's time, void a submission, grade a failed one again and freeze the board. The rules are
+the pure policy engine's (``policy``, ``feedback``, ``scoreboard``) at the injected clock's time; the records
+are ``store``'s; grading is ``grading``'s queue, started with the app's lifespan.
+
+Tokens are compared in constant time and never logged or put in a URL.
+"""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import hmac
+import logging
+from collections import defaultdict, deque
+from collections.abc import Callable
+from contextlib import asynccontextmanager
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from fastapi import Depends, FastAPI, HTTPException, Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+from starlette.concurrency import run_in_threadpool
+from starlette.datastructures import UploadFile
+
+from grader.contest.commands import ADMIN_TOKEN, CONTEST_FILE, ROSTER, TOKENS
+from grader.contest.config import Contest, Scoring, load
+from grader.contest.feedback import visible_report
+from grader.contest.grading import GradingQueue
+from grader.contest.policy import Phase, may_select, may_submit, window_state
+from grader.contest.roster import read_roster
+from grader.contest.scoreboard import Standings, coach_view, student_view
+from grader.contest.store import FAILED, GRADED, QUEUED, REJECTED, Row, Store
+from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, allowed_files, check_upload, write
+from grader.milestones import MILESTONES
+
+log = logging.getLogger("grader.contest")
+
+COOKIE = "contest_token"
+COACH = "coach"
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+@dataclasses.dataclass(frozen=True)
+class Who:
+    name: str  # the student's name; COACH for the coach
+    coach: bool = False
+
+
+def read_tokens(folder: Path) -> tuple[dict[str, str], str | None]:
+    """The students' tokens (token -> student) and the coach's token, from the files `grade contest tokens`
+    writes; a missing file is no tokens."""
+    students: dict[str, str] = {}
+    path = folder / TOKENS
+    if path.exists():
+        for row in csv.DictReader(path.read_text(encoding="utf-8").splitlines()):
+            token, student = (row.get("token") or "").strip(), (row.get("student") or "").strip()
+            if token and student:
+                students[token] = student
+    admin = folder / ADMIN_TOKEN
+    coach = admin.read_text(encoding="utf-8").strip() if admin.exists() else None
+    return students, coach or None
+
+
+def _wants_html(request: Request) -> bool:
+    return "text/html" in request.headers.get("accept", "")
+
+
+def _iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat(timespec="seconds")
+
+
+def create_app(
+    contest_dir: Path | str,
+    clock: Callable[[], datetime] = utc_now,
+    workers: int = 1,
+    limits=None,
+    uploads_per_minute: int = 10,
+) -> FastAPI:
+    """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
+    ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
+    (default: grader.options.limits()). Grading starts with the app's lifespan, so an app used without it
+    (a TestClient outside ``with``) records uploads as queued and grades nothing."""
+    folder = Path(contest_dir)
+    base = load(folder / CONTEST_FILE)
+    tokens, coach_token = read_tokens(folder)
+    roster = read_roster(folder / ROSTER) if (folder / ROSTER).exists() else ()
+    students = tuple(dict.fromkeys([*roster, *tokens.values()]))
+    store = Store(folder)
+    recent: dict[str, deque[datetime]] = defaultdict(deque)
+    templates = Environment(loader=PackageLoader("grader.templates", "contest"), autoescape=select_autoescape(["html"]))
+    state: dict[str, Any] = {"queue": None}
+
+    def enqueue(sid: int) -> None:
+        queue = state["queue"]
+        if queue is not None:
+            queue.enqueue(sid)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        queue = GradingQueue(store, clock, workers, limits)
+        queue.start()
+        state["queue"] = queue
+        try:
+            yield
+        finally:
+            state["queue"] = None
+            queue.close()
+
+    app = FastAPI(title="gptkit contest", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.store = store
+
+    # --- The rules with the coach's changes ------------------------------------------------------------------
+
+    def rules() -> Contest:
+        extend = timedelta(minutes=float(store.setting("extend_minutes") or 0))
+        window = base.window
+        if extend:
+            hard_end = window.hard_end + extend if window.hard_end else None
+            window = dataclasses.replace(window, duration=window.duration + extend, hard_end=hard_end)
+        extra = dict(base.extra_time)
+        for student, minutes in store.extra_minutes().items():
+            extra[student] = extra.get(student, timedelta(0)) + timedelta(minutes=minutes)
+        return dataclasses.replace(base, window=window, extra_time=extra)
+
+    # --- Who is asking -----------------------------------------------------------------------------------------
+
+    def identify(request: Request) -> Who | None:
+        header = request.headers.get("authorization", "")
+        token = header[7:].strip() if header[:7].lower() == "bearer " else request.cookies.get(COOKIE, "")
+        return check_token(token)
+
+    def check_token(token: str) -> Who | None:
+        if not token:
+            return None
+        given = token.encode()
+        if coach_token and hmac.compare_digest(given, coach_token.encode()):
+            return Who(COACH, coach=True)
+        found = None
+        for known, student in tokens.items():  # every token compared, in constant time each
+            if hmac.compare_digest(given, known.encode()):
+                found = student
+        return Who(found) if found else None
+
+    def anyone(request: Request) -> Who:
+        who = identify(request)
+        if who is None:
+            raise HTTPException(401, "log in with your contest token first")
+        return who
+
+    def student(who: Who = Depends(anyone)) -> Who:
+        if who.coach:
+            raise HTTPException(403, "this page is for students: the coach's is /coach")
+        return who
+
+    def coach(who: Who = Depends(anyone)) -> Who:
+        if not who.coach:
+            raise HTTPException(403, "this page is for the coach only")
+        return who
+
+    @app.exception_handler(HTTPException)
+    async def refused(request: Request, exc: HTTPException) -> Response:
+        if _wants_html(request):
+            page = templates.get_template("error.html").render(
+                title=base.title, status=exc.status_code, message=exc.detail, logged_in=identify(request) is not None
+            )
+            return HTMLResponse(page, status_code=exc.status_code)
+        return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+
+    def render(name: str, **values: Any) -> HTMLResponse:
+        return HTMLResponse(templates.get_template(name).render(title=base.title, **values))
+
+    def done(request: Request, url: str, payload: dict[str, Any], status: int = 200) -> Response:
+        if _wants_html(request):
+            return RedirectResponse(url, status_code=303)
+        return JSONResponse(payload, status_code=status)
+
+    # --- What a student sees ---------------------------------------------------------------------------------
+
+    def history(name: str) -> list[Row]:
+        return store.of(name)
+
+    def view(row: Row, contest: Contest, full: bool = False) -> dict[str, Any]:
+        """A submission as its student may see it now (``full``: as the coach sees it)."""
+        entry: dict[str, Any] = {
+            "id": row.id,
+            "task": row.task,
+            "received_at": _iso(row.received_at),
+            "status": row.status,
+            "selected": row.selected,
+            "voided": row.voided,
+        }
+        if full:
+            entry.update(
+                student=row.student,
+                points=row.points(contest),
+                error=row.error,
+                report=row.report,
+                graded_at=_iso(row.graded_at),
+            )
+            return entry
+        if row.voided:
+            entry["message"] = "voided by the coach: it does not count"
+        elif row.status == GRADED and row.report is not None:
+            now_state = window_state(contest, row.student, clock(), store.first_login(row.student))
+            entry["feedback"] = visible_report(contest, row.report, now_state)
+        elif row.status == FAILED:
+            entry["message"] = "the grader failed on this submission: it costs you nothing; submit again"
+        elif row.status == REJECTED:
+            entry["message"] = f"refused: {row.error}"
+        elif row.status == QUEUED:
+            entry["message"] = "waiting to be graded"
+        return entry
+
+    def all_submissions(contest: Contest) -> dict[str, list]:
+        grouped: dict[str, list] = defaultdict(list)
+        for row in store.all(reports=False):
+            grouped[row.student].append(row.as_policy(contest))
+        return grouped
+
+    def board(who: Who, contest: Contest) -> Standings:
+        submissions = all_submissions(contest)
+        if who.coach:
+            return coach_view(contest, submissions, students)
+        frozen = store.setting("frozen_at")
+        if frozen:  # the coach froze the board by hand: it stays so until they unfreeze it
+            at = datetime.fromisoformat(frozen)
+            before = {name: [s for s in subs if s.time < at] for name, subs in submissions.items()}
+            standings = student_view(contest, who.name, clock(), before, students)
+            return standings if standings.hidden else dataclasses.replace(standings, frozen_at=at)
+        return student_view(contest, who.name, clock(), submissions, students)
+
+    def board_json(standings: Standings, live: bool) -> dict[str, Any]:
+        return {
+            "live": live,
+            "frozen_at": _iso(standings.frozen_at),
+            "hidden": standings.hidden,
+            "rows": [
+                {
+                    "rank": row.rank,
+                    "student": row.student,
+                    "total": row.total,
+                    "tasks": row.tasks,
+                    "last_improvement": _iso(row.last_improvement),
+                }
+                for row in standings.rows
+            ],
+        }
+
+    # --- Pages and routes ------------------------------------------------------------------------------------
+
+    @app.get("/", response_class=HTMLResponse)
+    def login_page(request: Request) -> Response:
+        who = identify(request)
+        if who is not None:
+            return RedirectResponse("/coach" if who.coach else "/me", status_code=303)
+        return render("login.html", message="")
+
+    @app.post("/login")
+    async def login(request: Request) -> Response:
+        form = await request.form(max_files=0, max_fields=5)
+        token = str(form.get("token") or "").strip()
+        who = check_token(token)
+        if who is None:
+            store.event(clock(), None, "login refused", f"an unknown token from {_client(request)}")
+            page = render("login.html", message="That token is not one of this contest's: check it and try again.")
+            page.status_code = 401
+            return page
+        response = RedirectResponse("/coach" if who.coach else "/me", status_code=303)
+        response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+        return response
+
+    @app.post("/logout")
+    def logout() -> Response:
+        response = RedirectResponse("/", status_code=303)
+        response.delete_cookie(COOKIE)
+        return response
+
+    def student_state(name: str, record_login: bool) -> tuple[Contest, Any, datetime | None]:
+        contest = rules()
+        now = clock()
+        first = store.record_login(name, now) if record_login else store.first_login(name)
+        return contest, window_state(contest, name, now, first), first
+
+    def me_data(who: Who) -> dict[str, Any]:
+        contest, window, first = student_state(who.name, record_login=True)
+        rows = history(who.name)
+        tasks = []
+        for task in contest.tasks:
+            used = sum(1 for r in rows if r.task == task.id and r.status == GRADED and not r.voided)
+            tasks.append(
+                {
+                    "id": task.id,
+                    "title": MILESTONES[task.id].title,
+                    "points": task.points,
+                    "scoring": task.scoring.value,
+                    "select": task.select,
+                    "max_submissions": task.max_submissions,
+                    "min_interval_seconds": task.min_interval.total_seconds(),
+                    "used": used,
+                    "files": allowed_files(task.id),
+                }
+            )
+        return {
+            "student": who.name,
+            "phase": window.phase.value,
+            "start": _iso(window.start),
+            "end": _iso(window.end),
+            "remaining_seconds": round(window.remaining.total_seconds()),
+            "tasks": tasks,
+            "submissions": [view(r, contest) for r in reversed(rows)],
+        }
+
+    @app.get("/me", response_class=HTMLResponse)
+    def me(request: Request, who: Who = Depends(student)) -> Response:
+        data = me_data(who)
+        refusals = [e for e in store.events(who.name, limit=5) if e["kind"] == "refused"]
+        selectable = {t.id for t in rules().tasks if t.scoring is Scoring.SELECTED}
+        waiting = any(s["status"] == QUEUED for s in data["submissions"])
+        return render("me.html", **data, refusals=refusals, selectable=selectable, waiting=waiting)
+
+    @app.get("/api/me")
+    def api_me(who: Who = Depends(student)) -> dict[str, Any]:
+        return me_data(who)
+
+    def refuse(who: Who, task: str, status: int, reason: str) -> HTTPException:
+        store.event(clock(), who.name, "refused", f"{task}: {reason}")
+        return HTTPException(status, reason)
+
+    def rate_limited(name: str, now: datetime) -> bool:
+        times = recent[name]
+        while times and now - times[0] >= timedelta(minutes=1):
+            times.popleft()
+        if len(times) >= uploads_per_minute:
+            return True
+        times.append(now)
+        return False
+
+    @app.post("/submit/{task}")
+    async def submit(task: str, request: Request, who: Who = Depends(student)) -> Response:
+        contest, now = rules(), clock()
+        if contest.task(task) is None:
+            raise refuse(who, task, 404, f"{task} is not a task of this contest")
+        length = request.headers.get("content-length")
+        if length is None or not length.isdigit():
+            raise refuse(who, task, 411, "the upload needs a Content-Length")
+        if int(length) > MAX_UPLOAD_BYTES:
+            raise refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
+        if rate_limited(who.name, now):
+            raise refuse(who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
+        rows = history(who.name)
+        decision = may_submit(
+            contest,
+            who.name,
+            task,
+            now,
+            [r.as_policy(contest, queued_as_graded=True) for r in rows],
+            store.first_login(who.name),
+        )
+        if not decision.allowed:
+            raise refuse(who, task, 403, decision.reason)
+        form = await request.form(max_files=MAX_FILES, max_fields=10)
+        files = []
+        total = 0
+        for value in [*form.getlist("files"), *form.getlist("file")]:
+            if isinstance(value, UploadFile):
+                data = await value.read()
+                total += len(data)
+                if total > MAX_UPLOAD_BYTES:
+                    raise refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
+                files.append((value.filename or "", data))
+        try:
+            checked = check_upload(task, files)
+        except UploadError as e:
+            store.reject(who.name, task, now, str(e))
+            raise refuse(who, task, 400, str(e)) from None
+        sid = await run_in_threadpool(store.accept, who.name, task, now, lambda target: write(checked, target))
+        log.info("submission %d: %s to %s, queued", sid, who.name, task)
+        enqueue(sid)
+        payload = {"id": sid, "status": QUEUED, "url": f"/api/submissions/{sid}"}
+        return done(request, f"/me#submission-{sid}", payload, status=202)
+
+    def own(sid: int, who: Who) -> Row:
+        row = store.get(sid)
+        if row is None or (not who.coach and row.student != who.name):
+            raise HTTPException(404, f"no submission {sid} of yours")
+        return row
+
+    @app.get("/api/submissions/{sid}")
+    def submission(sid: int, who: Who = Depends(anyone)) -> dict[str, Any]:
+        return view(own(sid, who), rules(), full=who.coach)
+
+    @app.post("/select/{sid}")
+    async def select(sid: int, request: Request, who: Who = Depends(student)) -> Response:
+        row = own(sid, who)
+        form = await request.form(max_files=0, max_fields=5)
+        want = str(form.get("selected", "1")) not in ("0", "false", "")
+        contest = rules()
+        task = contest.task(row.task)
+        if task is None:
+            raise HTTPException(404, f"{row.task} is not a task of this contest")
+        window = window_state(contest, who.name, clock(), store.first_login(who.name))
+        if window.phase is not Phase.OPEN:
+            raise HTTPException(403, "your window is not open: the selection is fixed")
+        if want:
+            rows = history(who.name)
+            decision = may_select(task, [r.as_policy(contest) for r in rows], row.as_policy(contest))
+            if not decision.allowed:
+                raise HTTPException(409, decision.reason)
+        store.set_selected(sid, want)
+        return done(request, f"/me#submission-{sid}", {"id": sid, "selected": want})
+
+    @app.get("/scoreboard", response_class=HTMLResponse)
+    def scoreboard_page(who: Who = Depends(anyone)) -> Response:
+        contest = rules()
+        standings = board(who, contest)
+        return render(
+            "scoreboard.html", standings=board_json(standings, who.coach), tasks=[t.id for t in contest.tasks], who=who
+        )
+
+    @app.get("/api/scoreboard")
+    def scoreboard(who: Who = Depends(anyone)) -> dict[str, Any]:
+        return board_json(board(who, rules()), who.coach)
+
+    # --- The coach -------------------------------------------------------------------------------------------
+
+    @app.get("/coach", response_class=HTMLResponse)
+    def coach_page(who: Who = Depends(coach)) -> Response:
+        contest = rules()
+        logins = store.first_logins()
+        now = clock()
+        people = []
+        for name in students:
+            window = window_state(contest, name, now, logins.get(name))
+            people.append(
+                {
+                    "name": name,
+                    "phase": window.phase.value,
+                    "end": _iso(window.end),
+                    "extra": contest.extra_time.get(name, timedelta(0)).total_seconds() / 60,
+                    "first_login": _iso(logins.get(name)),
+                }
+            )
+        return render(
+            "coach.html",
+            standings=board_json(coach_view(contest, all_submissions(contest), students), True),
+            tasks=[t.id for t in contest.tasks],
+            submissions=[view(r, contest, full=True) for r in reversed(store.all(reports=False))],
+            people=people,
+            events=store.events(limit=50),
+            frozen_at=store.setting("frozen_at"),
+            extend=float(store.setting("extend_minutes") or 0),
+            queued=len(store.queued()),
+            now=_iso(now),
+        )
+
+    @app.get("/api/coach")
+    def coach_api(who: Who = Depends(coach)) -> dict[str, Any]:
+        contest = rules()
+        return {
+            "scoreboard": board_json(coach_view(contest, all_submissions(contest), students), True),
+            "submissions": [view(r, contest, full=True) for r in store.all(reports=False)],  # reports: one by one
+            "frozen_at": store.setting("frozen_at"),
+            "extend_minutes": float(store.setting("extend_minutes") or 0),
+        }
+
+    async def minutes_of(request: Request) -> tuple[float, dict]:
+        form = await request.form(max_files=0, max_fields=5)
+        try:
+            minutes = float(str(form.get("minutes", "")))
+        except ValueError:
+            raise HTTPException(400, "minutes must be a number") from None
+        if not minutes or abs(minutes) > 24 * 60:
+            raise HTTPException(400, "minutes must be a non-zero number of minutes, at most a day")
+        return minutes, dict(form)
+
+    @app.post("/coach/extend")
+    async def extend(request: Request, who: Who = Depends(coach)) -> Response:
+        minutes, _ = await minutes_of(request)
+        total = float(store.setting("extend_minutes") or 0) + minutes
+        store.set_setting("extend_minutes", str(total))
+        store.event(clock(), None, "extend", f"the window extended by {minutes:g} min (in all {total:g} min)")
+        return done(request, "/coach", {"extend_minutes": total})
+
+    @app.post("/coach/extra-time")
+    async def extra_time(request: Request, who: Who = Depends(coach)) -> Response:
+        minutes, form = await minutes_of(request)
+        name = str(form.get("student", "")).strip()
+        if name not in students:
+            raise HTTPException(400, f"{name!r} is not a student of this contest")
+        total = store.add_extra_minutes(name, minutes)
+        store.event(clock(), name, "extra time", f"{minutes:g} min more (added by the coach: {total:g} min in all)")
+        return done(request, "/coach", {"student": name, "added_minutes": total})
+
+    @app.post("/coach/void/{sid}")
+    async def void(sid: int, request: Request, who: Who = Depends(coach)) -> Response:
+        form = await request.form(max_files=0, max_fields=5)
+        undo = str(form.get("undo", "")) not in ("", "0", "false")
+        if not store.set_voided(sid, not undo):
+            raise HTTPException(404, f"no submission {sid}")
+        store.event(clock(), None, "unvoid" if undo else "void", f"submission {sid}")
+        return done(request, "/coach", {"id": sid, "voided": not undo})
+
+    @app.post("/coach/regrade/{sid}")
+    def regrade(sid: int, request: Request, who: Who = Depends(coach)) -> Response:
+        if not store.requeue(sid):
+            raise HTTPException(409, f"submission {sid} did not fail: only a failed submission is graded again")
+        store.event(clock(), None, "regrade", f"submission {sid} queued again")
+        enqueue(sid)
+        return done(request, "/coach", {"id": sid, "status": QUEUED})
+
+    @app.post("/coach/freeze")
+    def freeze(request: Request, who: Who = Depends(coach)) -> Response:
+        at = store.setting("frozen_at") or clock().isoformat()
+        store.set_setting("frozen_at", at)
+        store.event(clock(), None, "freeze", f"the students' scoreboard frozen as of {at}")
+        return done(request, "/coach", {"frozen_at": at})
+
+    @app.post("/coach/unfreeze")
+    def unfreeze(request: Request, who: Who = Depends(coach)) -> Response:
+        store.set_setting("frozen_at", None)
+        store.event(clock(), None, "unfreeze", "the students' scoreboard follows the contest's rules again")
+        return done(request, "/coach", {"frozen_at": None})
+
+    return app
+
+
+def _client(request: Request) -> str:
+    return request.client.host if request.client else "an unknown address"

@@ -1,0 +1,333 @@
+"""The contest's records: ``DIR/contest.sqlite`` (WAL) and the uploads, ``DIR/uploads/<id>/``.
+
+An accepted upload is written to its folder and its row committed, as ``queued``, before the server answers;
+the grading queue marks a row graded (or failed) in one transaction with its result, and only while it is still
+queued. So a server killed at any moment loses no accepted upload, and on restart each queued row is graded
+again and recorded exactly once.
+
+Times are stored as ISO 8601 with their UTC offset; scores as the grader's (``score`` of ``max_score`` for the
+task's milestone), turned into the contest's points when read (``policy.task_points``), so that editing a
+task's points in contest.toml rescales what is already graded.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from grader.contest.config import Contest
+from grader.contest.policy import Status, Submission, task_points
+
+DATABASE = "contest.sqlite"
+UPLOADS = "uploads"
+
+QUEUED = "queued"
+GRADED = "graded"
+REJECTED = "rejected"
+FAILED = "failed"
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS submissions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    student TEXT NOT NULL,
+    task TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'graded', 'rejected', 'failed')),
+    path TEXT,                      -- what is graded, relative to the contest folder: a folder or a notebook
+    score REAL,
+    max_score REAL,
+    report TEXT,                    -- the grader's JSON report (graded)
+    error TEXT,                     -- the grader's failure (failed) or why the upload was refused (rejected)
+    graded_at TEXT,
+    selected INTEGER NOT NULL DEFAULT 0,
+    voided INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS submissions_student ON submissions (student, task);
+CREATE TABLE IF NOT EXISTS logins (student TEXT PRIMARY KEY, first_login TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at TEXT NOT NULL,
+    student TEXT,
+    kind TEXT NOT NULL,
+    detail TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS extra_time (student TEXT PRIMARY KEY, minutes REAL NOT NULL);
+"""
+
+
+COLUMNS = (
+    "id",
+    "student",
+    "task",
+    "received_at",
+    "status",
+    "path",
+    "score",
+    "max_score",
+    "report",
+    "error",
+    "graded_at",
+    "selected",
+    "voided",
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """A submission as stored."""
+
+    id: int
+    student: str
+    task: str
+    received_at: datetime
+    status: str
+    path: str | None
+    score: float | None
+    max_score: float | None
+    report: dict[str, Any] | None
+    error: str | None
+    graded_at: datetime | None
+    selected: bool
+    voided: bool
+
+    def points(self, contest: Contest) -> float:
+        """The score in the contest's points for the task (0 if not graded)."""
+        task = contest.task(self.task)
+        if task is None or self.status != GRADED or self.score is None or self.max_score is None:
+            return 0.0
+        return task_points(task, self.score, self.max_score)
+
+    def as_policy(self, contest: Contest, queued_as_graded: bool = False) -> Submission:
+        """The policy engine's view. A voided submission counts for nothing (as a rejected one). A queued one
+        is none of the policy's statuses: ``queued_as_graded`` counts it as graded (for the cap and the
+        interval, so that a burst of uploads cannot pass the cap before the first is graded), else rejected."""
+        if self.voided:
+            status = Status.REJECTED
+        elif self.status == QUEUED:
+            status = Status.GRADED if queued_as_graded else Status.REJECTED
+        else:
+            status = Status(self.status)
+        return Submission(self.task, self.received_at, status, self.points(contest), self.selected)
+
+
+def _time(text: str | None) -> datetime | None:
+    return None if text is None else datetime.fromisoformat(text)
+
+
+def _row(r: sqlite3.Row) -> Row:
+    return Row(
+        id=r["id"],
+        student=r["student"],
+        task=r["task"],
+        received_at=datetime.fromisoformat(r["received_at"]),
+        status=r["status"],
+        path=r["path"],
+        score=r["score"],
+        max_score=r["max_score"],
+        report=json.loads(r["report"]) if "report" in r.keys() and r["report"] else None,
+        error=r["error"],
+        graded_at=_time(r["graded_at"]),
+        selected=bool(r["selected"]),
+        voided=bool(r["voided"]),
+    )
+
+
+class Store:
+    """The contest folder's database; safe to share between threads (one connection, one lock)."""
+
+    def __init__(self, folder: Path):
+        self.folder = folder
+        self.uploads = folder / UPLOADS
+        self.uploads.mkdir(exist_ok=True)
+        self._lock = threading.RLock()
+        self._db = sqlite3.connect(folder / DATABASE, check_same_thread=False, isolation_level=None)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=FULL")  # a committed upload survives a power cut, not just kill -9
+        self._db.executescript(SCHEMA)
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                yield self._db
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def _query(self, sql: str, args: tuple = ()) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, args).fetchall()
+
+    # --- Submissions ---------------------------------------------------------------------------------------
+
+    def accept(self, student: str, task: str, at: datetime, write: Callable[[Path], str]) -> int:
+        """Record an accepted upload: ``write(folder)`` saves its files into the new, empty ``folder`` and
+        returns the path to grade (relative to ``folder``); the queued row is committed only once they are
+        written (and synced). Returns the submission's id."""
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO submissions (student, task, received_at, status) VALUES (?, ?, ?, ?)",
+                (student, task, at.isoformat(), QUEUED),
+            )
+            sid = int(cursor.lastrowid or 0)
+            folder = self.uploads / str(sid)
+            if folder.exists():  # left by an upload whose row was never committed (killed in between)
+                shutil.rmtree(folder)
+            folder.mkdir()
+            try:
+                inner = write(folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+            path = (folder / inner).relative_to(self.folder).as_posix()
+            db.execute("UPDATE submissions SET path = ? WHERE id = ?", (path, sid))
+        return sid
+
+    def reject(self, student: str, task: str, at: datetime, reason: str) -> int:
+        """Record an upload refused as not a valid submission (its files are not kept)."""
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO submissions (student, task, received_at, status, error) VALUES (?, ?, ?, ?, ?)",
+                (student, task, at.isoformat(), REJECTED, reason),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def finish(self, sid: int, at: datetime, result: dict[str, Any]) -> bool:
+        """Record the grader's ``result`` for a queued submission (``{"error": ...}``: failed), in one
+        transaction; False (and nothing written) if it is no longer queued: it is graded exactly once."""
+        error = result.get("error")
+        with self._transaction() as db:
+            row = db.execute("SELECT task, status FROM submissions WHERE id = ?", (sid,)).fetchone()
+            if row is None or row["status"] != QUEUED:
+                return False
+            if error:
+                db.execute(
+                    "UPDATE submissions SET status = ?, error = ?, graded_at = ? WHERE id = ?",
+                    (FAILED, str(error), at.isoformat(), sid),
+                )
+                return True
+            milestone = next((m for m in result.get("milestones", []) if m.get("id") == row["task"]), None)
+            if milestone is None:
+                db.execute(
+                    "UPDATE submissions SET status = ?, error = ?, report = ?, graded_at = ? WHERE id = ?",
+                    (FAILED, f"the report has no {row['task']} milestone", json.dumps(result), at.isoformat(), sid),
+                )
+                return True
+            db.execute(
+                "UPDATE submissions SET status = ?, score = ?, max_score = ?, report = ?, graded_at = ? WHERE id = ?",
+                (
+                    GRADED,
+                    float(milestone.get("score", 0)),
+                    float(milestone.get("max_score", 0)),
+                    json.dumps(result),
+                    at.isoformat(),
+                    sid,
+                ),
+            )
+        return True
+
+    def requeue(self, sid: int) -> bool:
+        """Queue a failed submission again (the coach, once the grader is fixed); False if it is not failed."""
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE submissions SET status = ?, error = NULL, report = NULL, graded_at = NULL "
+                "WHERE id = ? AND status = ?",
+                (QUEUED, sid, FAILED),
+            )
+            return cursor.rowcount > 0
+
+    def get(self, sid: int) -> Row | None:
+        rows = self._query("SELECT * FROM submissions WHERE id = ?", (sid,))
+        return _row(rows[0]) if rows else None
+
+    def queued(self) -> list[Row]:
+        """Every submission still waiting for its grade, in arrival order."""
+        return [_row(r) for r in self._query("SELECT * FROM submissions WHERE status = ? ORDER BY id", (QUEUED,))]
+
+    def of(self, student: str) -> list[Row]:
+        return [_row(r) for r in self._query("SELECT * FROM submissions WHERE student = ? ORDER BY id", (student,))]
+
+    def all(self, reports: bool = True) -> list[Row]:
+        """Every submission, oldest first; without ``reports`` their reports are not read (None): the scoreboard
+        needs only the scores."""
+        columns = "*" if reports else ", ".join(c for c in COLUMNS if c != "report")
+        return [_row(r) for r in self._query(f"SELECT {columns} FROM submissions ORDER BY id")]
+
+    def set_selected(self, sid: int, selected: bool) -> None:
+        with self._transaction() as db:
+            db.execute("UPDATE submissions SET selected = ? WHERE id = ?", (int(selected), sid))
+
+    def set_voided(self, sid: int, voided: bool) -> bool:
+        with self._transaction() as db:
+            return db.execute("UPDATE submissions SET voided = ? WHERE id = ?", (int(voided), sid)).rowcount > 0
+
+    # --- Logins, events, the coach's changes -----------------------------------------------------------------
+
+    def first_login(self, student: str) -> datetime | None:
+        rows = self._query("SELECT first_login FROM logins WHERE student = ?", (student,))
+        return datetime.fromisoformat(rows[0]["first_login"]) if rows else None
+
+    def first_logins(self) -> dict[str, datetime]:
+        return {r["student"]: datetime.fromisoformat(r["first_login"]) for r in self._query("SELECT * FROM logins")}
+
+    def record_login(self, student: str, at: datetime) -> datetime:
+        """The student's first login, recorded now if this is it."""
+        with self._transaction() as db:
+            db.execute("INSERT OR IGNORE INTO logins (student, first_login) VALUES (?, ?)", (student, at.isoformat()))
+        first = self.first_login(student)
+        assert first is not None
+        return first
+
+    def event(self, at: datetime, student: str | None, kind: str, detail: str) -> None:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO events (at, student, kind, detail) VALUES (?, ?, ?, ?)",
+                (at.isoformat(timespec="seconds"), student, kind, detail),  # read by people, not sorted to the µs
+            )
+
+    def events(self, student: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
+        if student is None:
+            rows = self._query("SELECT * FROM events ORDER BY id DESC LIMIT ?", (limit,))
+        else:
+            rows = self._query("SELECT * FROM events WHERE student = ? ORDER BY id DESC LIMIT ?", (student, limit))
+        return [dict(r) for r in rows]
+
+    def setting(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM settings WHERE key = ?", (key,))
+        return rows[0]["value"] if rows else None
+
+    def set_setting(self, key: str, value: str | None) -> None:
+        with self._transaction() as db:
+            if value is None:
+                db.execute("DELETE FROM settings WHERE key = ?", (key,))
+            else:
+                db.execute("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", (key, value))
+
+    def extra_minutes(self) -> dict[str, float]:
+        """The minutes the coach added to students' windows while the contest ran (beyond contest.toml's)."""
+        return {r["student"]: r["minutes"] for r in self._query("SELECT * FROM extra_time")}
+
+    def add_extra_minutes(self, student: str, minutes: float) -> float:
+        with self._transaction() as db:
+            db.execute(
+                "INSERT INTO extra_time (student, minutes) VALUES (?, ?) "
+                "ON CONFLICT (student) DO UPDATE SET minutes = minutes + excluded.minutes",
+                (student, minutes),
+            )
+        return self.extra_minutes()[student]

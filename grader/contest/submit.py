@@ -1,0 +1,130 @@
+"""``grade submit``: upload to a contest server, wait for the grade, print what the contest lets you see.
+
+Standard library only (urllib), so that the student release needs nothing more. The token comes from
+``--token`` or, better (it stays out of the shell history and the process list), ``$GPTKIT_CONTEST_TOKEN``.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader.milestones import MILESTONES
+
+POLL_SECONDS = 2.0
+
+
+class SubmitError(click.ClickException):
+    exit_code = 2
+
+
+def _files(path: Path, task: str) -> list[Path]:
+    """What to upload for ``task`` from ``path``: a file as it is; from a folder, the task's exercise files."""
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        raise SubmitError(f"there is no {path}")
+    names = [f"{module}.py" for module in MILESTONES[task].modules]
+    found = [path / name for name in names if (path / name).is_file()]
+    if not found:
+        notebooks = sorted(path.glob("*.ipynb"))
+        if len(notebooks) == 1:
+            return notebooks
+        raise SubmitError(f"{path} holds none of {', '.join(names)} (and not exactly one notebook)")
+    return found
+
+
+def _multipart(files: list[Path]) -> tuple[bytes, str]:
+    boundary = "gptkit" + secrets.token_hex(16)
+    body = b""
+    for f in files:
+        body += (
+            (
+                f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{f.name}"\r\n'
+                "Content-Type: application/octet-stream\r\n\r\n"
+            ).encode()
+            + f.read_bytes()
+            + b"\r\n"
+        )
+    body += f"--{boundary}--\r\n".encode()
+    return body, f"multipart/form-data; boundary={boundary}"
+
+
+def _call(server: str, token: str, path: str, data: bytes | None = None, kind: str | None = None) -> Any:
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    if kind:
+        headers["Content-Type"] = kind
+    request = urllib.request.Request(server.rstrip("/") + path, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return json.loads(response.read().decode("utf-8"))
+    except urllib.error.HTTPError as e:
+        try:
+            detail = json.loads(e.read().decode("utf-8")).get("detail", e.reason)
+        except (ValueError, AttributeError):
+            detail = e.reason
+        raise SubmitError(f"the server refused ({e.code}): {detail}") from None
+    except urllib.error.URLError as e:
+        raise SubmitError(f"cannot reach {server}: {e.reason}") from None
+
+
+def feedback_lines(entry: dict[str, Any]) -> list[str]:
+    """A submission's visible feedback (the server's JSON) as lines to print."""
+    lines = [f"submission {entry['id']} to {entry['task']}: {entry['status']}"]
+    if entry.get("message"):
+        lines.append(f"  {entry['message']}")
+    view = entry.get("feedback") or {}
+    if view.get("feedback") == "none":
+        lines.append("  received (this contest shows no feedback yet)")
+    for task in view.get("tasks", []):
+        if "score" in task:
+            lines.append(f"  {task['id']}: {task['score']:g} / {task['max_score']:g} points")
+        elif "passed" in task:
+            lines.append(f"  {task['id']}: {'passed' if task['passed'] else 'not yet full marks'}")
+        for check in task.get("checks") or []:
+            mark = "ok  " if check.get("passed") else "FAIL"
+            message = f": {check['message']}" if check.get("message") and not check.get("passed") else ""
+            lines.append(f"    {mark} {check.get('name')}{message}")
+    return lines
+
+
+@click.command()
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option("--server", required=True, metavar="URL", help="The contest server, e.g. http://10.0.0.5:8000")
+@click.option(
+    "--token",
+    envvar="GPTKIT_CONTEST_TOKEN",
+    required=True,
+    help="Your contest token (or set GPTKIT_CONTEST_TOKEN, which keeps it out of your shell history).",
+)
+@click.option("-m", "--task", required=True, type=click.Choice(list(MILESTONES)), help="The task to submit to.")
+@click.option("--no-wait", is_flag=True, help="Upload and exit, without waiting for the grade.")
+@click.option("--wait-seconds", type=click.FloatRange(1), default=1800, show_default=True, hidden=True)
+def submit(path: Path, server: str, token: str, task: str, no_wait: bool, wait_seconds: float) -> None:
+    """Submit PATH (a folder: the task's exercise files in it; or a .py, .ipynb or .zip file) to a contest
+    server, wait for the grade and print the feedback the contest shows."""
+    files = _files(path, task)
+    me = _call(server, token, "/api/me")  # opens a personal window, as logging in on the web page does
+    if me.get("phase") != "open":
+        raise SubmitError(f"your contest window is {me.get('phase')}: submissions are closed")
+    body, kind = _multipart(files)
+    accepted = _call(server, token, f"/submit/{task}", body, kind)
+    click.echo(f"uploaded {', '.join(f.name for f in files)}: submission {accepted['id']}, queued", err=True)
+    if no_wait:
+        return
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        entry = _call(server, token, f"/api/submissions/{accepted['id']}")
+        if entry["status"] != "queued":
+            break
+        if time.monotonic() > deadline:
+            raise SubmitError(f"not graded after {wait_seconds:g} s: look later on the contest page")
+        time.sleep(POLL_SECONDS)
+    click.echo("\n".join(feedback_lines(entry)))

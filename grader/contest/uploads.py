@@ -1,0 +1,123 @@
+"""What a contest upload may be, checked before anything is kept: the task's exercise files (``m1_attention.py``
+for m1), one notebook, or a zip of either. A zip's member names are checked (no absolute path, no ``..``), its
+unpacked size capped, and only its exercise files and notebook are kept; a notebook must be valid JSON with
+cells. What passes is written as a plain folder, so the grader never unpacks anything the server did not check.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import zipfile
+from pathlib import Path, PurePosixPath
+
+from grader.milestones import MILESTONES
+
+MAX_UPLOAD_BYTES = 20 << 20  # the request's body
+MAX_ZIP_BYTES = 50 << 20  # a zip's files, unpacked
+MAX_ZIP_MEMBERS = 200
+MAX_FILES = 20  # files in one request
+NOTEBOOK = "submission.ipynb"
+
+
+class UploadError(ValueError):
+    """An upload that is not a valid submission; the message is for the student."""
+
+
+def allowed_files(task: str) -> tuple[str, ...]:
+    """The exercise files a submission to ``task`` may hold."""
+    return tuple(f"{module}.py" for module in MILESTONES[task].modules)
+
+
+def _base(name: str) -> str:
+    return name.replace("\\", "/").rsplit("/", 1)[-1]
+
+
+def _unsafe(name: str) -> bool:
+    parts = PurePosixPath(name.replace("\\", "/")).parts
+    return name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":")
+
+
+def _unzip(data: bytes, allowed: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    try:
+        archive = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise UploadError("the .zip file is not a valid zip archive") from None
+    with archive:
+        members = [m for m in archive.infolist() if not m.is_dir()]
+        for m in members:
+            if _unsafe(m.filename):
+                raise UploadError(f"the zip holds a file with an unsafe path, {m.filename!r}: no absolute paths or ..")
+        if len(members) > MAX_ZIP_MEMBERS:
+            raise UploadError(f"the zip holds {len(members)} files; at most {MAX_ZIP_MEMBERS}")
+        if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
+            raise UploadError(f"the zip unpacks to more than {MAX_ZIP_BYTES >> 20} MB")
+        kept: dict[str, bytes] = {}
+        for m in members:
+            base = _base(m.filename)
+            if "__MACOSX" in m.filename or base.startswith(".") or not (base in allowed or base.endswith(".ipynb")):
+                continue  # the rest of a student's folder: other exercises, data, editor files
+            if base in kept:
+                raise UploadError(f"the zip holds two files named {base}: keep one")
+            try:
+                kept[base] = archive.read(m)
+            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as e:
+                raise UploadError(f"cannot unpack {m.filename!r} from the zip: {e}") from None
+    if not kept:
+        raise UploadError(f"the zip holds none of {', '.join(allowed)} and no notebook")
+    return list(kept.items())
+
+
+def _notebook(name: str, data: bytes) -> None:
+    try:
+        notebook = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+        raise UploadError(f"{name} is not a valid notebook: {e}") from None
+    if not isinstance(notebook, dict) or not isinstance(notebook.get("cells"), list):
+        raise UploadError(f"{name} is not a valid notebook: it has no list of cells")
+    if notebook.get("nbformat") != 4:
+        raise UploadError(f"{name} is not a version 4 notebook (nbformat {notebook.get('nbformat')!r})")
+
+
+def check_upload(task: str, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
+    """The files to keep for an upload of ``files`` (name, bytes) to ``task``: exercise files by name, or one
+    notebook as ``submission.ipynb``. Raises UploadError with the reason otherwise."""
+    allowed = allowed_files(task)
+    files = [(_base(name), data) for name, data in files if name]
+    if not files:
+        raise UploadError("no file: choose your exercise file(s), a notebook or a zip to upload")
+    if len(files) == 1 and files[0][0].lower().endswith(".zip"):
+        files = _unzip(files[0][1], allowed)
+    notebooks = [(n, d) for n, d in files if n.endswith(".ipynb")]
+    sources = [(n, d) for n, d in files if not n.endswith(".ipynb")]
+    if notebooks:
+        if len(notebooks) > 1 or sources:
+            raise UploadError("upload one notebook on its own, or exercise files without a notebook")
+        _notebook(*notebooks[0])
+        return {NOTEBOOK: notebooks[0][1]}
+    kept: dict[str, bytes] = {}
+    for name, data in sources:
+        if name not in allowed:
+            kind = "a zip inside a zip" if name.lower().endswith(".zip") else repr(name)
+            raise UploadError(
+                f"{kind} is not a file of task {task}: upload {', '.join(allowed)}, one .ipynb notebook, or a zip"
+            )
+        if name in kept:
+            raise UploadError(f"{name} is uploaded twice")
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise UploadError(f"{name} is not UTF-8 text") from None
+        kept[name] = data
+    return kept
+
+
+def write(files: dict[str, bytes], folder: Path) -> str:
+    """Write the checked ``files`` into ``folder`` (synced to disk); the path to grade, relative to it."""
+    for name, data in files.items():
+        with open(folder / name, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+    return NOTEBOOK if NOTEBOOK in files else "."

@@ -1,0 +1,88 @@
+"""The contest's pages in a real browser: headless Chromium, driven through Selenium, against
+`grade contest serve` on loopback, as a student meets them.
+
+CI installs Debian's ``chromium`` and ``chromium-driver``; elsewhere the test is skipped, saying which is
+missing. The screenshots go to ``$GPTKIT_SCREENSHOTS`` when it is set (the README's come from here), else
+to the test's temporary folder.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.contest.commands import contest as contest_group
+from helpers import SOLUTIONS, free_port, serve_contest
+
+pytestmark = pytest.mark.slow
+webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (the dev extra)")
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+
+
+def contest_open_now(folder: Path) -> None:
+    start = (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0).isoformat()
+    (folder / "contest.toml").write_text(
+        f'title = "Browser practice"\n[window]\nstart = {start}\nduration = 60\n'
+        '[feedback]\nduring = "full"\n[scoreboard]\nmode = "public"\n[tasks.m1]\npoints = 30\n'
+    )
+    (folder / "roster.csv").write_text("student\nada\ngrace\n")
+    result = CliRunner().invoke(contest_group, ["tokens", str(folder)])
+    assert result.exit_code == 0, result.output
+
+
+@pytest.fixture
+def browser():
+    if not (CHROMIUM and DRIVER):
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--window-size=1200,900"):
+        options.add_argument(flag)
+    # The driver is named, so Selenium never looks for one on the network.
+    driver = webdriver.Chrome(service=webdriver.ChromeService(DRIVER), options=options)
+    yield driver
+    driver.quit()
+
+
+def test_a_student_logs_in_uploads_the_reference_and_appears_on_the_scoreboard(tmp_path, browser):
+    folder = tmp_path / "round"
+    folder.mkdir()
+    contest_open_now(folder)
+    token = dict(line.split(",", 1) for line in (folder / "tokens.csv").read_text().splitlines()[1:])["ada"]
+    shots = Path(os.environ.get("GPTKIT_SCREENSHOTS") or tmp_path)
+    shots.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    server = serve_contest(folder, port)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        browser.get(base + "/")
+        box = browser.find_element(By.NAME, "token")
+        box.send_keys(token)
+        box.submit()
+        WebDriverWait(browser, 20).until(lambda b: "Logged in as" in b.page_source)
+
+        form = browser.find_element(By.CSS_SELECTOR, 'form[action="/submit/m1"]')
+        form.find_element(By.NAME, "files").send_keys(str(SOLUTIONS / "m1_attention.py"))
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        # The page reloads itself while the submission waits: no reload from the test.
+        WebDriverWait(browser, 180, poll_frequency=1).until(lambda b: "30 / 30" in b.page_source)
+        browser.save_screenshot(str(shots / "student-page.png"))
+
+        browser.get(base + "/scoreboard")
+        row = browser.find_element(By.XPATH, "//tr[td[normalize-space()='ada']]")
+        assert row.find_elements(By.TAG_NAME, "td")[0].text == "1", row.text
+        assert "30" in row.find_elements(By.TAG_NAME, "td")[-1].text, row.text
+        browser.save_screenshot(str(shots / "scoreboard.png"))
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        server.wait(timeout=30)

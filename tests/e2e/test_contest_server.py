@@ -1,0 +1,369 @@
+"""The contest server (grader/contest/server.py) through FastAPI's TestClient, with a clock the tests set.
+
+A TestClient used outside ``with`` runs no lifespan, so no grading: those tests check logins, uploads and
+refusals, fast. The slow ones start the grading queue (the sandboxed batch path) and grade real uploads.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+import zipfile
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from grader.contest.commands import contest as contest_group
+from grader.contest.server import create_app
+from grader.contest.store import Store
+from grader.contest.submit import feedback_lines
+from grader.contest.uploads import UploadError, check_upload
+from helpers import EXERCISES, REPO, SOLUTIONS, cli, free_port, serve_contest
+
+START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+CONTEST = """
+title = "Server test"
+[window]
+start = 2026-03-14T09:00:00Z
+duration = 60
+[feedback]
+during = "full"
+[scoreboard]
+mode = "public"
+[tasks.m1]
+points = 30
+[tasks.m2]
+points = 20
+max_submissions = 1
+scoring = "selected"
+select = 1
+"""
+
+
+class Clock:
+    def __init__(self, minutes: float = 10):
+        self.now = START + timedelta(minutes=minutes)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "contest.toml").write_text(CONTEST)
+    (tmp_path / "roster.csv").write_text("student\nada\nalan\ngrace\n")
+    result = CliRunner().invoke(contest_group, ["tokens", str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    return tmp_path
+
+
+def tokens(folder: Path) -> dict[str, str]:
+    lines = (folder / "tokens.csv").read_text().splitlines()[1:]
+    found = dict(line.split(",", 1) for line in lines)
+    found["coach"] = (folder / "admin.token").read_text().strip()
+    return found
+
+
+def auth(folder: Path, who: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tokens(folder)[who]}"}
+
+
+def upload(client: TestClient, folder: Path, who: str, task: str, files: list[tuple[str, bytes]]):
+    parts = [("files", (name, data, "application/octet-stream")) for name, data in files]
+    return client.post(f"/submit/{task}", files=parts, headers=auth(folder, who))
+
+
+def reference() -> list[tuple[str, bytes]]:
+    return [("m1_attention.py", (SOLUTIONS / "m1_attention.py").read_bytes())]
+
+
+def zipped(members: dict[str, bytes]) -> bytes:
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+    return out.getvalue()
+
+
+def wait_graded(client: TestClient, folder: Path, who: str, sid: int, seconds: float = 120) -> dict:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        entry = client.get(f"/api/submissions/{sid}", headers=auth(folder, who)).json()
+        if entry["status"] != "queued":
+            return entry
+        time.sleep(0.3)
+    raise AssertionError(f"submission {sid} not graded in {seconds} s")
+
+
+# --- Logins and who may see what --------------------------------------------------------------------------------
+
+
+def test_login_form_sets_a_cookie_and_me_records_the_first_login(folder):
+    clock = Clock()
+    client = TestClient(create_app(folder, clock))
+    assert "token" in client.get("/").text
+    refused = client.post("/login", data={"token": "not-a-token"}, follow_redirects=False)
+    assert refused.status_code == 401
+    ok = client.post("/login", data={"token": tokens(folder)["ada"]}, follow_redirects=False)
+    assert ok.status_code == 303 and ok.headers["location"] == "/me"
+    assert "httponly" in ok.headers["set-cookie"].lower()
+    page = client.get("/me")
+    assert page.status_code == 200 and "ada" in page.text and "Submit to m1" in page.text
+    assert Store(folder).first_login("ada") == clock.now
+    events = Store(folder).events()
+    assert events[-1]["kind"] == "login refused" and "not-a-token" not in json.dumps(events)
+
+
+def test_no_token_is_401_and_a_student_token_on_coach_pages_is_403(folder):
+    client = TestClient(create_app(folder, Clock()))
+    assert client.get("/me").status_code == 401
+    assert client.get("/coach", headers=auth(folder, "ada")).status_code == 403
+    assert client.post("/coach/freeze", headers=auth(folder, "ada")).status_code == 403
+    assert client.post("/coach/extend", data={"minutes": "10"}, headers=auth(folder, "ada")).status_code == 403
+    assert client.get("/coach", headers=auth(folder, "coach")).status_code == 200
+    assert client.get("/me", headers=auth(folder, "coach")).status_code == 403
+
+
+def test_a_submission_is_its_students_only(folder):
+    client = TestClient(create_app(folder, Clock()))
+    accepted = upload(client, folder, "ada", "m1", reference())
+    assert accepted.status_code == 202, accepted.text
+    sid = accepted.json()["id"]
+    assert client.get(f"/api/submissions/{sid}", headers=auth(folder, "ada")).json()["status"] == "queued"
+    assert client.get(f"/api/submissions/{sid}", headers=auth(folder, "alan")).status_code == 404
+    assert client.get(f"/api/submissions/{sid}", headers=auth(folder, "coach")).json()["student"] == "ada"
+    assert (folder / "uploads" / str(sid) / "m1_attention.py").read_bytes() == reference()[0][1]
+
+
+# --- Uploads refused --------------------------------------------------------------------------------------------
+
+
+def test_upload_after_the_end_is_refused_and_recorded(folder):
+    clock = Clock(minutes=61)
+    client = TestClient(create_app(folder, clock))
+    refused = upload(client, folder, "ada", "m1", reference())
+    assert refused.status_code == 403 and "ended" in refused.json()["detail"]
+    assert Store(folder).all() == []
+    assert [e["kind"] for e in Store(folder).events("ada")] == ["refused"]
+
+
+def test_unsafe_zip_bad_notebook_and_wrong_names_are_400(folder):
+    client = TestClient(create_app(folder, Clock()))
+    evil = upload(client, folder, "ada", "m1", [("work.zip", zipped({"../evil.py": b"x = 1"}))])
+    assert evil.status_code == 400 and "unsafe path" in evil.json()["detail"]
+    absolute = upload(client, folder, "ada", "m1", [("work.zip", zipped({"/etc/m1_attention.py": b"x = 1"}))])
+    assert absolute.status_code == 400
+    notebook = upload(client, folder, "ada", "m1", [("mine.ipynb", b'{"cells": [')])
+    assert notebook.status_code == 400 and "not a valid notebook" in notebook.json()["detail"]
+    wrong = upload(client, folder, "ada", "m1", [("m2_model.py", b"x = 1")])
+    assert wrong.status_code == 400 and "m1_attention.py" in wrong.json()["detail"]
+    assert upload(client, folder, "ada", "m9", reference()).status_code == 404
+    rows = Store(folder).all()
+    assert [r.status for r in rows] == ["rejected"] * 4 and not any((folder / "uploads").iterdir())
+    assert len([e for e in Store(folder).events("ada") if e["kind"] == "refused"]) == 5
+
+
+def test_check_upload_keeps_a_zips_exercise_files_and_a_notebook():
+    files = check_upload("m1", [("w.zip", zipped({"work/m1_attention.py": b"a = 1", "work/data.txt": b"."}))])
+    assert files == {"m1_attention.py": b"a = 1"}
+    notebook = json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": []}).encode()
+    assert check_upload("m1", [("x.ipynb", notebook)]) == {"submission.ipynb": notebook}
+    with pytest.raises(UploadError, match="one notebook"):
+        check_upload("m1", [("x.ipynb", notebook), ("m1_attention.py", b"")])
+    with pytest.raises(UploadError, match="not a valid zip"):
+        check_upload("m1", [("x.zip", b"PK nonsense")])
+
+
+def test_the_cap_counts_graded_submissions_only(folder):
+    clock = Clock()
+    client = TestClient(create_app(folder, clock))
+    store = Store(folder)
+    m2 = [("m2_model.py", (SOLUTIONS / "m2_model.py").read_bytes())]
+    first = upload(client, folder, "ada", "m2", m2).json()["id"]
+    assert upload(client, folder, "ada", "m2", m2).status_code == 403  # one is queued: it may be graded
+    store.finish(first, clock.now, {"error": "the grader broke"})  # failed: it costs nothing
+    failed = client.get(f"/api/submissions/{first}", headers=auth(folder, "ada")).json()
+    assert failed["status"] == "failed" and "grader broke" not in json.dumps(failed)
+    assert "the grader broke" in client.get("/coach", headers=auth(folder, "coach")).text
+    clock.now += timedelta(minutes=1)
+    second = upload(client, folder, "ada", "m2", m2)
+    assert second.status_code == 202
+    report = {"milestones": [{"id": "m2", "title": "The full TinyGPT", "score": 5, "max_score": 10, "checks": []}]}
+    assert store.finish(second.json()["id"], clock.now, report)
+    refused = upload(client, folder, "ada", "m2", m2)
+    assert refused.status_code == 403 and "all 1 graded submissions" in refused.json()["detail"]
+    assert client.post(f"/select/{first}", headers=auth(folder, "ada")).status_code == 409  # failed: not selectable
+    assert client.post(f"/select/{second.json()['id']}", headers=auth(folder, "ada")).json()["selected"]
+    assert client.post(f"/select/{second.json()['id']}", headers=auth(folder, "alan")).status_code == 404
+    board = client.get("/api/scoreboard", headers=auth(folder, "alan")).json()
+    assert board["rows"][0]["student"] == "ada" and board["rows"][0]["tasks"]["m2"] == 10
+    coach = auth(folder, "coach")
+    assert client.post(f"/coach/regrade/{second.json()['id']}", headers=coach).status_code == 409
+    assert client.post(f"/coach/regrade/{first}", headers=coach).json()["status"] == "queued"
+    assert store.get(first).status == "queued" and store.get(first).error is None
+
+
+def test_uploads_are_rate_limited_per_token(folder):
+    client = TestClient(create_app(folder, Clock(), uploads_per_minute=2))
+    bad = [("m1_attention.py", b"\xff")]
+    assert [upload(client, folder, "ada", "m1", bad).status_code for _ in range(3)] == [400, 400, 429]
+    assert upload(client, folder, "alan", "m1", bad).status_code == 400
+
+
+def test_coach_extends_adds_time_voids_and_freezes(folder):
+    clock = Clock(minutes=61)
+    client = TestClient(create_app(folder, clock))
+    coach = auth(folder, "coach")
+    assert upload(client, folder, "ada", "m1", reference()).status_code == 403
+    assert client.post("/coach/extra-time", data={"student": "ada", "minutes": "5"}, headers=coach).status_code == 200
+    assert (
+        client.post("/coach/extra-time", data={"student": "nobody", "minutes": "5"}, headers=coach).status_code == 400
+    )
+    accepted = upload(client, folder, "ada", "m1", reference())
+    assert accepted.status_code == 202
+    assert upload(client, folder, "alan", "m1", reference()).status_code == 403
+    assert client.post("/coach/extend", data={"minutes": "10"}, headers=coach).json()["extend_minutes"] == 10
+    alan = upload(client, folder, "alan", "m1", reference()).json()["id"]
+    report = {"milestones": [{"id": "m1", "title": "t", "score": 27, "max_score": 27, "checks": []}]}
+    assert Store(folder).finish(alan, clock.now, report)
+    clock.now += timedelta(minutes=1)
+    assert client.post("/coach/freeze", headers=coach).status_code == 200
+    clock.now += timedelta(minutes=1)
+    grace = upload(client, folder, "grace", "m1", reference()).json()["id"]
+    assert Store(folder).finish(grace, clock.now, report)
+    frozen = client.get("/api/scoreboard", headers=auth(folder, "ada")).json()
+    assert frozen["frozen_at"] and [(r["student"], r["total"]) for r in frozen["rows"]][:2] == [
+        ("alan", 30),
+        ("ada", 0),
+    ]
+    live = client.get("/api/scoreboard", headers=coach).json()
+    assert live["live"] and live["rows"][0]["student"] == "alan" and live["rows"][1]["student"] == "grace"
+    assert client.post(f"/coach/void/{alan}", headers=coach).json()["voided"]  # counts for nothing, anywhere
+    live = client.get("/api/scoreboard", headers=coach).json()
+    assert [(r["student"], r["total"]) for r in live["rows"]][0] == ("grace", 30)
+    assert all(r["total"] == 0 for r in client.get("/api/scoreboard", headers=auth(folder, "ada")).json()["rows"])
+    client.post("/coach/unfreeze", headers=coach)
+    assert client.get("/api/scoreboard", headers=auth(folder, "grace")).json()["frozen_at"] is None
+    assert "Live standings" in client.get("/coach", headers=coach).text
+
+
+def test_a_browser_logs_in_uploads_and_sees_full_feedback(folder):
+    """The pages as a browser uses them: a cookie, form posts answered with redirects, errors as pages."""
+    clock = Clock()
+    client = TestClient(create_app(folder, clock), headers={"Accept": "text/html"})
+    client.post("/login", data={"token": tokens(folder)["ada"]})
+    files = [("files", ("m1_attention.py", reference()[0][1], "text/x-python"))]
+    sent = client.post("/submit/m1", files=files, follow_redirects=False)
+    assert sent.status_code == 303 and sent.headers["location"].startswith("/me#submission-")
+    report = json.loads((REPO / "tests" / "unit" / "data" / "graded-m1-m2.json").read_text())
+    assert Store(folder).finish(1, clock.now, report)
+    page = client.get("/me").text
+    assert "7.98 / 30" in page and "causal_mask(T) is the lower-triangular matrix of ones" in page
+    bad = client.post("/submit/m1", files=[("files", ("notes.txt", b"hi", "text/plain"))])
+    assert bad.status_code == 400 and "<strong>400</strong>" in bad.text and "notes.txt" in bad.text
+    assert "Refused at" in client.get("/me").text
+    board = client.get("/scoreboard")
+    assert board.status_code == 200 and "<td>ada</td>" in board.text
+    assert client.post("/logout", follow_redirects=False).headers["location"] == "/"
+    client.cookies.clear()
+    assert client.get("/me").status_code == 401
+
+
+def test_a_personal_window_opens_at_the_first_visit(folder):
+    text = CONTEST.replace("start = 2026-03-14T09:00:00Z", "personal = true")
+    (folder / "contest.toml").write_text(text)
+    clock = Clock(minutes=500)
+    client = TestClient(create_app(folder, clock))
+    refused = upload(client, folder, "ada", "m1", reference())
+    assert refused.status_code == 403 and "log in to start it" in refused.json()["detail"]
+    me = client.get("/api/me", headers=auth(folder, "ada")).json()
+    assert me["phase"] == "open" and me["remaining_seconds"] == 3600
+    assert upload(client, folder, "ada", "m1", reference()).status_code == 202
+    clock.now += timedelta(minutes=60)
+    assert client.get("/api/me", headers=auth(folder, "ada")).json()["phase"] == "ended"
+
+
+# --- Grading ----------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+def test_queued_upload_survives_a_restart_is_graded_once_and_scored(folder):
+    """An upload left queued by a server that stopped before grading it is graded by the next one, once;
+    the reference scores full marks, a stub zero, and the scoreboard shows it."""
+    clock = Clock()
+    stopped = TestClient(create_app(folder, clock))  # no lifespan: nothing graded
+    sid = upload(stopped, folder, "ada", "m1", reference()).json()["id"]
+    assert Store(folder).get(sid).status == "queued"
+    del stopped
+
+    with TestClient(create_app(folder, clock, workers=2)) as client:
+        entry = wait_graded(client, folder, "ada", sid)
+        assert entry["status"] == "graded", entry
+        task = entry["feedback"]["tasks"][0]
+        assert task["id"] == "m1" and task["score"] == task["max_score"] == 30
+        assert all(check["passed"] for check in task["checks"])
+        assert "30 / 30 points" in "\n".join(feedback_lines(entry))
+
+        stub = [("m1_attention.py", (EXERCISES / "m1_attention.py").read_bytes())]
+        clock.now += timedelta(minutes=1)
+        zero = wait_graded(client, folder, "alan", upload(client, folder, "alan", "m1", stub).json()["id"])
+        assert zero["status"] == "graded" and zero["feedback"]["tasks"][0]["score"] == 0
+
+        board = client.get("/api/scoreboard", headers=auth(folder, "grace")).json()
+        assert [(r["student"], r["total"]) for r in board["rows"]][:2] == [("ada", 30), ("alan", 0)]
+        assert "graded" in client.get("/me", headers=auth(folder, "ada")).text
+
+    row = Store(folder).get(sid)
+    assert row.status == "graded" and not Store(folder).finish(sid, clock.now, {"error": "again"})
+    assert [r.id for r in Store(folder).all() if r.status == "graded"] == [sid, sid + 1]
+
+
+@pytest.mark.slow
+def test_serve_and_grade_submit_survive_kill_9(folder):
+    """`grade contest serve` and `grade submit`, as run by a coach and a student: an upload accepted just
+    before the server is killed with -9 is graded, once, by the next server."""
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    (folder / "contest.toml").write_text(
+        CONTEST.replace("2026-03-14T09:00:00Z", (now - timedelta(minutes=1)).isoformat())
+    )
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    env = {**os.environ, "GPTKIT_CONTEST_TOKEN": tokens(folder)["ada"]}
+    first = serve_contest(folder, port)
+    try:
+        sent = cli("submit", str(SOLUTIONS), "--server", url, "-m", "m1", "--no-wait", env=env, timeout=60)
+        assert sent.returncode == 0, sent.stderr
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait()
+    assert [(r.id, r.status) for r in Store(folder).all()] == [(1, "queued")]
+    second = serve_contest(folder, port)
+    try:
+        graded = cli("submit", str(EXERCISES), "--server", url, "-m", "m1", env=env, timeout=180)
+        assert graded.returncode == 0, graded.stderr
+        assert "submission 2 to m1: graded" in graded.stdout and "m1: 0 / 30 points" in graded.stdout
+        assert "FAIL" in graded.stdout
+        request = urllib.request.Request(
+            f"{url}/api/submissions/1", headers={"Authorization": f"Bearer {env['GPTKIT_CONTEST_TOKEN']}"}
+        )
+        with urllib.request.urlopen(request, timeout=10) as response:
+            entry = json.loads(response.read())
+        assert entry["status"] == "graded" and entry["feedback"]["tasks"][0]["score"] == 30
+        refused = cli("submit", str(SOLUTIONS), "--server", url, "-m", "m1", "--token", "wrong", timeout=60)
+        assert refused.returncode == 2 and "401" in refused.stderr
+    finally:
+        second.send_signal(signal.SIGINT)
+        try:
+            second.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(second.pid, signal.SIGKILL)
+            raise AssertionError("the server did not stop within 30 s of Ctrl-C") from None
+    assert [r.status for r in Store(folder).all()] == ["graded", "graded"]
