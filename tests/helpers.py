@@ -199,15 +199,19 @@ def free_port() -> int:
 
 
 def serve_contest(folder: Path, port: int) -> subprocess.Popen:
-    """`grade contest serve FOLDER` on loopback, as a coach starts it, once it answers (its own process group)."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port), "--workers", "1"],
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
+    """`grade contest serve FOLDER` on loopback, as a coach starts it, once it answers (its own process group).
+
+    Its output goes to FOLDER/serve-PORT.log: uvicorn logs every request, and a pipe nobody reads
+    would fill and stall the server."""
+    log_path = folder / f"serve-{port}.log"
+    with open(log_path, "w") as log:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port), "--workers", "1"],
+            cwd=REPO,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:
@@ -215,7 +219,7 @@ def serve_contest(folder: Path, port: int) -> subprocess.Popen:
             return proc
         except OSError:
             if proc.poll() is not None:
-                raise AssertionError(f"the server exited: {proc.stderr.read() if proc.stderr else ''}") from None
+                raise AssertionError(f"the server exited: {log_path.read_text()}") from None
             time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
     raise AssertionError("the server did not answer within 60 s")

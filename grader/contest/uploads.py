@@ -84,7 +84,10 @@ def check_upload(task: str, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
     """The files to keep for an upload of ``files`` (name, bytes) to ``task``: exercise files by name, or one
     notebook as ``submission.ipynb``. Raises UploadError with the reason otherwise."""
     allowed = allowed_files(task)
-    files = [(_base(name), data) for name, data in files if name]
+    files = [(name, data) for name, data in files if name]
+    for name, _ in files:  # a browser or `grade submit` sends a plain name: a path or a control character is hostile
+        if "/" in name or "\\" in name or name in (".", "..") or any(ord(c) < 32 or ord(c) == 127 for c in name):
+            raise UploadError(f"{name!r} is not a plain file name: upload {', '.join(allowed)}, a notebook or a zip")
     if not files:
         raise UploadError("no file: choose your exercise file(s), a notebook or a zip to upload")
     if len(files) == 1 and files[0][0].lower().endswith(".zip"):

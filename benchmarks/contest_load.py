@@ -1,0 +1,372 @@
+"""The contest server under load: many students uploading at once, next to `grade batch` on the same files.
+
+    python benchmarks/contest_load.py [--students 50] [--per-student 3] [--workers 2]
+
+A temp contest (window open now, full feedback, public scoreboard, task m1, no caps or intervals) is served by
+`grade contest serve --workers W` on a free loopback port. Each simulated student (a thread) uploads
+`--per-student` times, one after the other as a student would (upload, wait for the verdict, upload again), a
+mix of the reference, the stub and a one-line bug (`torch.tril` made `torch.triu`), over HTTP with their
+token, and polls `GET /api/submissions/{id}` until it is graded. Meanwhile one more thread polls
+`GET /api/scoreboard` every 50 ms, as the page of a student watching the board would, and times each answer.
+Then the same files, as many, are graded by `grade batch --workers W -m m1`.
+
+Printed: upload -> verdict p50/p95; scoreboard p95 while grading (target < 200 ms); submissions graded per
+second by the server (first upload to last verdict) and by the batch, and their ratio (target >= 0.9x); and,
+from DIR/contest.sqlite, the accepted uploads lost (missing, still queued) or duplicated, and the wrong scores
+(reference < full marks, stub > 0, bug = full marks, or no score). Exit status 1 if any was lost or duplicated.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from grader.contest.submit import _multipart
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from helpers import free_port  # noqa: E402 - tests/ is put on the path just above
+
+TASK = "m1"
+FILE = "m1_attention.py"
+SCOREBOARD_EVERY = 0.05  # seconds between two scoreboard requests
+RATE_LIMITED_WAIT = 6.0  # the server allows 10 uploads a minute per student: wait this long after a 429
+
+
+@dataclass
+class Upload:
+    """One submission as a student made it: what it was, what the server answered, and when."""
+
+    student: str
+    variant: str
+    status: int = 0  # the upload's HTTP status (0: no answer)
+    sid: int | None = None
+    uploaded_at: float = 0.0  # perf_counter when the upload started
+    verdict_at: float | None = None  # perf_counter when a poll first saw it no longer queued
+    verdict: str = ""
+    retries: int = 0  # 429s waited out
+
+
+@dataclass
+class Board:
+    """The scoreboard poller's latencies (seconds) and failed requests."""
+
+    latencies: list[float] = field(default_factory=list)
+    errors: int = 0
+
+
+def cpu_line() -> str:
+    """The machine the numbers come from (as benchmarks/train_speed.py prints it, with the CPU's model): a ratio
+    on 2 busy cores says little about 16 idle ones."""
+    model = platform.processor() or platform.machine()
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f"{model}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start"
+
+
+def variants() -> dict[str, bytes]:
+    """The three kinds of m1 file: full marks, zero, and a one-line bug that must lose points."""
+    reference = (ROOT / "solutions" / FILE).read_text()
+    assert reference.count("torch.tril") == 1, "the bug replaces the one torch.tril of the reference"
+    return {
+        "reference": reference.encode(),
+        "stub": (ROOT / "exercises" / FILE).read_bytes(),
+        "buggy": reference.replace("torch.tril", "torch.triu").encode(),
+    }
+
+
+def plan(students: int, per_student: int) -> dict[str, list[str]]:
+    """Each student's variants in order, cycling so that every kind is graded by every worker and at every
+    moment of the run (not all references first)."""
+    kinds = list(variants())
+    return {f"student{s:03d}": [kinds[(s + k) % len(kinds)] for k in range(per_student)] for s in range(students)}
+
+
+def make_contest(folder: Path, students: list[str]) -> dict[str, str]:
+    """A contest open now for a day: full feedback, a public board, m1 without caps or intervals, so that the
+    policy refuses nothing and every upload is graded. Returns each student's token (from `grade contest
+    tokens`, as a coach makes them)."""
+    start = datetime.now(timezone.utc) - timedelta(minutes=1)
+    folder.mkdir(parents=True)
+    (folder / "contest.toml").write_text(
+        f'title = "Load benchmark"\n[window]\nstart = {start.strftime("%Y-%m-%dT%H:%M:%SZ")}\nduration = 1440\n'
+        '[feedback]\nduring = "full"\n[scoreboard]\nmode = "public"\n'
+        f"[tasks.{TASK}]\npoints = 30\nmin_interval = 0\n"
+    )
+    (folder / "roster.csv").write_text("student\n" + "".join(f"{s}\n" for s in students))
+    subprocess.run(
+        [sys.executable, "-m", "grader", "contest", "tokens", str(folder)], cwd=ROOT, check=True, capture_output=True
+    )
+    lines = (folder / "tokens.csv").read_text().splitlines()[1:]
+    return dict(line.split(",", 1) for line in lines)
+
+
+def serve(folder: Path, port: int, workers: int, log: Path) -> subprocess.Popen:
+    """`grade contest serve` as a coach starts it, in its own process group, once it answers. Its output goes
+    to a file: a pipe nobody reads would fill with access-log lines and stall the server mid-run."""
+    with open(log, "w") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port)]
+            + ["--workers", str(workers)],
+            cwd=ROOT,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
+            return proc
+        except OSError:
+            if proc.poll() is not None:
+                raise SystemExit(f"the server exited:\n{log.read_text()[-3000:]}") from None
+            time.sleep(0.2)
+    stop(proc)
+    raise SystemExit("the server did not answer within 120 s")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop the server as Ctrl-C does (its lifespan ends the grading pool), then for good if it hangs."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
+def call(url: str, token: str, data: bytes | None = None, kind: str | None = None) -> tuple[int, dict]:
+    """(HTTP status, JSON body) of one request with the student's Bearer token; an HTTP error is an answer too."""
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    if kind:
+        headers["Content-Type"] = kind
+    request = urllib.request.Request(url, data=data, headers=headers)
+    try:
+        with urllib.request.urlopen(request, timeout=120) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, {}
+
+
+def student(
+    base: str, token: str, name: str, kinds: list[str], folder: Path, out: list[Upload], wait: float, poll: float
+):
+    """One student: upload each file in turn and wait for its verdict before the next, as `grade submit` does
+    (it polls every 2 s; here every ``poll`` s, so that the poll adds little to the measured time)."""
+    for kind in kinds:
+        body, content_type = _multipart([folder / kind / FILE])
+        upload = Upload(name, kind, uploaded_at=time.perf_counter())
+        out.append(upload)
+        while True:
+            upload.status, answer = call(f"{base}/submit/{TASK}", token, body, content_type)
+            if upload.status != 429 or upload.retries >= 20:
+                break
+            upload.retries += 1
+            time.sleep(RATE_LIMITED_WAIT)
+        if not 200 <= upload.status < 300:
+            continue
+        upload.sid = answer["id"]
+        deadline = time.monotonic() + wait
+        while time.monotonic() < deadline:
+            status, entry = call(f"{base}/api/submissions/{upload.sid}", token)
+            if status == 200 and entry["status"] != "queued":
+                upload.verdict_at, upload.verdict = time.perf_counter(), entry["status"]
+                break
+            time.sleep(poll)
+
+
+def watch_board(base: str, token: str, board: Board, done: threading.Event) -> None:
+    """Poll the scoreboard while grading goes on: it reads every submission on each request, so it is the page
+    that slows down as the contest fills up, and the one a whole class keeps open."""
+    while not done.is_set():
+        started = time.perf_counter()
+        status, _ = call(f"{base}/api/scoreboard", token)
+        if status == 200:
+            board.latencies.append(time.perf_counter() - started)
+        else:
+            board.errors += 1
+        done.wait(SCOREBOARD_EVERY)
+
+
+def run_contest(args, tmp: Path, files: Path) -> tuple[list[Upload], Board, Path]:
+    """Serve a fresh contest, let every student submit at once, and stop the server once all have their
+    verdicts. Returns the uploads, the scoreboard's latencies and the contest folder."""
+    schedule = plan(args.students, args.per_student)
+    folder = tmp / "contest"
+    tokens = make_contest(folder, list(schedule))
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = serve(folder, port, args.workers, tmp / "server.log")
+    uploads: list[Upload] = []
+    board = Board()
+    done = threading.Event()
+    try:
+        threads = [
+            threading.Thread(
+                target=student, args=(base, tokens[name], name, kinds, files, uploads, args.wait, args.poll)
+            )
+            for name, kinds in schedule.items()
+        ]
+        watcher = threading.Thread(target=watch_board, args=(base, next(iter(tokens.values())), board, done))
+        watcher.start()
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        done.set()
+        watcher.join()
+    finally:
+        done.set()
+        stop(proc)
+    return uploads, board, folder
+
+
+def run_batch(args, tmp: Path, uploads: list[Upload], files: Path) -> tuple[float, Path]:
+    """`grade batch` on the same files, one folder per submission, m1 only as the contest grades it: the
+    throughput a coach would get by collecting the uploads and grading them afterwards. Returns the wall
+    seconds (the command's own start-up included, as a coach would wait for it) and the gradebook."""
+    class_dir = tmp / "class"
+    for i, upload in enumerate(uploads):
+        target = class_dir / f"s{i:04d}-{upload.variant}"
+        target.mkdir(parents=True)
+        shutil.copy(files / upload.variant / FILE, target / FILE)
+    db = tmp / "grades.sqlite"
+    started = time.perf_counter()
+    subprocess.run(
+        [sys.executable, "-m", "grader", "batch", str(class_dir), "-m", TASK, "--workers", str(args.workers)]
+        + ["--db", str(db)],
+        cwd=ROOT,
+        check=True,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - started, db
+
+
+def wrong(variant: str, score: float | None, max_score: float | None) -> bool:
+    """Whether a score is not what the variant deserves: the reference full marks, the stub 0, the bug less."""
+    if score is None or not max_score:
+        return True
+    if variant == "reference":
+        return score != max_score
+    if variant == "stub":
+        return score != 0
+    return score >= max_score
+
+
+def audit(folder: Path, uploads: list[Upload]) -> dict[str, int]:
+    """Count, from the contest's own database, what went wrong: an accepted upload with no row or still queued
+    (lost); a row no accepted upload accounts for, or one id handed out twice (duplicated); a grader failure;
+    and a wrong score."""
+    with sqlite3.connect(f"file:{folder / 'contest.sqlite'}?mode=ro", uri=True) as db:
+        rows = {
+            sid: (status, score, max_score)
+            for sid, status, score, max_score in db.execute("SELECT id, status, score, max_score FROM submissions")
+        }
+    accepted = [u for u in uploads if u.sid is not None]
+    ids = [u.sid for u in accepted]
+    counts = {"accepted": len(accepted), "refused": len(uploads) - len(accepted)}
+    counts["lost"] = sum(1 for sid in ids if sid not in rows or rows[sid][0] == "queued")
+    counts["duplicated"] = (len(ids) - len(set(ids))) + len(rows.keys() - set(ids))
+    counts["failed"] = sum(1 for sid in ids if rows.get(sid, ("",))[0] == "failed")
+    counts["wrong"] = sum(
+        1 for u in accepted if u.sid in rows and rows[u.sid][0] == "graded" and wrong(u.variant, *rows[u.sid][1:])
+    )
+    counts["no verdict seen"] = sum(1 for u in accepted if u.verdict_at is None)
+    return counts
+
+
+def batch_wrong(db: Path) -> int:
+    """Wrong scores in the batch's gradebook: the same rule, so that both sides graded the same thing."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute("SELECT student, status, score, max_score FROM submissions").fetchall()
+    return sum(1 for student, status, score, top in rows if wrong(student.split("-", 1)[1], score, top))
+
+
+def percentile(values: list[float], q: float) -> float:
+    """The q-th percentile (0-100), nearest rank: with a few dozen samples, no interpolation to pretend more."""
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--students", type=int, default=50, help="simulated students (default 50)")
+    parser.add_argument("--per-student", type=int, default=3, help="uploads per student (default 3)")
+    parser.add_argument("--workers", type=int, default=2, help="grading workers, server and batch (default 2)")
+    parser.add_argument("--poll", type=float, default=0.5, help="seconds between a student's polls (default 0.5)")
+    parser.add_argument("--wait", type=float, default=1800, help="seconds a student waits for a verdict")
+    args = parser.parse_args()
+    print(cpu_line(), flush=True)
+    print(f"{args.students} students x {args.per_student} uploads, {args.workers} workers", flush=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        files = tmp / "files"
+        for kind, data in variants().items():
+            (files / kind).mkdir(parents=True)
+            (files / kind / FILE).write_bytes(data)
+        uploads, board, folder = run_contest(args, tmp, files)
+        counts = audit(folder, uploads)
+        batch_seconds, db = run_batch(args, tmp, uploads, files)
+        counts["wrong (batch)"] = batch_wrong(db)
+    graded = [u for u in uploads if u.verdict_at is not None]
+    waits = [u.verdict_at - u.uploaded_at for u in graded]
+    span = max((u.verdict_at for u in graded), default=0) - min((u.uploaded_at for u in uploads), default=0)
+    first = min((u.verdict_at for u in graded), default=float("nan")) - min((u.uploaded_at for u in uploads), default=0)
+    contest_rate = len(graded) / span if span > 0 else 0.0
+    batch_rate = len(uploads) / batch_seconds
+    board_p95 = 1000 * percentile(board.latencies, 95)
+    ratio = contest_rate / batch_rate if batch_rate else float("nan")
+    print(
+        f"upload -> verdict: p50 {percentile(waits, 50):.1f} s, p95 {percentile(waits, 95):.1f} s, "
+        f"max {max(waits, default=float('nan')):.1f} s ({len(graded)} verdicts, each up to {args.poll:g} s late "
+        f"from polling); the first verdict came {first:.1f} s after the first upload (the workers' start-up)"
+    )
+    print(
+        f"scoreboard during grading: p50 {1000 * percentile(board.latencies, 50):.0f} ms, p95 {board_p95:.0f} ms "
+        f"over {len(board.latencies)} requests, {board.errors} errors (target p95 < 200 ms)"
+        + ("" if board_p95 < 200 else "  MISSED")
+    )
+    print(
+        f"throughput: contest {60 * contest_rate:.1f} submissions/min ({span:.0f} s, first upload to last verdict), "
+        f"grade batch {60 * batch_rate:.1f} submissions/min ({batch_seconds:.0f} s, its start-up included)"
+    )
+    print(
+        f"contest vs grade batch: {ratio:.2f}x the throughput (target >= 0.9x)" + ("" if ratio >= 0.9 else "  MISSED")
+    )
+    print(
+        ", ".join(f"{name} {n}" for name, n in counts.items()) + f"; 429s waited out {sum(u.retries for u in uploads)}"
+    )
+    if counts["lost"] or counts["duplicated"]:
+        sys.exit(1)
+
+
+if __name__ == "__main__":
+    main()
