@@ -21,7 +21,7 @@ from grader.sandbox.client import ForkServer, Limits
 from .discover import FoundSubmission, unpacked
 from .gradebook import Gradebook
 
-_local_server = None  # one fork server per worker process, started on its first submission
+_local_server = None  # one fork server per worker process, started by warm_up or its first submission
 _one_at_a_time = threading.Lock()  # pytest and the fork server serve one grading at a time per process
 
 
@@ -30,20 +30,32 @@ def grade_one(path: str, milestones: list[str], limits: Limits, server: str | No
 
     ``server``: the address of the batch's fork server, of which this process gets a copy.
     """
-    global _local_server
     from grader.runner import grade
     from grader.submission import prepared
 
     with _one_at_a_time:
         try:
-            if _local_server is None:
-                gc.freeze()  # what the fork server preloaded (torch): this process's collections skip it
-                _local_server = _fork_server(server, limits)
-                multiprocessing.util.Finalize(None, _local_server.close, exitpriority=10)  # atexit does not run here
+            fork_server = _this_process_server(server, limits)
             with unpacked(Path(path)) as inner, prepared(inner) as folder:
-                return grade(folder, milestones, limits, _local_server).to_json()
+                return grade(folder, milestones, limits, fork_server).to_json()
         except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
             return {"error": f"{type(e).__name__}: {e}"}
+
+
+def warm_up(limits: Limits) -> None:
+    """In a worker process: start its fork server now, so that the first submission it gets does not wait for
+    it (the contest server calls this once per worker when it starts; a failure here is retried by grade_one)."""
+    with _one_at_a_time:
+        _this_process_server(None, limits)
+
+
+def _this_process_server(server: str | None, limits: Limits) -> ForkServer:
+    global _local_server
+    if _local_server is None:
+        gc.freeze()  # what the fork server preloaded (torch): this process's collections skip it
+        _local_server = _fork_server(server, limits)
+        multiprocessing.util.Finalize(None, _local_server.close, exitpriority=10)  # atexit does not run here
+    return _local_server
 
 
 def _fork_server(address: str | None, limits: Limits):

@@ -2,9 +2,9 @@
 same sandboxed path as ``grade batch`` (``grader.batch.run.grade_one`` in a pool of worker processes).
 
 Unlike a batch, the server cannot know how many processes will grade at once, and a shared fork server waits
-for all its clients before it serves any: so each worker process starts its own, on its first submission (a
-few CPU seconds, once). The pool runs submissions first come, first served; each result is recorded by
-``Store.finish`` (one transaction, only while the row is still queued). A grader failure (the
+for all its clients before it serves any: so each worker process starts its own (a few CPU seconds, once),
+when the queue starts (``warm_up``). The pool runs submissions first come, first served; each result is
+recorded by ``Store.finish`` (one transaction, only while the row is still queued). A grader failure (the
 ``{"error": ...}`` result, or a worker process that died) marks the submission failed: not the student's
 doing, it costs them nothing.
 """
@@ -54,7 +54,12 @@ class GradingQueue:
         from grader.batch.run import _context
 
         if self._own:
+            from grader.batch.run import warm_up
+
             self._executor = ProcessPoolExecutor(self.workers, mp_context=_context())
+            # Each worker's fork server starts now, while the room logs in, not on its first submission.
+            for _ in range(self.workers):
+                self._executor.submit(warm_up, self.limits)
         for row in self.store.queued():
             self.enqueue(row.id)
 
