@@ -42,7 +42,7 @@ from grader.contest.submit import _multipart
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers import free_port  # noqa: E402 - tests/ is put on the path just above
+from helpers import free_port, serve_contest  # noqa: E402 - tests/ is put on the path just above
 
 TASK = "m1"
 FILE = "m1_attention.py"
@@ -123,31 +123,6 @@ def make_contest(folder: Path, students: list[str]) -> dict[str, str]:
     return dict(line.split(",", 1) for line in lines)
 
 
-def serve(folder: Path, port: int, workers: int, log: Path) -> subprocess.Popen:
-    """`grade contest serve` as a coach starts it, in its own process group, once it answers. Its output goes
-    to a file: a pipe nobody reads would fill with access-log lines and stall the server mid-run."""
-    with open(log, "w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port)]
-            + ["--workers", str(workers)],
-            cwd=ROOT,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        try:
-            urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
-            return proc
-        except OSError:
-            if proc.poll() is not None:
-                raise SystemExit(f"the server exited:\n{log.read_text()[-3000:]}") from None
-            time.sleep(0.2)
-    stop(proc)
-    raise SystemExit("the server did not answer within 120 s")
-
-
 def stop(proc: subprocess.Popen) -> None:
     """Stop the server as Ctrl-C does (its lifespan ends the grading pool), then for good if it hangs."""
     if proc.poll() is not None:
@@ -221,7 +196,7 @@ def run_contest(args, tmp: Path, files: Path) -> tuple[list[Upload], Board, Path
     tokens = make_contest(folder, list(schedule))
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    proc = serve(folder, port, args.workers, tmp / "server.log")
+    proc = serve_contest(folder, port, args.workers, wait=120)
     uploads: list[Upload] = []
     board = Board()
     done = threading.Event()

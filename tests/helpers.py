@@ -198,7 +198,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_contest(folder: Path, port: int) -> subprocess.Popen:
+def serve_contest(folder: Path, port: int, workers: int = 1, wait: float = 60) -> subprocess.Popen:
     """`grade contest serve FOLDER` on loopback, as a coach starts it, once it answers (its own process group).
 
     Its output goes to FOLDER/serve-PORT.log: uvicorn logs every request, and a pipe nobody reads
@@ -206,13 +206,14 @@ def serve_contest(folder: Path, port: int) -> subprocess.Popen:
     log_path = folder / f"serve-{port}.log"
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port), "--workers", "1"],
+            [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port)]
+            + ["--workers", str(workers)],
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + wait
     while time.monotonic() < deadline:
         try:
             urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=1).close()
@@ -222,4 +223,20 @@ def serve_contest(folder: Path, port: int) -> subprocess.Popen:
                 raise AssertionError(f"the server exited: {log_path.read_text()}") from None
             time.sleep(0.2)
     os.killpg(proc.pid, signal.SIGKILL)
-    raise AssertionError("the server did not answer within 60 s")
+    raise AssertionError(f"the server did not answer within {wait:g} s")
+
+
+def tokens(folder: Path) -> dict[str, str]:
+    lines = (folder / "tokens.csv").read_text().splitlines()[1:]
+    found = dict(line.split(",", 1) for line in lines)
+    found["coach"] = (folder / "admin.token").read_text().strip()
+    return found
+
+
+def auth(folder: Path, who: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {tokens(folder)[who]}"}
+
+
+def upload(client, folder: Path, who: str, task: str, files: list[tuple[str, bytes]]):
+    parts = [("files", (name, data, "application/octet-stream")) for name, data in files]
+    return client.post(f"/submit/{task}", files=parts, headers=auth(folder, who))

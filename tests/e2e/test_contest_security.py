@@ -30,7 +30,7 @@ from grader.contest import server as server_module
 from grader.contest.commands import contest as contest_group
 from grader.contest.server import create_app
 from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES
-from helpers import SOLUTIONS
+from helpers import SOLUTIONS, auth, tokens, upload
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 CONTEST = """
@@ -69,22 +69,6 @@ def folder(tmp_path: Path) -> Path:
     result = CliRunner().invoke(contest_group, ["tokens", str(contest)])
     assert result.exit_code == 0, result.output
     return contest
-
-
-def tokens(folder: Path) -> dict[str, str]:
-    lines = (folder / "tokens.csv").read_text().splitlines()[1:]
-    found = dict(line.split(",", 1) for line in lines)
-    found["coach"] = (folder / "admin.token").read_text().strip()
-    return found
-
-
-def auth(folder: Path, who: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {tokens(folder)[who]}"}
-
-
-def upload(client: TestClient, folder: Path, who: str, task: str, files: list[tuple[str, bytes]]):
-    parts = [("files", (name, data, "application/octet-stream")) for name, data in files]
-    return client.post(f"/submit/{task}", files=parts, headers=auth(folder, who))
 
 
 def raw_upload(client: TestClient, folder: Path, who: str, task: str, filename: bytes, data: bytes):

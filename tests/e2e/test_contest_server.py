@@ -26,7 +26,7 @@ from grader.contest.server import create_app
 from grader.contest.store import Store
 from grader.contest.submit import feedback_lines
 from grader.contest.uploads import UploadError, check_upload
-from helpers import EXERCISES, REPO, SOLUTIONS, cli, free_port, serve_contest
+from helpers import EXERCISES, REPO, SOLUTIONS, auth, cli, free_port, serve_contest, tokens, upload
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 CONTEST = """
@@ -63,22 +63,6 @@ def folder(tmp_path: Path) -> Path:
     result = CliRunner().invoke(contest_group, ["tokens", str(tmp_path)])
     assert result.exit_code == 0, result.output
     return tmp_path
-
-
-def tokens(folder: Path) -> dict[str, str]:
-    lines = (folder / "tokens.csv").read_text().splitlines()[1:]
-    found = dict(line.split(",", 1) for line in lines)
-    found["coach"] = (folder / "admin.token").read_text().strip()
-    return found
-
-
-def auth(folder: Path, who: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {tokens(folder)[who]}"}
-
-
-def upload(client: TestClient, folder: Path, who: str, task: str, files: list[tuple[str, bytes]]):
-    parts = [("files", (name, data, "application/octet-stream")) for name, data in files]
-    return client.post(f"/submit/{task}", files=parts, headers=auth(folder, who))
 
 
 def reference() -> list[tuple[str, bytes]]:
