@@ -69,3 +69,25 @@ def limit_options(f: F) -> F:
         show_default=True,
         help="Seconds each check may take in the submission's code before it counts as hung.",
     )(f)
+
+
+def scheduler_option(f: F) -> F:
+    """``--scheduler ADDRESS``: grade on a Dask cluster (``grade batch``, ``grade contest serve``)."""
+    return click.option(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="Grade on a Dask cluster (tcp://host:8786) instead of local processes. Its workers need the kit "
+        "installed, the files to grade at the same path, and one thread each.",
+    )(f)
+
+
+def dask_client(address: str):
+    """A Dask client of the scheduler at ``address``, or a usage error saying why there is none."""
+    try:
+        from distributed import Client
+    except ImportError:
+        raise click.UsageError("--scheduler needs Dask: pip install 'gptkit[dask]'") from None
+    try:
+        return Client(address, timeout=30)
+    except OSError as e:
+        raise click.UsageError(f"no Dask scheduler answers at {address}: {e}") from None

@@ -46,7 +46,8 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     shares = milestone_shares(checks)
     ids = list(shares)
     students = sorted({s for m in ids for s in shares[m]}, key=lambda s: (-sum(shares[m].get(s, 0) for m in ids), s))
-    fig, ax = plt.subplots(figsize=(2.2 + 1.1 * max(len(ids), 1), 1.4 + 0.3 * max(len(students), 1)))
+    # At least 6.5 in wide: the title, over one or two milestones, would run into the colour bar's label.
+    fig, ax = plt.subplots(figsize=(max(6.5, 2.2 + 1.1 * len(ids)), 1.4 + 0.3 * max(len(students), 1)))
     grid = [[shares[m].get(s, float("nan")) for m in ids] for s in students]
     image = ax.imshow(grid or [[float("nan")]], cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(ids)), ids)
@@ -80,6 +81,8 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     apart = f", {len(stub)} untouched stub{'s' * (len(stub) != 1)} not counted" if stub else ""
     ax.set_xlabel(f"students (of {considered} graded{apart})")
     ax.set_title("Failures by likely cause")
+    if not causes:
+        nothing(ax, "no failure with a known cause")
     save(fig, CAUSES)
 
     # The score histogram: integer counts, mean and median marked.
@@ -108,5 +111,13 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
         title="Most often failed checks",
         xlim=(0, 100),
     )
+    if not rates:
+        nothing(ax, "no check failed")
     save(fig, RATES)
     return written
+
+
+def nothing(ax, text: str) -> None:
+    """An empty bar chart says so in words, not with a blank frame."""
+    ax.set_yticks([])
+    ax.text(0.5, 0.5, text, transform=ax.transAxes, ha="center", va="center", fontsize=11, color="0.35")

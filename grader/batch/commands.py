@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import csv
-import io
 import json
 import os
 import shlex
@@ -11,11 +9,11 @@ from pathlib import Path
 
 import click
 
-from grader.batch.summary import class_lines, failure_causes, failure_rates, milestone_means, points, stubs
+from grader.batch.exports import csv_text, gradescope_json
+from grader.batch.summary import class_lines, failure_causes, failure_rates, milestone_means, stubs
 from grader.files import write_atomically
 from grader.milestones import MILESTONES
-from grader.options import limit_options, limits, milestone_option
-from grader.results import CheckResult, gradescope_results
+from grader.options import dask_client, limit_options, limits, milestone_option, scheduler_option
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
 __all__ = ["batch", "export", "report", "failure_rates"]
@@ -45,12 +43,7 @@ __all__ = ["batch", "export", "report", "failure_rates"]
     help="Seconds all of one submission's checks may take together; checks past it fail, "
     "unrun. Default: no limit beyond --timeout per check.",
 )
-@click.option(
-    "--scheduler",
-    metavar="ADDRESS",
-    help="Grade on a Dask cluster (tcp://host:8786) instead of local processes. Its workers need the "
-    "kit installed, the submissions at the same path, and one thread each.",
-)
+@scheduler_option
 def batch(
     submissions: Path,
     milestones: list[str],
@@ -81,7 +74,7 @@ def batch(
     if not found:
         raise click.UsageError(f"no submissions found in {submissions}")
     chosen = limits(timeout, memory_mb, submission_timeout)
-    client = _dask_client(scheduler) if scheduler else None
+    client = dask_client(scheduler) if scheduler else None
     book = Gradebook(db)
     columns = (
         TextColumn("grading"),
@@ -166,44 +159,11 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
     if older := _older(rows):
         click.echo(f"note: {_older_note(db, rows, older)}", err=True)
     if csv_out:
-        ids = [m for m in MILESTONES if any(c["milestone"] == m for c in checks)]
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(["student", "score", "max_score", "status", *ids])
-        for row in rows:
-            mine = [c for c in checks if c["student"] == row["student"]]
-            writer.writerow(
-                [
-                    row["student"],
-                    points(row["score"]),
-                    points(row["max_score"]),
-                    row["status"],
-                    *(points(sum(c["score"] for c in mine if c["milestone"] == m)) if mine else "" for m in ids),
-                ]
-            )
-        write_atomically(csv_out, buffer.getvalue())
+        write_atomically(csv_out, csv_text(rows, checks))
         click.echo(f"wrote {csv_out} ({len(rows)} submissions)", err=True)
     if gradescope_dir:
         for row in rows:
-            mine = [c for c in checks if c["student"] == row["student"]]
-            results = gradescope_results(
-                [
-                    CheckResult(
-                        name=c["name"],
-                        milestone=c["milestone"],
-                        score=points(c["score"]) or 0.0,
-                        max_score=points(c["max_score"]) or 0.0,
-                        passed=bool(c["passed"]),
-                        message=c["message"],
-                        internal_error=bool(c["internal_error"]),
-                        counted=bool(c["counted"]),
-                    )
-                    for c in mine
-                ],
-                score=points(row["score"]) or 0,
-                seconds=row["seconds"] or 0,
-                output=row["error"] or "",
-            )
+            results = gradescope_json(row, checks)
             write_atomically(gradescope_dir / row["student"] / "results.json", json.dumps(results, indent=2))
         click.echo(f"wrote {len(rows)} results.json files under {gradescope_dir}", err=True)
 
@@ -286,6 +246,13 @@ def _older(rows: list[dict]) -> list[dict]:
 
 def _older_note(db: Path, rows: list[dict], older: list[dict]) -> str:
     """How many rows an older grader graded, and the command that regrades them."""
+    from grader.contest.export import SOURCE_PREFIX
+
+    if all(r["source"].startswith(SOURCE_PREFIX) for r in rows):  # a contest's view (grade contest export)
+        return (
+            f"{len(older)} of {len(rows)} students' counted submissions were graded by another grader than this "
+            "one: regrade their tasks from the contest's coach page, then export again"
+        )
     default = db.name == "grades.sqlite"  # grade batch's default: SUBMISSIONS/grades.sqlite
     command = ["grade", "batch", shlex.quote(str(db.parent)) if default else f"SUBMISSIONS --db {shlex.quote(str(db))}"]
     chosen = {r["milestones"] for r in rows}
@@ -296,17 +263,6 @@ def _older_note(db: Path, rows: list[dict], older: list[dict]) -> str:
         f"{'was' if len(older) == 1 else 'were'} graded by an older grader: "
         f"run `{' '.join(command)}` again to regrade {'it' if len(older) == 1 else 'them'}"
     )
-
-
-def _dask_client(address: str):
-    try:
-        from distributed import Client
-    except ImportError:
-        raise click.UsageError("--scheduler needs Dask: pip install 'gptkit[dask]'") from None
-    try:
-        return Client(address, timeout=30)
-    except OSError as e:
-        raise click.UsageError(f"no Dask scheduler answers at {address}: {e}") from None
 
 
 def _load(db: Path) -> tuple[list[dict], list[dict]]:

@@ -16,11 +16,12 @@ from pathlib import Path
 import click
 
 from grader import templates
-from grader.contest.config import Board, Contest, ContestFileError, load
+from grader.contest.config import Board, Contest, ContestFileError, Feedback, load
+from grader.contest.feedback import guarded_tasks
 from grader.contest.policy import contest_end
 from grader.contest.roster import RosterError, read_roster
 from grader.files import atomic_path
-from grader.options import limit_options, limits
+from grader.options import dask_client, limit_options, limits, scheduler_option
 
 CONTEST_FILE = "contest.toml"
 ROSTER = "roster.csv"
@@ -152,6 +153,11 @@ def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
     if rules.extra_time:
         lines.append(f"extra time: {len(rules.extra_time)} student(s), up to {_minutes(max_extra(rules))}")
     lines.append(f"feedback: {rules.feedback_during.value} during the window, {rules.feedback_after.value} after")
+    if rules.feedback_during is Feedback.FULL and (guarded := guarded_tasks(rules)):
+        lines.append(
+            f"  {', '.join(guarded)}: the score only until a student's window ends, no checks: graded with the "
+            "grader's own solution of another task, which a check's message could carry out"
+        )
     board = rules.scoreboard.value
     if rules.scoreboard is Board.FROZEN:
         board += f" for the last {_minutes(rules.freeze.total_seconds())}"
@@ -182,7 +188,10 @@ def max_extra(rules: Contest) -> float:
     help="Submissions graded at once.",
 )
 @limit_options
-def serve(folder: Path, host: str, port: int, workers: int, timeout: float, memory_mb: int) -> None:
+@scheduler_option
+def serve(
+    folder: Path, host: str, port: int, workers: int, timeout: float, memory_mb: int, scheduler: str | None
+) -> None:
     """Run the contest in FOLDER: students log in with their token, upload, see their feedback and the
     scoreboard; the coach's page is /coach. Uploads are kept in FOLDER/uploads and the records in
     FOLDER/contest.sqlite: stop and start the server at will, nothing accepted is lost."""
@@ -197,9 +206,67 @@ def serve(folder: Path, host: str, port: int, workers: int, timeout: float, memo
         raise ContestCommandError(
             f"the contest server needs {e.name}: pip install 'gptkit' with its dependencies"
         ) from None
+    client = dask_client(scheduler) if scheduler else None
     try:
-        app = create_app(folder, workers=workers, limits=limits(timeout, memory_mb))
+        try:
+            app = create_app(
+                folder,
+                workers=workers,
+                limits=limits(timeout, memory_mb),
+                # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
+                executor=client.get_executor(pure=False) if client else None,
+            )
+        except (ContestFileError, RosterError) as e:
+            raise ContestCommandError(str(e)) from None
+        graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
+        click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
+        uvicorn.run(app, host=host, port=port, log_level="info")
+    finally:
+        if client is not None:
+            client.close()
+
+
+@contest.command("export")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.option("--csv", "csv_out", type=click.Path(dir_okay=False, path_type=Path), help="Write the results as CSV.")
+@click.option(
+    "--gradescope",
+    "gradescope_dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Write STUDENT/results.json in Gradescope's schema into this folder.",
+)
+@click.option("--png", "png_dir", type=click.Path(file_okay=False, path_type=Path), help="Draw the charts here.")
+@click.pass_context
+def export_results(
+    ctx: click.Context, folder: Path, csv_out: Path | None, gradescope_dir: Path | None, png_dir: Path | None
+) -> None:
+    """Write the session's results as a gradebook, FOLDER/grades.sqlite (each student's counted submission per
+    task, in contest points), for `grade export` and `grade report`; with --csv, --gradescope or --png, run them.
+
+    The server need not be stopped: the gradebook is rebuilt from FOLDER/contest.sqlite each time."""
+    from grader.batch.commands import export, report
+    from grader.contest.export import write_gradebook
+    from grader.contest.server import read_tokens
+    from grader.contest.store import DATABASE, Store
+
+    _folder(folder)
+    if not (folder / DATABASE).exists():
+        raise ContestCommandError(f"{folder} has no results yet: nothing was submitted ({DATABASE} is missing)")
+    try:
+        rules = load(folder / CONTEST_FILE)
+        roster = read_roster(folder / ROSTER) if (folder / ROSTER).exists() else ()
     except (ContestFileError, RosterError) as e:
         raise ContestCommandError(str(e)) from None
-    click.echo(f"serving {folder} on http://{host}:{port}/ with {workers} grading worker(s); Ctrl-C stops it")
-    uvicorn.run(app, host=host, port=port, log_level="info")
+    students = tuple(dict.fromkeys([*roster, *read_tokens(folder)[0].values()]))
+    store = Store(folder)
+    try:
+        db = write_gradebook(folder, rules, store, students)
+    finally:
+        store.close()
+    click.echo(f"wrote {db} ({len(students)} students)", err=True)
+    if csv_out or gradescope_dir:
+        ctx.invoke(export, db=db, csv_out=csv_out, gradescope_dir=gradescope_dir)
+    if png_dir:
+        ctx.invoke(report, db=db, png_dir=png_dir, top=10)
+    if not (csv_out or gradescope_dir or png_dir):
+        click.echo(f"next: grade export {db} --csv results.csv, or grade report {db} --png charts", err=True)

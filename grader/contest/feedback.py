@@ -4,6 +4,12 @@ The filtered view is built up from nothing, field by field, never by deleting fr
 grader adds later then stays hidden until someone decides it may be shown. Under ``score``, ``passfail`` and
 ``none`` no check name or message leaves this module, since those would tell the student what the hidden checks
 test. Scores are in the contest's points for each task (``policy.task_points``).
+
+A task whose milestone runs with the grader's own solution of another task in its worker (``m2`` with the
+grader's ``m1`` while ``m1`` is a task too) gets at most ``score`` while the student's window is open. The
+redactor (grader/sandbox/secrecy.py) withholds that solution's text from messages, but no filter can find it
+once a student's code has encoded it (base64, numbers in a tensor): check messages are the channel, so they wait
+for the end of the window, when the other task can no longer be submitted.
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from typing import Any
 
 from grader.contest.config import Contest, Feedback
 from grader.contest.policy import Phase, WindowState, task_points
+from grader.milestones import MILESTONES
 
 # The fields of a check a student sees under ``full``. Not the traceback: it is the grader's own failure, and
 # it quotes the hidden suite's source; the coach sees it in the full report.
@@ -23,15 +30,29 @@ def policy_at(contest: Contest, state: WindowState) -> Feedback:
     return contest.feedback_after if state.phase is Phase.ENDED else contest.feedback_during
 
 
+def guarded_tasks(contest: Contest) -> dict[str, tuple[str, ...]]:
+    """The tasks graded with the grader's own solution of other tasks: task -> those tasks."""
+    owner = {module: task.id for task in contest.tasks for module in MILESTONES[task.id].modules}
+    guarded = {}
+    for task in contest.tasks:
+        others = {owner[m] for m in MILESTONES[task.id].trusted if owner.get(m, task.id) != task.id}
+        if others:
+            guarded[task.id] = tuple(sorted(others))
+    return guarded
+
+
 def visible_report(contest: Contest, report: dict[str, Any], state: WindowState) -> dict[str, Any]:
     """What the student may see of ``report`` (the grader's JSON, ``Report.to_json()``) with their window in
     ``state``. Milestones that are not tasks of the contest are left out."""
-    return filter_report(contest, report, policy_at(contest, state))
+    guarded = {} if state.phase is Phase.ENDED else guarded_tasks(contest)
+    return filter_report(contest, report, policy_at(contest, state), guarded)
 
 
-def filter_report(contest: Contest, report: dict[str, Any], policy: Feedback) -> dict[str, Any]:
+def filter_report(
+    contest: Contest, report: dict[str, Any], policy: Feedback, guarded: dict[str, tuple[str, ...]] | None = None
+) -> dict[str, Any]:
     """``report`` as seen under ``policy``: full = every check; score = each task's score; passfail = each task
-    passed (full marks) or not; none = only that it was received."""
+    passed (full marks) or not; none = only that it was received. A task in ``guarded`` gets at most score."""
     view: dict[str, Any] = {"feedback": policy.value, "received": True}
     if policy is Feedback.NONE:
         return view
@@ -47,7 +68,13 @@ def filter_report(contest: Contest, report: dict[str, Any], policy: Feedback) ->
         else:
             entry["score"] = score
             entry["max_score"] = task.points
-        if policy is Feedback.FULL:
+        if policy is Feedback.FULL and task.id in (guarded or {}):
+            others = " and ".join((guarded or {})[task.id])
+            entry["note"] = (
+                f"its checks are shown when your window ends: {task.id} is graded with the grader's own "
+                f"solution of {others}, a task of this contest, which a check's message could carry out"
+            )
+        elif policy is Feedback.FULL:
             entry["checks"] = [{key: check.get(key) for key in CHECK_FIELDS} for check in milestone.get("checks", [])]
         tasks.append(entry)
     view["tasks"] = tasks

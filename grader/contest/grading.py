@@ -73,7 +73,7 @@ class GradingQueue:
         with self._lock:
             if self._closed or sid in self._pending:
                 return
-            path = str(self.store.folder / row.path)
+            path = str(self.store.folder.resolve() / row.path)  # a Dask worker may run in another folder
             future = self._executor.submit(grade_one, path, [row.task], self.limits, None)
             self._pending[sid] = future
         future.add_done_callback(functools.partial(self._record, sid))
@@ -112,3 +112,5 @@ class GradingQueue:
             _stop_workers(self._executor)
             self._executor.shutdown(wait=True, cancel_futures=True)
             _stop_forkserver()
+        elif self._executor is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
+            self._executor.shutdown(wait=False)

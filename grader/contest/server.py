@@ -15,22 +15,31 @@ from __future__ import annotations
 import csv
 import dataclasses
 import hmac
+import io
+import json
 import logging
+import re
+import threading
+import zipfile
 from collections import defaultdict, deque
 from collections.abc import Callable
+from concurrent.futures import Executor
 from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from fastapi import Depends, FastAPI, HTTPException, Request
-from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
+from grader.batch.exports import csv_text, gradescope_json
+from grader.batch.gradebook import Gradebook
 from grader.contest.commands import ADMIN_TOKEN, CONTEST_FILE, ROSTER, TOKENS
 from grader.contest.config import Contest, Scoring, load
+from grader.contest.export import write_gradebook
 from grader.contest.feedback import visible_report
 from grader.contest.grading import GradingQueue
 from grader.contest.policy import Phase, may_select, may_submit, window_state
@@ -44,6 +53,8 @@ log = logging.getLogger("grader.contest")
 
 COOKIE = "contest_token"
 COACH = "coach"
+CHARTS = "charts"  # DIR/charts/: grade report's charts of the session, drawn anew on each visit of /coach/charts
+CHART_NAME = re.compile(r"[a-z][a-z-]*\.png")
 
 
 def utc_now() -> datetime:
@@ -85,11 +96,14 @@ def create_app(
     workers: int = 1,
     limits=None,
     uploads_per_minute: int = 10,
+    executor: Executor | None = None,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
-    (default: grader.options.limits()). Grading starts with the app's lifespan, so an app used without it
-    (a TestClient outside ``with``) records uploads as queued and grades nothing."""
+    (default: grader.options.limits()); ``executor`` grades instead of a pool of the server's own (a Dask
+    client's, for ``--scheduler``: its workers must see the contest folder at the same path). Grading starts
+    with the app's lifespan, so an app used without it (a TestClient outside ``with``) records uploads as
+    queued and grades nothing."""
     folder = Path(contest_dir)
     base = load(folder / CONTEST_FILE)
     tokens, coach_token = read_tokens(folder)
@@ -107,7 +121,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        queue = GradingQueue(store, clock, workers, limits)
+        queue = GradingQueue(store, clock, workers, limits, executor=executor)
         queue.start()
         state["queue"] = queue
         try:
@@ -332,8 +346,8 @@ def create_app(
     def api_me(who: Who = Depends(student)) -> dict[str, Any]:
         return me_data(who)
 
-    def refuse(who: Who, task: str, status: int, reason: str) -> HTTPException:
-        store.event(clock(), who.name, "refused", f"{task}: {reason}")
+    async def refuse(who: Who, task: str, status: int, reason: str) -> HTTPException:
+        await run_in_threadpool(store.event, clock(), who.name, "refused", f"{task}: {reason}")
         return HTTPException(status, reason)
 
     def rate_limited(name: str, now: datetime) -> bool:
@@ -347,27 +361,24 @@ def create_app(
 
     @app.post("/submit/{task}")
     async def submit(task: str, request: Request, who: Who = Depends(student)) -> Response:
-        contest, now = rules(), clock()
+        # Every store call runs in the thread pool: the store's lock may be held by another upload's fsync,
+        # and the event loop must not wait for it.
+        contest, now = await run_in_threadpool(rules), clock()
         if contest.task(task) is None:
-            raise refuse(who, task, 404, f"{task} is not a task of this contest")
+            raise await refuse(who, task, 404, f"{task} is not a task of this contest")
         length = request.headers.get("content-length")
         if length is None or not length.isdigit():
-            raise refuse(who, task, 411, "the upload needs a Content-Length")
+            raise await refuse(who, task, 411, "the upload needs a Content-Length")
         if int(length) > MAX_UPLOAD_BYTES:
-            raise refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
+            raise await refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
         if rate_limited(who.name, now):
-            raise refuse(who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
-        rows = history(who.name)
+            raise await refuse(who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
+        rows, first_login = await run_in_threadpool(lambda: (history(who.name), store.first_login(who.name)))
         decision = may_submit(
-            contest,
-            who.name,
-            task,
-            now,
-            [r.as_policy(contest, queued_as_graded=True) for r in rows],
-            store.first_login(who.name),
+            contest, who.name, task, now, [r.as_policy(contest, queued_as_graded=True) for r in rows], first_login
         )
         if not decision.allowed:
-            raise refuse(who, task, 403, decision.reason)
+            raise await refuse(who, task, 403, decision.reason)
         form = await request.form(max_files=MAX_FILES, max_fields=10)
         files = []
         total = 0
@@ -376,13 +387,13 @@ def create_app(
                 data = await value.read()
                 total += len(data)
                 if total > MAX_UPLOAD_BYTES:
-                    raise refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
+                    raise await refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
                 files.append((value.filename or "", data))
         try:
             checked = check_upload(task, files)
         except UploadError as e:
-            store.reject(who.name, task, now, str(e))
-            raise refuse(who, task, 400, str(e)) from None
+            await run_in_threadpool(store.reject, who.name, task, now, str(e))
+            raise await refuse(who, task, 400, str(e)) from None
         sid = await run_in_threadpool(store.accept, who.name, task, now, lambda target: write(checked, target))
         log.info("submission %d: %s to %s, queued", sid, who.name, task)
         enqueue(sid)
@@ -517,6 +528,64 @@ def create_app(
         store.event(clock(), None, "regrade", f"submission {sid} queued again")
         enqueue(sid)
         return done(request, "/coach", {"id": sid, "status": QUEUED})
+
+    @app.post("/coach/regrade-task")
+    async def regrade_task(request: Request, who: Who = Depends(coach)) -> Response:
+        form = await request.form(max_files=0, max_fields=5)
+        task = str(form.get("task", ""))
+        if rules().task(task) is None:
+            raise HTTPException(400, f"{task!r} is not a task of this contest")
+        ids = await run_in_threadpool(store.requeue_task, task)
+        store.event(clock(), None, "regrade", f"{task}: {len(ids)} submission(s) queued again")
+        for sid in ids:
+            enqueue(sid)
+        return done(request, "/coach", {"task": task, "queued": ids})
+
+    # --- The session's results as grade export and grade report give them --------------------------------------
+
+    charts_lock = threading.Lock()
+
+    def gradebook() -> tuple[list[dict], list[dict]]:
+        book = Gradebook(write_gradebook(folder, rules(), store, students))
+        try:
+            return book.rows(), book.checks()
+        finally:
+            book.close()
+
+    @app.get("/coach/results.csv")
+    def results_csv(who: Who = Depends(coach)) -> Response:
+        text = csv_text(*gradebook())
+        attachment = {"Content-Disposition": "attachment; filename=results.csv"}
+        return Response(text, media_type="text/csv", headers=attachment)
+
+    @app.get("/coach/gradescope.zip")
+    def gradescope_zip(who: Who = Depends(coach)) -> Response:
+        rows, checks = gradebook()
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+            for row in rows:
+                zf.writestr(f"{row['student']}/results.json", json.dumps(gradescope_json(row, checks), indent=2))
+        return Response(
+            out.getvalue(),
+            media_type="application/zip",
+            headers={"Content-Disposition": "attachment; filename=gradescope-results.zip"},
+        )
+
+    @app.get("/coach/charts", response_class=HTMLResponse)
+    def charts_page(who: Who = Depends(coach)) -> Response:
+        from grader.batch.charts import draw
+
+        rows, checks = gradebook()
+        with charts_lock:  # pyplot keeps global state: one drawing at a time
+            names = [path.name for path in draw(rows, checks, folder / CHARTS)]
+        return render("charts.html", names=names, students=len(rows), now=_iso(clock()))
+
+    @app.get("/coach/charts/{name}")
+    def chart(name: str, who: Who = Depends(coach)) -> Response:
+        path = folder / CHARTS / name
+        if not CHART_NAME.fullmatch(name) or not path.is_file():
+            raise HTTPException(404, f"no chart {name!r}: open /coach/charts to draw them")
+        return FileResponse(path, media_type="image/png")
 
     @app.post("/coach/freeze")
     def freeze(request: Request, who: Who = Depends(coach)) -> Response:

@@ -252,6 +252,24 @@ class Store:
             )
             return cursor.rowcount > 0
 
+    def requeue_task(self, task: str) -> list[int]:
+        """Queue again every graded or failed submission to ``task`` (the coach, after fixing the task's grading);
+        rejected and voided ones stay as they are. Returns their ids, oldest first."""
+        with self._transaction() as db:
+            ids = [
+                r["id"]
+                for r in db.execute(
+                    "SELECT id FROM submissions WHERE task = ? AND status IN (?, ?) AND voided = 0 ORDER BY id",
+                    (task, GRADED, FAILED),
+                )
+            ]
+            db.executemany(
+                "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
+                "graded_at = NULL WHERE id = ?",
+                [(QUEUED, sid) for sid in ids],
+            )
+        return ids
+
     def get(self, sid: int) -> Row | None:
         rows = self._query("SELECT * FROM submissions WHERE id = ?", (sid,))
         return _row(rows[0]) if rows else None

@@ -88,6 +88,8 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
             lines.append(f"  {task['id']}: {task['score']:g} / {task['max_score']:g} points")
         elif "passed" in task:
             lines.append(f"  {task['id']}: {'passed' if task['passed'] else 'not yet full marks'}")
+        if task.get("note"):
+            lines.append(f"    ({task['note']})")
         for check in task.get("checks") or []:
             mark = "ok  " if check.get("passed") else "FAIL"
             message = f": {check['message']}" if check.get("message") and not check.get("passed") else ""

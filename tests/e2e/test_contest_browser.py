@@ -54,7 +54,7 @@ def browser():
     driver.quit()
 
 
-def test_a_student_logs_in_uploads_the_reference_and_appears_on_the_scoreboard(tmp_path, browser):
+def test_a_student_uploads_and_appears_on_the_scoreboard_and_the_coach_sees_the_charts(tmp_path, browser):
     folder = tmp_path / "round"
     folder.mkdir()
     contest_open_now(folder)
@@ -83,6 +83,25 @@ def test_a_student_logs_in_uploads_the_reference_and_appears_on_the_scoreboard(t
         assert row.find_elements(By.TAG_NAME, "td")[0].text == "1", row.text
         assert "30" in row.find_elements(By.TAG_NAME, "td")[-1].text, row.text
         browser.save_screenshot(str(shots / "scoreboard.png"))
+
+        # The coach: the live page, then the session's charts, every image drawn and loaded.
+        browser.delete_all_cookies()
+        browser.get(base + "/")
+        box = browser.find_element(By.NAME, "token")
+        box.send_keys((folder / "admin.token").read_text().strip())
+        box.submit()
+        WebDriverWait(browser, 20).until(lambda b: "Live standings" in b.page_source)
+        assert "results.csv" in browser.page_source and "Regrade the task" in browser.page_source
+        browser.save_screenshot(str(shots / "coach-page.png"))
+        browser.get(base + "/coach/charts")
+        images = browser.find_elements(By.TAG_NAME, "img")
+        assert len(images) == 4, browser.page_source
+        WebDriverWait(browser, 20).until(
+            lambda b: all(
+                b.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0", i) for i in images
+            )
+        )
+        browser.save_screenshot(str(shots / "coach-charts.png"))
     finally:
         os.killpg(server.pid, signal.SIGTERM)
         server.wait(timeout=30)

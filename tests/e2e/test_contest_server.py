@@ -6,9 +6,11 @@ refusals, fast. The slow ones start the grading queue (the sandboxed batch path)
 
 from __future__ import annotations
 
+import csv
 import io
 import json
 import os
+import re
 import signal
 import subprocess
 import time
@@ -26,6 +28,7 @@ from grader.contest.server import create_app
 from grader.contest.store import Store
 from grader.contest.submit import feedback_lines
 from grader.contest.uploads import UploadError, check_upload
+from grader.milestones import MILESTONES
 from helpers import EXERCISES, REPO, SOLUTIONS, auth, cli, free_port, serve_contest, tokens, upload
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
@@ -351,3 +354,144 @@ def test_serve_and_grade_submit_survive_kill_9(folder):
             os.killpg(second.pid, signal.SIGKILL)
             raise AssertionError("the server did not stop within 30 s of Ctrl-C") from None
     assert [r.status for r in Store(folder).all()] == ["graded", "graded"]
+
+
+# --- The session's results: export, charts, regrading a task ------------------------------------------------------
+
+
+def m_report(task: str, passed: list[bool]) -> dict:
+    """A grader report for one milestone: one point per check, ``passed`` saying which pass."""
+    checks = [
+        {"name": f"check {i}", "milestone": task, "score": float(ok), "max_score": 1.0, "passed": ok, "message": ""}
+        for i, ok in enumerate(passed)
+    ]
+    score = float(sum(passed))
+    milestone = {"id": task, "title": task, "score": score, "max_score": float(len(passed)), "checks": checks}
+    totals = {"score": score, "max_score": float(len(passed)), "seconds": 1.0, "protections": []}
+    return {**totals, "milestones": [milestone]}
+
+
+@pytest.fixture
+def session(folder):
+    """ada: m1 at 2/4 then 4/4 (best counts), m2 twice, the first selected; alan: m1 at 4/4 voided, m2 failed;
+    grace: nothing. Returns the folder, the TestClient and the submission ids."""
+    clock = Clock()
+    client = TestClient(create_app(folder, clock))
+    store = Store(folder)
+    ids = {}
+    for key, who, task, passed in [
+        ("ada-m1-half", "ada", "m1", [True, True, False, False]),
+        ("ada-m1-full", "ada", "m1", [True] * 4),
+        ("ada-m2-first", "ada", "m2", [True, False]),
+        ("alan-m1", "alan", "m1", [True] * 4),
+        ("alan-m2", "alan", "m2", None),
+    ]:
+        clock.now += timedelta(minutes=1)
+        files = [(f"{name}.py", (SOLUTIONS / f"{name}.py").read_bytes()) for name in MILESTONES[task].modules]
+        response = upload(client, folder, who, task, files)
+        assert response.status_code == 202, response.text
+        ids[key] = sid = response.json()["id"]
+        store.finish(sid, clock.now, m_report(task, passed) if passed else {"error": "the grader broke"})
+    client.post(f"/coach/void/{ids['alan-m1']}", headers=auth(folder, "coach"))
+    client.post(f"/select/{ids['ada-m2-first']}", headers=auth(folder, "ada"))
+    return folder, client, ids
+
+
+def test_the_results_csv_holds_each_students_counted_points_as_on_the_scoreboard(session):
+    folder, client, _ = session
+    coach = auth(folder, "coach")
+    response = client.get("/coach/results.csv", headers=coach)
+    assert response.status_code == 200 and "attachment" in response.headers["content-disposition"]
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(response.text))}
+    board = {r["student"]: r for r in client.get("/api/scoreboard", headers=coach).json()["rows"]}
+    assert set(rows) == {"ada", "alan", "grace"}
+    for name, row in rows.items():
+        assert float(row["score"] or 0) == pytest.approx(board[name]["total"]), name
+    ada = {key: float(rows["ada"][key]) for key in ("m1", "m2", "score", "max_score")}
+    assert ada == {"m1": 30, "m2": 10, "score": 40, "max_score": 50}
+    assert rows["grace"]["status"] == "error" and rows["alan"]["status"] == "error"  # voided + failed: nothing
+
+
+def test_the_gradescope_zip_has_one_results_json_per_student_in_contest_points(session):
+    folder, client, _ = session
+    response = client.get("/coach/gradescope.zip", headers=auth(folder, "coach"))
+    assert response.status_code == 200
+    with zipfile.ZipFile(io.BytesIO(response.content)) as zf:
+        assert sorted(zf.namelist()) == ["ada/results.json", "alan/results.json", "grace/results.json"]
+        ada = json.loads(zf.read("ada/results.json"))
+    assert ada["score"] == 40 and sum(t["max_score"] for t in ada["tests"]) == pytest.approx(50)
+
+
+def test_the_charts_page_draws_grade_reports_charts_for_the_coach_only(session):
+    folder, client, _ = session
+    page = client.get("/coach/charts", headers=auth(folder, "coach"))
+    assert page.status_code == 200
+    names = re.findall(r'src="/coach/charts/([a-z-]+\.png)"', page.text)
+    assert "milestone-heatmap.png" in names
+    for name in names:
+        image = client.get(f"/coach/charts/{name}", headers=auth(folder, "coach"))
+        assert image.status_code == 200 and image.content.startswith(b"\x89PNG")
+    assert client.get("/coach/charts", headers=auth(folder, "ada")).status_code == 403
+    assert client.get("/coach/charts/milestone-heatmap.png", headers=auth(folder, "ada")).status_code == 403
+    for name in ["..%2Fcontest.toml", "contest.sqlite", "nothing.png"]:
+        assert client.get(f"/coach/charts/{name}", headers=auth(folder, "coach")).status_code == 404
+
+
+def test_grade_contest_export_writes_the_gradebook_then_grade_exports_files(session):
+    folder, _, _ = session
+    result = CliRunner().invoke(
+        contest_group,
+        ["export", str(folder), "--csv", str(folder / "out.csv"), "--gradescope", str(folder / "gs")],
+    )
+    assert result.exit_code == 0, result.output
+    assert (folder / "grades.sqlite").exists() and (folder / "gs" / "ada" / "results.json").exists()
+    ada = next(r for r in csv.DictReader((folder / "out.csv").open()) if r["student"] == "ada")
+    assert (float(ada["score"]), float(ada["m1"]), float(ada["m2"])) == (40, 30, 10)
+    reported = cli("report", str(folder / "grades.sqlite"))
+    assert reported.returncode == 0 and "3 submissions, 1 graded" in reported.stdout, reported.stderr
+
+
+def test_grade_contest_export_of_a_folder_with_nothing_submitted_says_so(folder):
+    result = CliRunner().invoke(contest_group, ["export", str(folder)])
+    assert result.exit_code == 2 and "nothing was submitted" in result.output
+
+
+def test_regrading_a_task_queues_its_graded_and_failed_submissions_only(session):
+    folder, client, ids = session
+    coach = auth(folder, "coach")
+    assert client.post("/coach/regrade-task", data={"task": "m9"}, headers=coach).status_code == 400
+    assert client.post("/coach/regrade-task", data={"task": "m1"}, headers=auth(folder, "ada")).status_code == 403
+    queued = client.post("/coach/regrade-task", data={"task": "m2"}, headers=coach).json()["queued"]
+    assert queued == [ids["ada-m2-first"], ids["alan-m2"]]
+    rows = {r.id: r for r in Store(folder).all()}
+    assert {rows[i].status for i in queued} == {"queued"} and rows[ids["ada-m1-full"]].status == "graded"
+    assert rows[ids["ada-m2-first"]].selected  # the student's choice stays
+    queued = client.post("/coach/regrade-task", data={"task": "m1"}, headers=coach).json()["queued"]
+    assert queued == [ids["ada-m1-half"], ids["ada-m1-full"]]  # alan's voided one stays out
+    assert "m1: 2 submission(s) queued again" in json.dumps(Store(folder).events())
+
+
+def test_serve_with_an_unreachable_scheduler_is_a_usage_error(folder):
+    proc = cli("contest", "serve", str(folder), "--scheduler", "tcp://127.0.0.1:9", timeout=120)
+    assert proc.returncode == 2 and "no Dask scheduler answers at tcp://127.0.0.1:9" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.slow
+def test_a_dask_cluster_grades_the_uploads_and_regrades_a_task(folder):
+    """--scheduler: the same queue with a Dask client's executor; a regrade runs again (not Dask's memo)."""
+    distributed = pytest.importorskip("distributed")
+    clock = Clock()
+    with (
+        distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as dask,
+        TestClient(create_app(folder, clock, executor=dask.get_executor(pure=False))) as client,
+    ):
+        sid = upload(client, folder, "ada", "m1", reference()).json()["id"]
+        entry = wait_graded(client, folder, "ada", sid, seconds=300)
+        assert entry["status"] == "graded" and entry["feedback"]["tasks"][0]["score"] == 30, entry
+        first = Store(folder).get(sid).graded_at
+        clock.now += timedelta(minutes=1)
+        client.post("/coach/regrade-task", data={"task": "m1"}, headers=auth(folder, "coach"))
+        again = wait_graded(client, folder, "ada", sid, seconds=300)
+        assert again["status"] == "graded" and Store(folder).get(sid).graded_at > first

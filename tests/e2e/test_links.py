@@ -118,14 +118,6 @@ def repository_files() -> list[Path]:
 
 
 @pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("links") / "gptkit-release"
-    proc = cli("release", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
 def gradescope(tmp_path_factory) -> Path:
     folder = tmp_path_factory.mktemp("links")
     proc = cli("gradescope", str(folder / "autograder.zip"))

@@ -41,14 +41,6 @@ def hidden_phrases(path: Path) -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def release(tmp_path_factory) -> Path:
-    out = tmp_path_factory.mktemp("release") / "gptkit-release"
-    proc = cli("release", str(out))
-    assert proc.returncode == 0, proc.stderr
-    return out
-
-
-@pytest.fixture(scope="module")
 def release_text(release) -> str:
     return "\n".join(normalized(p.read_text(errors="replace")) for p in release.rglob("*") if p.is_file())
 

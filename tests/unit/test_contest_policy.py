@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.contest.config import Feedback, parse
-from grader.contest.feedback import filter_report, visible_report
+from grader.contest.config import Contest, Feedback, parse
+from grader.contest.feedback import filter_report, guarded_tasks, visible_report
 from grader.contest.policy import (
     Phase,
     Status,
@@ -199,6 +199,37 @@ def test_after_the_window_the_student_sees_the_after_policy():
     during = visible_report(rules, REPORT, window_state(rules, "ann", minutes(30)))
     after = visible_report(rules, REPORT, window_state(rules, "ann", minutes(61)))
     assert (during["feedback"], after["feedback"]) == ("score", "full")
+
+
+def full_contest(tasks: str) -> Contest:
+    return parse(
+        'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n' + tasks
+    )
+
+
+def test_a_task_graded_with_the_graders_solution_of_another_task_shows_no_check_until_the_end():
+    """m2's worker runs the grader's m1: with m1 a task too, m2's messages could carry m1's solution out."""
+    rules = full_contest("[tasks.m1]\n[tasks.m2]\n")
+    assert guarded_tasks(rules) == {"m2": ("m1",)}
+    during = {t["id"]: t for t in visible_report(rules, REPORT, window_state(rules, "ann", minutes(30)))["tasks"]}
+    assert "checks" in during["m1"] and "note" not in during["m1"]
+    assert "checks" not in during["m2"] and "grader's own solution of m1" in during["m2"]["note"]
+    assert during["m2"]["score"] == pytest.approx(
+        REPORT["milestones"][1]["score"] / REPORT["milestones"][1]["max_score"] * 24
+    )
+    after = {t["id"]: t for t in visible_report(rules, REPORT, window_state(rules, "ann", minutes(61)))["tasks"]}
+    assert "checks" in after["m2"] and "note" not in after["m2"]
+
+
+def test_a_task_whose_trusted_milestone_is_not_a_task_keeps_full_feedback():
+    rules = full_contest("[tasks.m2]\n[tasks.scaling]\n")
+    assert guarded_tasks(rules) == {}
+    view = visible_report(rules, REPORT, window_state(rules, "ann", minutes(30)))
+    assert all("checks" in t for t in view["tasks"])
+
+
+def test_the_lesson_as_a_task_guards_the_exercises_that_trust_its_files():
+    assert guarded_tasks(full_contest("[tasks.lesson]\n[tasks.tying]\n[tasks.scaling]\n")) == {"tying": ("lesson",)}
 
 
 # --- What counts for a task ------------------------------------------------------------------------------------

@@ -1,0 +1,102 @@
+"""The contest as a batch gradebook, ``DIR/grades.sqlite``, so that ``grade export`` (CSV, Gradescope) and
+``grade report`` (summary, charts) work on a session exactly as on a class batch.
+
+Each student gets one gradebook row: for every task, the checks of the submission that counts under the task's
+scoring rule (``policy.task_score``: best, last or selected; voided ones never), scaled so that a task's checks
+add up to its contest points. A row's score is then the student's scoreboard total, out of the contest's total.
+The file is rebuilt whole from ``contest.sqlite`` each time and swapped in atomically: it is a view, never
+edited by hand, and safe to delete.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from grader import __version__
+from grader.batch.gradebook import Gradebook
+from grader.contest.config import Contest
+from grader.contest.policy import task_score
+from grader.contest.store import Row, Store
+from grader.files import atomic_path
+from grader.fingerprint import grader_fingerprint
+
+GRADEBOOK = "grades.sqlite"
+SOURCE_PREFIX = "contest:"  # a row's ``source``: where ``grade export`` tells the coach to regrade from
+
+
+def counted(contest: Contest, rows: list[Row]) -> dict[str, Row]:
+    """One student's submissions that count, by task: the one ``task_score`` picks under the task's rule."""
+    chosen = {}
+    for task in contest.tasks:
+        mine = [(row.as_policy(contest), row) for row in rows if row.task == task.id]
+        pick = task_score(task, [s for s, _ in mine]).submission
+        for submission, row in mine:
+            if submission is pick:
+                chosen[task.id] = row
+    return chosen
+
+
+def scaled(entry: dict[str, Any], scale: float) -> dict[str, Any]:
+    """A milestone's or a check's result with its score and max_score in contest points."""
+    return {**entry, "score": entry["score"] * scale, "max_score": entry["max_score"] * scale}
+
+
+def combined_report(contest: Contest, chosen: dict[str, Row]) -> dict[str, Any]:
+    """The counted submissions' task milestones as one grader report, in contest points."""
+    milestones = []
+    for task in contest.tasks:
+        row = chosen.get(task.id)
+        if row is None or row.report is None or not row.max_score:
+            continue
+        scale = task.points / row.max_score
+        for entry in row.report.get("milestones", []):
+            if entry["id"] != task.id:
+                continue
+            milestones.append({**scaled(entry, scale), "checks": [scaled(c, scale) for c in entry["checks"]]})
+    reports = [row.report for row in chosen.values() if row.report]
+    return {
+        "score": sum(m["score"] for m in milestones),
+        "max_score": sum(task.points for task in contest.tasks),
+        "seconds": sum(r.get("seconds") or 0 for r in reports),
+        "worker_cpu_seconds": sum(r.get("worker_cpu_seconds") or 0 for r in reports),
+        "protections": reports[0].get("protections", []) if reports else [],
+        "milestones": milestones,
+    }
+
+
+def write_gradebook(folder: Path, contest: Contest, store: Store, students: tuple[str, ...]) -> Path:
+    """Rebuild ``folder/grades.sqlite`` from the contest's records; returns its path.
+
+    Every student on the roster gets a row: one with nothing graded is an error row ("no graded submission"),
+    as ``grade batch`` records a submission it could not grade, so the CSV still lists them.
+    """
+    by_student: dict[str, list[Row]] = {name: [] for name in students}
+    for row in store.all():
+        by_student.setdefault(row.student, []).append(row)
+    path = folder / GRADEBOOK
+    current = grader_fingerprint()
+    with atomic_path(path) as tmp:
+        tmp.unlink()  # sqlite makes its own file; the temporary name is only reserved
+        book = Gradebook(tmp)
+        try:
+            for name, rows in by_student.items():
+                chosen = counted(contest, rows)
+                ids = ",".join(f"{task}={row.id}" for task, row in sorted(chosen.items()))
+                fingerprints = {str(row.report.get("grader_fingerprint")) for row in chosen.values() if row.report}
+                book.record(
+                    name,
+                    f"{SOURCE_PREFIX}{name}",
+                    hashlib.sha256(ids.encode()).hexdigest()[:16],
+                    __version__,
+                    [task.id for task in contest.tasks],
+                    combined_report(contest, chosen) if chosen else None,
+                    None if chosen else "no graded submission",
+                    # one grader graded all that counts: its fingerprint; several: none, so `grade export` says so
+                    fingerprint=fingerprints.pop() if len(fingerprints) == 1 else "mixed" if fingerprints else current,
+                )
+        finally:
+            book.db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to move, no -wal beside it
+            book.close()
+    return path
