@@ -74,8 +74,14 @@ def test_a_student_uploads_and_appears_on_the_scoreboard_and_the_coach_sees_the_
         form = browser.find_element(By.CSS_SELECTOR, 'form[action="/submit/m1"]')
         form.find_element(By.NAME, "files").send_keys(str(SOLUTIONS / "m1_attention.py"))
         form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        # The page reloads itself while the submission waits: no reload from the test.
+        # (graded in a few seconds: the page after the upload nearly always still shows it waiting)
+        WebDriverWait(browser, 20).until(
+            lambda b: "waiting to be graded" in b.page_source or "30 / 30" in b.page_source
+        )
+        browser.execute_script("window.sameLoad = true")
+        # The verdict comes into the page while it waits: no reload, by the test or by the page itself.
         WebDriverWait(browser, 180, poll_frequency=1).until(lambda b: "30 / 30" in b.page_source)
+        assert browser.execute_script("return window.sameLoad === true"), "the page reloaded to show the verdict"
         browser.save_screenshot(str(shots / "student-page.png"))
 
         browser.get(base + "/scoreboard")
