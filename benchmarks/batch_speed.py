@@ -6,7 +6,8 @@ The submissions cycle through the reference, the stubs and buggy variants from t
 corpus. Timed: `grade batch --workers N` on the folder; a sequential loop of
 `grade check` on each folder; and `nbgrader autograde` on the same submissions as
 nbgrader notebooks (the course from `grade nbgrader`). Each line gives submissions
-per minute and CPU seconds per submission (the process tree's user + system time), and,
+per minute and CPU seconds per submission (every process the command starts, counted by a
+cgroup of its own: see ``CpuMeter``), and,
 where the grader measured it, how much of that CPU was the grader's own: everything but
 the submissions' code in their workers (which the reports record as worker_cpu_seconds),
 plus the sandbox's set-up inside those workers (forks, namespaces, limits), measured here
@@ -34,13 +35,65 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
 
-def timed(command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
-    """(wall seconds, CPU seconds of the children) for one command."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    subprocess.run(command, cwd=cwd, env=env, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return time.perf_counter() - started, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+class CpuMeter:
+    """The CPU seconds of everything a command starts.
+
+    The process tree's own count (``RUSAGE_CHILDREN``) misses every process its parent never waits for: a
+    fork server's workers are reaped inside it, and a shared fork server outlives the pool process that made
+    it, so their CPU never reaches this process (it came out 30% short on 4 submissions, which made the
+    grader's share negative). A cgroup counts them all: each command runs in a cpuacct cgroup of its own
+    (cgroup v1, where the sandbox's per-worker cgroups take only the memory and pids controllers, so its
+    workers stay in ours). Where that cannot be made (cgroup v2, no permission), the tree's count is used
+    and said to be a lower bound.
+    """
+
+    ROOT = Path("/sys/fs/cgroup/cpuacct")
+
+    def __init__(self) -> None:
+        self.group: Path | None = self.ROOT / f"gptkit-bench-{os.getpid()}"
+        try:
+            self.group.mkdir()
+        except OSError:
+            self.group = None
+        self.how = "cgroup (cpuacct)" if self.group else "the reaped process tree only (a lower bound)"
+
+    def _usage(self) -> float:
+        if self.group is None:
+            use = resource.getrusage(resource.RUSAGE_CHILDREN)
+            return use.ru_utime + use.ru_stime
+        return int((self.group / "cpuacct.usage").read_text()) / 1e9
+
+    def _join(self) -> None:  # in the child, before exec: it and all it starts are counted
+        if self.group is not None:
+            (self.group / "cgroup.procs").write_text("0")
+
+    def timed(self, command: list[str], cwd: Path, env: dict | None = None) -> tuple[float, float]:
+        """(wall seconds, CPU seconds of everything it ran) for one command."""
+        before, started = self._usage(), time.perf_counter()
+        subprocess.run(
+            command,
+            cwd=cwd,
+            env=env,
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            preexec_fn=self._join,
+        )
+        wall = time.perf_counter() - started
+        self._settle()
+        return wall, self._usage() - before
+
+    def _settle(self, seconds: float = 10) -> None:
+        """Wait for what the command left running (a fork server shutting down) to end, so it is counted."""
+        deadline = time.monotonic() + seconds
+        while self.group is not None and (self.group / "cgroup.procs").read_text().split():
+            if time.monotonic() > deadline:
+                raise SystemExit(f"processes of the last command still run after {seconds:g} s: {self.group}")
+            time.sleep(0.1)
+
+    def close(self) -> None:
+        if self.group is not None:
+            self.group.rmdir()
 
 
 def submissions(n: int, folder: Path) -> list[Path]:
@@ -115,6 +168,21 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="grade batch --workers (default 2)")
     parser.add_argument("--skip-nbgrader", action="store_true", help="leave out nbgrader autograde")
     args = parser.parse_args()
+    meter = CpuMeter()
+    try:
+        run(args, meter)
+    finally:
+        meter.close()
+
+
+def run(args: argparse.Namespace, meter: CpuMeter) -> None:
+    import torch
+
+    print(
+        f"{os.cpu_count()} CPUs, CPU capability {torch.backends.cpu.get_cpu_capability()}, load average "
+        f"{os.getloadavg()[0]:.1f} at start; CPU counted by {meter.how}"
+    )
+    timed = meter.timed
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         subs = submissions(args.n, tmp / "class")
@@ -141,7 +209,11 @@ def main() -> None:
             )
     sandbox = sandbox_setup_seconds() * workers
     for name, (wall, cpu) in results.items():
-        grader = f"   the grader's {(cpu - own[name]) / args.n + sandbox:5.2f}" if name in own else ""
+        share = (cpu - own[name]) / args.n + sandbox if name in own else None
+        # The submissions' own CPU is part of what the meter counts: less than that means CPU went uncounted.
+        if share is not None and share < 0 and meter.group is not None:
+            raise SystemExit(f"{name}: the grader's share came out negative ({share:.2f} s): CPU escaped the meter")
+        grader = f"   the grader's {share:5.2f}" if share is not None and share >= 0 else ""
         print(
             f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission{grader}"
             f"   ({wall:.0f} s wall for {args.n})"

@@ -22,9 +22,12 @@ import torch
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from stretch.train import preset, start, train  # noqa: E402
+from stretch.model import reference  # noqa: E402
+from stretch.precision import choose, cpu_capability, native_bf16_cpu  # noqa: E402
+from stretch.train import make_optimizer, preset, start, train  # noqa: E402
 
 TARGET = 1.88
+DATA_DIR: str | None = None
 
 
 def measure(name: str, data_dir: str | None, target: float | None) -> dict:
@@ -36,7 +39,7 @@ def measure(name: str, data_dir: str | None, target: float | None) -> dict:
     hit = next(((s, v, t) for (s, v), t in zip(run.history.val, run.history.val_seconds) if v <= TARGET), None)
     return {
         "name": name,
-        "cfg": cfg,
+        "cfg": run.cfg,  # with the precision decided
         "wall": wall,
         "steps": run.step,
         "val": run.history.val,
@@ -50,8 +53,31 @@ def describe(cfg) -> str:
     return (
         f"{cfg.n_layers} layers, d={cfg.d}, {cfg.n_heads} heads, block {cfg.block_size}, batch {cfg.batch_size}, "
         f"lr {cfg.lr:g} -> {cfg.min_lr:g} (warmup {cfg.warmup}, cosine to step {cfg.steps}), AdamW wd "
-        f"{cfg.weight_decay}, clip {cfg.grad_clip}"
+        f"{cfg.weight_decay}, clip {cfg.grad_clip}, {'bf16 autocast' if cfg.bf16 else 'float32'}"
     )
+
+
+def step_ratio(steps: int = 20, rounds: int = 3) -> list[float]:
+    """bf16-autocast over float32 time per training step of the fast preset's model, measured side by side
+    (interleaved rounds, the same batches): below 1, bf16 pays on this machine."""
+    cfg = preset("fast", bf16=False)
+    run = start(cfg, "cpu", DATA_DIR)
+    loss_of = reference("m3_train").clm_loss
+    optimizer = make_optimizer(run.model, cfg)
+    x = torch.randint(0, run.data.tokenizer.vocab_size, (cfg.batch_size, cfg.block_size + 1))
+
+    def seconds(bf16: bool) -> float:
+        started = time.perf_counter()
+        for _ in range(steps):
+            with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
+                loss = loss_of(run.model(x[:, :-1]), x[:, 1:])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+        return time.perf_counter() - started
+
+    seconds(True), seconds(False)  # warm both paths up
+    return [seconds(True) / seconds(False) for _ in range(rounds)]
 
 
 def plot(results: list[dict], path: Path) -> None:
@@ -87,9 +113,18 @@ def main() -> None:
     parser.add_argument("--plot", type=Path, help="save validation loss against wall time as a PNG here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
+    global DATA_DIR
+    DATA_DIR = args.data_dir
     print(
-        f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, load average "
+        f"torch {torch.__version__}, {args.threads} threads, {os.cpu_count()} CPUs, CPU capability "
+        f"{cpu_capability()}, native bf16: {native_bf16_cpu() or 'none'}; load average "
         f"{os.getloadavg()[0]:.1f} at start",
+        flush=True,
+    )
+    ratios = step_ratio()
+    print(
+        f"bf16/float32 time per step, side by side: {', '.join(f'{r:.2f}' for r in ratios)} "
+        f"(median {sorted(ratios)[1]:.2f}); the default here: {choose('cpu')}",
         flush=True,
     )
     runs = [("fast", TARGET)] + ([] if args.skip_baseline else [("nanogpt-cpu", None)])

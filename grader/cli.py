@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import warnings
 from pathlib import Path
 
 import click
+from click.core import ParameterSource
 
 from grader.files import write_atomically
-from grader.milestones import MILESTONES
+from grader.milestones import MILESTONES, preloads
 from grader.options import limit_options, limits, milestone_option
 from grader.results import GRADESCOPE_VISIBILITIES
 
@@ -49,6 +51,14 @@ def main(ctx: click.Context) -> None:
 @click.option(
     "--public", is_flag=True, help="Run only the public checks (what a student release runs; its only choice)."
 )
+@click.option(
+    "--paper",
+    "paper_path",
+    type=click.Path(exists=True, path_type=Path),
+    help="Grade on this paper (paper.toml or its folder): its parts, rules and points. A notebook that "
+    "`grade paper render` wrote needs no --paper: it says which paper it is.",
+)
+@click.option("--student", help="With --paper: grade with this student's numbers (needs the paper's secret).")
 def check(
     submission: Path,
     milestones: list[str] | None = None,
@@ -58,19 +68,39 @@ def check(
     timeout: float | None = None,
     memory_mb: int | None = None,
     public: bool = False,
+    paper_path: Path | None = None,
+    student: str | None = None,
 ) -> None:
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    from grader.paper.sitting import SittingError, from_paper, sitting_of
+    from grader.paper.variants import Variant
     from grader.sandbox.client import ForkServer, GraderError
     from grader.submission import SubmissionError, prepared
 
     chosen = limits(timeout, memory_mb)
+    try:  # a paper's notebook (grade paper render): its parts, its student's numbers, its rules
+        if student is not None and paper_path is None:
+            raise SittingError("--student goes with --paper: the paper whose numbers to draw")
+        sitting = from_paper(paper_path, student) if paper_path else sitting_of(submission)
+        asked = click.get_current_context().get_parameter_source("milestones") not in (None, ParameterSource.DEFAULT)
+        graded = sitting.milestones(milestones if asked else None) if sitting else milestones or list(MILESTONES)
+    except SittingError as e:
+        raise click.UsageError(str(e)) from None
     try:
-        with prepared(submission) as folder, ForkServer(chosen) as server:
+        with prepared(submission) as folder, ForkServer(chosen, preload=preloads(graded)) as server:
             from grader.runner import grade  # loads torch here while the worker loads it there
 
-            report = grade(folder, milestones or list(MILESTONES), chosen, server, public=public)
+            report = grade(
+                folder,
+                graded,
+                chosen,
+                server,
+                public=public,
+                variant=sitting.variant if sitting else Variant(),
+                rules=sitting.rules if sitting else None,
+            )
         report.submission = str(submission)
     except SubmissionError as e:
         raise click.UsageError(str(e)) from None
@@ -81,6 +111,10 @@ def check(
         from grader.table import render_text
 
         text = render_text(report, verbose=verbose, color=output is None)
+        if sitting:
+            text += "\n\n" + sitting.summary(report, graded)
+    elif fmt == "json" and sitting:
+        text = json.dumps({**report.to_json(), "paper": sitting.to_json(report, graded)}, indent=2)
     else:
         text = report.render(fmt)
     if output:
@@ -172,6 +206,9 @@ def nbgrader(out: Path) -> None:
 from grader.batch.commands import batch, export, report  # noqa: E402 - the group must exist first
 from grader.contest.commands import contest  # noqa: E402
 from grader.contest.submit import submit  # noqa: E402
+from grader.paper.commands import paper  # noqa: E402
+from grader.paper.practice import practice  # noqa: E402
+from grader.watch import watch  # noqa: E402
 
-for command in (batch, export, report, contest, submit):
+for command in (batch, export, report, contest, submit, paper, practice, watch):
     main.add_command(command)

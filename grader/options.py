@@ -7,7 +7,7 @@ from typing import TypeVar
 
 import click
 
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE, METRIC_TASKS, MILESTONES
 from grader.sandbox.client import Limits
 
 F = TypeVar("F", bound=Callable)
@@ -19,8 +19,8 @@ DEFAULT = Limits()
 
 def milestone_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:
     for m in value:
-        if m not in MILESTONES:
-            raise click.BadParameter(f"unknown milestone {m!r}; choose from {', '.join(MILESTONES)}")
+        if m not in GRADABLE:
+            raise click.BadParameter(f"unknown milestone {m!r}; choose from {', '.join(GRADABLE)}")
     return list(dict.fromkeys(value)) or list(MILESTONES)
 
 
@@ -48,7 +48,8 @@ def milestone_option(f: F) -> F:
         multiple=True,
         callback=milestone_ids,
         metavar="ID",
-        help=f"Grade only this milestone (repeatable): {', '.join(MILESTONES)}. Default: all.",
+        help=f"Grade only this milestone (repeatable): {', '.join(MILESTONES)}; or a metric task, graded only "
+        f"when named: {', '.join(METRIC_TASKS)}. Default: every milestone.",
     )(f)
 
 

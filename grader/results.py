@@ -8,7 +8,7 @@ from dataclasses import asdict, dataclass, field
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 
 # Gradescope's visibility levels for a test, most shown first.
 GRADESCOPE_VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
@@ -30,6 +30,7 @@ class CheckResult:
     internal_error: bool = False  # the grader's own code failed: not the student's error
     counted: bool = True  # False for an internal error or a check the grader could not observe: no point won or lost
     traceback: str = ""  # where the grader failed, for an internal error (shown with -v)
+    value: float | None = None  # a metric-scored check's measure (lmbudget: bits per character); None elsewhere
 
 
 @dataclass
@@ -41,10 +42,11 @@ class Report:
     public: bool = False  # only the public checks ran (a student release, or --public)
     worker_cpu_seconds: float = 0.0  # the submission's own code, in its workers (0 where not measured)
     workers: int = 0  # worker processes started for it (one per group of milestones, more after crashes)
+    variant: int | None = None  # the seed of the student's numbers in a paper's questions; None: the lesson's
 
     @property
     def milestones(self) -> list[str]:
-        return [m for m in MILESTONES if any(c.milestone == m for c in self.checks)]
+        return [m for m in GRADABLE if any(c.milestone == m for c in self.checks)]
 
     def of(self, milestone: str) -> list[CheckResult]:
         return [c for c in self.checks if c.milestone == milestone]
@@ -92,6 +94,7 @@ class Report:
             "worker_cpu_seconds": round(self.worker_cpu_seconds, 3),
             "workers": self.workers,
             "checks": "public" if self.public else "all",
+            "variant": self.variant,
             "protections": self.protections,
             "set_aside": {
                 "checks": len(self.set_aside),
@@ -102,7 +105,7 @@ class Report:
             "milestones": [
                 {
                     "id": m,
-                    "title": MILESTONES[m].title,
+                    "title": GRADABLE[m].title,
                     "score": self.score(m)[0],
                     "max_score": self.score(m)[1],
                     "checks": [asdict(c) for c in self.of(m)],

@@ -17,11 +17,13 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from grader.hints import hint_for
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE, preloads
+from grader.paper.variants import LESSON, Variant
 from grader.results import CheckResult, NotObserved, Report
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
 from grader.sandbox.secrecy import redact
@@ -30,7 +32,7 @@ from grader.sandbox.session import ImportFailure, MissingName
 SUITES = Path(__file__).with_name("suites")  # the helpers every suite shares, and the suites' pytest.ini
 HIDDEN = SUITES / "hidden"  # the hidden suites (absent from a student release)
 PUBLIC = SUITES / "public"  # the public checks, the only ones in a student release
-HIDDEN_AVAILABLE = (HIDDEN / MILESTONES["m1"].suite).is_file()
+HIDDEN_AVAILABLE = (HIDDEN / GRADABLE["m1"].suite).is_file()
 # Built-in plugins the suites do not need; some (unraisableexception) cost a gc.collect per test.
 UNUSED_PLUGINS = (
     "cacheprovider",
@@ -67,10 +69,13 @@ def grade(
     limits: Limits | None = None,
     fork_server: ForkServer | None = None,
     public: bool = False,
+    variant: Variant = LESSON,
+    rules: dict[str, frozenset[str]] | None = None,
 ) -> Report:
     """Grade ``submission`` (a folder of exercise files) on the given milestone ids.
 
-    With ``public`` (always, in a student release), only the public checks run.
+    With ``public`` (always, in a student release), only the public checks run. ``variant``: the student's
+    numbers in a paper's questions; ``rules``: a paper's rules by part (grader/paper/).
     """
     public = public or not HIDDEN_AVAILABLE
     suites = PUBLIC if public else HIDDEN
@@ -88,10 +93,10 @@ def grade(
     server = fork_server or ForkServer(limits)  # torch loads there while this process loads it too
     cpu_before, spawned_before = server.worker_cpu, server.spawned
     collector = Collector()
-    context = GradingContext(server, submission.resolve(), limits)
+    context = GradingContext(server, submission.resolve(), limits, variant=variant, rules=dict(rules or {}))
     if limits.submission_seconds:
         context.ends = started + limits.submission_seconds
-    args = [str(suites / MILESTONES[m].suite) for m in milestones] + [
+    args = [str(suites / GRADABLE[m].suite) for m in milestones] + [
         "-c",
         str(SUITES / "pytest.ini"),
         "--rootdir",
@@ -101,10 +106,10 @@ def grade(
         "--assert=plain",
         *(f"-pno:{p}" for p in UNUSED_PLUGINS),
     ]
-    if {"m3", "lesson"} & set(milestones):
-        # The reference's optimiser loads torch._dynamo on first use; load it now, while the
+    for module in preloads(milestones):
+        # e.g. the reference's optimiser loads torch._dynamo on first use: load it now, while the
         # worker is still starting, rather than in the middle of a check.
-        importlib.import_module("torch._dynamo")
+        importlib.import_module(module)
     log = io.StringIO()
     try:
         with _clean_pytest_env(), contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
@@ -122,6 +127,7 @@ def grade(
     report.seconds = time.monotonic() - started
     report.worker_cpu_seconds = server.worker_cpu - cpu_before  # read once every worker is reaped
     report.workers = server.spawned - spawned_before
+    report.variant = variant.seed
     return report
 
 
@@ -143,7 +149,7 @@ def _clean_pytest_env():
 
 
 def milestone_of(item: pytest.Item) -> str:
-    return next(m.id for m in MILESTONES.values() if m.suite == item.path.name)
+    return next(m.id for m in GRADABLE.values() if m.suite == item.path.name)
 
 
 def check_name(item: pytest.Function) -> str:
@@ -235,13 +241,18 @@ class Collector:
             marker = item.get_closest_marker("points")
             points = (marker.args[0] if marker else 1) / self._cases[(str(item.path), item.originalname)]
             why = failure(call.excinfo) if report.failed and call.excinfo else Failure("")
+            # A metric-scored check (lmbudget) says, in item.user_properties, the share of its points it won,
+            # its measure and its message; every other check wins all or nothing.
+            props: dict[str, Any] = dict(item.user_properties) if report.passed else {}
             self._by_id[item.nodeid] = CheckResult(
                 name=check_name(item),
                 milestone=milestone_of(item),
-                score=0.0 if report.failed else points,
+                score=0.0 if report.failed else points * float(props.get("fraction", 1.0)),
                 max_score=points,
                 passed=report.passed,
-                message=redact(why.message),  # the last gate: see grader/sandbox/secrecy.py
+                # the last gate: see grader/sandbox/secrecy.py
+                message=redact(why.message or str(props.get("message", ""))),
+                value=float(props["value"]) if "value" in props else None,
                 seconds=round(call.duration, 3),
                 internal_error=why.internal,
                 counted=why.counted,

@@ -7,7 +7,7 @@ import io
 from rich.console import Console
 from rich.table import Table
 
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 from grader.results import Report
 
 
@@ -28,7 +28,7 @@ def render_text(report: Report, verbose: bool = False, color: bool = True) -> st
         first = failed[0].name if failed else "[green]all passed[/]"
         aside = len(report.of(m)) - len(checks)
         table.add_row(
-            f"{m}  {MILESTONES[m].title}",
+            f"{m}  {GRADABLE[m].title}",
             f"[{style}]{score:g} / {max_score:g}[/]",
             f"{len(checks) - len(failed)}/{len(checks)}" + (f" (+{aside} not counted)" if aside else ""),
             first,

@@ -20,6 +20,7 @@ import torch.nn as nn
 
 from stretch.data import CharTokenizer
 from stretch.model import ModelConfig, build_model, reference
+from stretch.precision import choose
 
 KEYS = "abcdefghijklmnopqrstuvwxyz"
 VALUES = "0123456789"
@@ -40,7 +41,7 @@ class TaskConfig:
     steps: int = 1500
     lr: float = 2e-3
     seed: int = 0
-    bf16: bool = True  # autocast the training steps (evaluation stays fp32)
+    bf16: bool | None = None  # autocast the training steps (evaluation stays fp32); None: where the CPU does bf16
 
     @property
     def block_size(self) -> int:
@@ -97,12 +98,13 @@ def train_model(cfg: TaskConfig, log: Callable[[str], None] | None = None) -> nn
     clm_loss = reference("m3_train").clm_loss
     opt = torch.optim.AdamW(model.parameters(), lr=cfg.lr, weight_decay=0.0)
     generator = torch.Generator().manual_seed(cfg.seed)
+    bf16 = cfg.bf16 if cfg.bf16 is not None else choose("cpu").bf16
     started = time.perf_counter()
     for step in range(1, cfg.steps + 1):
         for group in opt.param_groups:  # short warmup, then linear decay: settles the copy circuit
             group["lr"] = cfg.lr * min(step / 50, (cfg.steps - step + 1) / cfg.steps)
         tokens, targets = training_batch(cfg, cfg.batch_size, generator)
-        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16, enabled=bf16):
             loss = clm_loss(model(tokens), targets)
         opt.zero_grad(set_to_none=True)
         loss.backward()

@@ -240,3 +240,36 @@ def auth(folder: Path, who: str) -> dict[str, str]:
 def upload(client, folder: Path, who: str, task: str, files: list[tuple[str, bytes]]):
     parts = [("files", (name, data, "application/octet-stream")) for name, data in files]
     return client.post(f"/submit/{task}", files=parts, headers=auth(folder, who))
+
+
+# --- Papers -------------------------------------------------------------------------------------------------------
+
+
+def reference_answers(module: str) -> dict[str, object]:
+    tree = ast.parse((SOLUTIONS / f"{module}.py").read_text())
+    return {
+        n.targets[0].id: ast.literal_eval(n.value)
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.targets[0], ast.Name) and n.targets[0].id.startswith("Q")
+    }
+
+
+def fill_paper_notebook(notebook: Path, seed: int, out: Path) -> None:
+    """The notebook with the reference's code and the reference's answers for the student of ``seed``."""
+    data = json.loads(notebook.read_text())
+    from grader.paper.variants import Variant
+    from grader.suites.hidden import kv_questions
+
+    quiz = reference_answers("quiz")
+    variant = Variant(seed)
+    for cell in data["cells"]:
+        if cell["id"] == "kvmemory-answer":
+            cell["source"] = (SOLUTIONS / "m11_kvmemory.py").read_text().split("# Check yourself")[0]
+        for name in kv_questions.IDS:
+            if cell["id"] == f"kvmemory-{name}-answer":
+                answer = kv_questions.question(name, variant).answer  # type: ignore[attr-defined]
+                cell["source"] = cell["source"].replace(f"{name} = None", f"{name} = {answer!r}")
+        for name, value in quiz.items():
+            if cell["id"] == f"quiz-{name}-answer":
+                cell["source"] = cell["source"].replace(f"{name} = None", f"{name} = {value!r}")
+    out.write_text(json.dumps(data))

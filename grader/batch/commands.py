@@ -12,7 +12,7 @@ import click
 from grader.batch.exports import csv_text, gradescope_json
 from grader.batch.summary import class_lines, failure_causes, failure_rates, milestone_means, stubs
 from grader.files import write_atomically
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE, MILESTONES
 from grader.options import dask_client, limit_options, limits, milestone_option, scheduler_option
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
@@ -213,7 +213,7 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         mean = sum(r["score"] / r["max_score"] for r in graded if r["max_score"]) / len(graded)
         click.echo(f"mean score: {100 * mean:.1f}%")
     for m, share in milestone_means(checks).items():
-        click.echo(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
+        click.echo(f"  {m:<9} {100 * share:5.1f}%  {GRADABLE[m].title}")
     stub = stubs(checks)
     if stub:
         click.echo(

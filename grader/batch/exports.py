@@ -8,13 +8,13 @@ import io
 from typing import Any
 
 from grader.batch.summary import points
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 from grader.results import CheckResult, gradescope_results
 
 
 def csv_text(rows: list[dict], checks: list[dict]) -> str:
     """One row per submission: student, score, max_score, status, then each graded milestone's score."""
-    ids = [m for m in MILESTONES if any(c["milestone"] == m for c in checks)]
+    ids = [m for m in GRADABLE if any(c["milestone"] == m for c in checks)]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
     writer.writerow(["student", "score", "max_score", "status", *ids])

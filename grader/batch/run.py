@@ -25,11 +25,20 @@ _local_server = None  # one fork server per worker process, started by warm_up o
 _one_at_a_time = threading.Lock()  # pytest and the fork server serve one grading at a time per process
 
 
-def grade_one(path: str, milestones: list[str], limits: Limits, server: str | None = None) -> dict:
+def grade_one(
+    path: str,
+    milestones: list[str],
+    limits: Limits,
+    server: str | None = None,
+    seed: int | None = None,
+    rules: dict[str, frozenset[str]] | None = None,
+) -> dict:
     """In a worker process: grade one submission; an error that is not the student's becomes {"error": ...}.
 
-    ``server``: the address of the batch's fork server, of which this process gets a copy.
+    ``server``: the address of the batch's fork server, of which this process gets a copy; ``seed`` and
+    ``rules``: the student's variant and the paper's rules (a contest run on a paper).
     """
+    from grader.paper.variants import Variant
     from grader.runner import grade
     from grader.submission import prepared
 
@@ -37,7 +46,8 @@ def grade_one(path: str, milestones: list[str], limits: Limits, server: str | No
         try:
             fork_server = _this_process_server(server, limits)
             with unpacked(Path(path)) as inner, prepared(inner) as folder:
-                return grade(folder, milestones, limits, fork_server).to_json()
+                report = grade(folder, milestones, limits, fork_server, variant=Variant(seed), rules=rules)
+                return report.to_json()
         except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
             return {"error": f"{type(e).__name__}: {e}"}
 

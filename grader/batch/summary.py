@@ -8,7 +8,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
 NOT_IMPLEMENTED = NOT_IMPLEMENTED_MESSAGE  # how an untouched stub's failures begin
@@ -95,7 +95,7 @@ def milestone_shares(checks: list[dict]) -> dict[str, dict[str, float]]:
             continue
         got.setdefault(c["milestone"], Counter())[c["student"]] += c["score"]
         top.setdefault(c["milestone"], Counter())[c["student"]] += c["max_score"]
-    return {m: {s: got[m][s] / top[m][s] for s in top[m] if top[m][s]} for m in MILESTONES if m in top}
+    return {m: {s: got[m][s] / top[m][s] for s in top[m] if top[m][s]} for m in GRADABLE if m in top}
 
 
 def milestone_means(checks: list[dict]) -> dict[str, float]:
@@ -117,7 +117,7 @@ def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[s
         values = list(shares.values())
         lines.append(f"mean {100 * statistics.mean(values):.1f}%, median {100 * statistics.median(values):.1f}%")
     for m, share in milestone_means(checks).items():
-        lines.append(f"  {m:<9} {100 * share:5.1f}%  {MILESTONES[m].title}")
+        lines.append(f"  {m:<9} {100 * share:5.1f}%  {GRADABLE[m].title}")
     if stub := stubs(checks):
         lines.append(
             f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (nothing implemented): {', '.join(sorted(stub))}"

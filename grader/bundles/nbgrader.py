@@ -345,6 +345,25 @@ def _marked(text: list[str], release: str) -> list[str]:
     return [f"{indent}### BEGIN SOLUTION (release: {release})", *text, f"{indent}### END SOLUTION"]
 
 
+def released(source: str) -> str:
+    """What the release shows of an answer cell's ``source``: each solution region replaced by the stub's line its
+    BEGIN line names, as :class:`grader.bundles.nbgrader_release.ClearAnswers` does (used where no nbgrader runs:
+    a paper's notebook, grader/paper/render.py)."""
+    out: list[str] = []
+    inside = False
+    for line in source.split("\n"):
+        if "### BEGIN SOLUTION" in line:
+            inside = True
+            named = re.search(r"\(release: (.*)\)\s*$", line)
+            indent = line[: len(line) - len(line.lstrip())]
+            out.append(indent + (named.group(1) if named else "raise NotImplementedError()"))
+        elif "### END SOLUTION" in line:
+            inside = False
+        elif not inside:
+            out.append(line)
+    return "\n".join(out)
+
+
 def _lines(lines: list[str], node: ast.stmt) -> list[str]:
     start = node.lineno - 1 - len(getattr(node, "decorator_list", []))
     return lines[start : _end(node)]

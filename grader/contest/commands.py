@@ -135,12 +135,17 @@ def _minutes(span_seconds: float) -> str:
 
 def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
     """The contest's rules in a few lines, for the coach to read back."""
-    lines = [f"{rules.title}", "tasks:"]
+    lines = [f"{rules.title}"]
+    if rules.paper:
+        lines.append(f"paper: {rules.paper.title} ({rules.paper.id}); each student gets their own numbers")
+    lines.append("tasks:")
     for task in rules.tasks:
         scoring = f"best of {task.select} selected" if task.select else task.scoring.value
         cap = f"at most {task.max_submissions}" if task.max_submissions else "unlimited"
         gap = f", {task.min_interval.total_seconds():g} s apart" if task.min_interval else ""
-        lines.append(f"  {task.id}: {task.points:g} points, {scoring}; {cap} graded submissions{gap}")
+        part = rules.paper.part(task.id) if rules.paper else None
+        imposed = f"; rules: {', '.join(part.rules)}" if part and part.rules else ""
+        lines.append(f"  {task.id}: {task.points:g} points, {scoring}; {cap} graded submissions{gap}{imposed}")
     lines.append(f"  total: {sum(t.points for t in rules.tasks):g} points")
     window = rules.window
     length = _minutes(window.duration.total_seconds())

@@ -15,11 +15,14 @@ from dataclasses import dataclass, field
 from datetime import date, datetime, time, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from grader.contest.lines import line_of
 from grader.contest.points import milestone_points
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
+
+if TYPE_CHECKING:  # grader.paper.config reads its file with this module's Reader: imported where used
+    from grader.paper.config import Paper
 
 
 class Feedback(Enum):
@@ -49,7 +52,7 @@ class Board(Enum):
 
 @dataclass(frozen=True)
 class Task:
-    id: str  # a milestone id (grader.milestones.MILESTONES)
+    id: str  # a milestone or metric task id (grader.milestones.GRADABLE)
     points: float
     scoring: Scoring = Scoring.BEST
     select: int | None = None  # with Scoring.SELECTED: how many submissions a student may mark
@@ -78,6 +81,7 @@ class Contest:
     scoreboard: Board = Board.PUBLIC
     freeze: timedelta = timedelta(0)  # Board.FROZEN: the last part of the window the board does not move in
     extra_time: dict[str, timedelta] = field(default_factory=dict)  # student -> added to their window
+    paper: Paper | None = None  # the paper the tasks come from (``paper = "..."``): its rules and variants
 
     def task(self, task_id: str) -> Task | None:
         return next((t for t in self.tasks if t.id == task_id), None)
@@ -88,7 +92,7 @@ class ContestFileError(Exception):
 
 
 KNOWN = {
-    (): {"title", "tasks", "window", "extra_time", "feedback", "scoreboard", "defaults"},
+    (): {"title", "paper", "tasks", "window", "extra_time", "feedback", "scoreboard", "defaults"},
     ("window",): {"start", "duration", "personal", "hard_end"},
     ("feedback",): {"during", "after"},
     ("scoreboard",): {"mode", "freeze_minutes"},
@@ -117,19 +121,41 @@ def _choices(kind: type[Enum]) -> str:
     return ", ".join(f'"{m.value}"' for m in kind)
 
 
-class _Reader:
-    """Reads values out of the parsed file; each check failure raises with the key's line."""
+class Reader:
+    """Reads values out of a parsed TOML file (contest.toml, paper.toml); a failed check raises with its line."""
 
-    def __init__(self, text: str, name: str):
+    @classmethod
+    def of(cls, text: str, name: str, error: type[Exception] = ContestFileError) -> tuple[Reader, dict]:
+        """A reader of the file's ``text`` and its tables; a file that is not TOML raises ``error``."""
+        # Imported here, not at the top: `grade` loads this module for its `contest` group, and the student
+        # release (which ships the grader but not tomli, needed before Python 3.11) must not need it to start.
+        if sys.version_info >= (3, 11):
+            import tomllib
+        else:  # pragma: no cover - Python 3.10
+            import tomli as tomllib
+        try:
+            data = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise error(f"{name}: not valid TOML: {e}") from None
+        return cls(text, name, error), data
+
+    def title(self, top: dict) -> str:
+        title = top.get("title")
+        if not isinstance(title, str) or not title.strip():
+            raise self.fail(("title",), "title is required: a non-empty string")
+        return title.strip()
+
+    def __init__(self, text: str, name: str, error: type[Exception] = ContestFileError):
         self.text = text
         self.name = name
+        self.error = error  # the exception a mistake raises: the contest file's, or the paper file's
 
-    def fail(self, path: tuple[str, ...], message: str) -> ContestFileError:
+    def fail(self, path: tuple[str, ...], message: str) -> Exception:
         line = line_of(self.text, path) if path else None
         where = f"{self.name}, line {line}" if line else self.name
-        return ContestFileError(f"{where}: {message}")
+        return self.error(f"{where}: {message}")
 
-    def bad(self, path: tuple[str, ...], value: object, wanted: str) -> ContestFileError:
+    def bad(self, path: tuple[str, ...], value: object, wanted: str) -> Exception:
         return self.fail(path, f"{_show_key(path)} must be {wanted}, not {_show_value(value)}")
 
     def table(self, data: dict, path: tuple[str, ...], known: set[str] | None) -> dict:
@@ -182,33 +208,24 @@ def load(path: Path) -> Contest:
         raise ContestFileError(f"there is no {path}: `grade contest init` writes an example to edit") from None
     except OSError as e:
         raise ContestFileError(f"{path}: cannot read it: {e.strerror or e}") from None
-    return parse(text, path.name)
+    return parse(text, path.name, path.parent)
 
 
-def parse(text: str, name: str = "contest.toml") -> Contest:
-    """Check the contest file's ``text`` (``name`` is the file's, for the messages)."""
-    # Imported here, not at the top: `grade` loads this module for its `contest` group, and the student
-    # release (which ships the grader but not tomli, needed before Python 3.11) must not need it to start.
-    if sys.version_info >= (3, 11):
-        import tomllib
-    else:  # pragma: no cover - Python 3.10
-        import tomli as tomllib
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as e:
-        raise ContestFileError(f"{name}: not valid TOML: {e}") from None
-    read = _Reader(text, name)
+def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> Contest:
+    """Check the contest file's ``text`` (``name`` is the file's, for the messages; ``folder`` the one a
+    ``paper`` path is relative to, the current one if None)."""
+    read, data = Reader.of(text, name)
     top = read.table(data, (), KNOWN[()])
-    title = top.get("title")
-    if not isinstance(title, str) or not title.strip():
-        raise read.fail(("title",), "title is required: a non-empty string")
+    title = read.title(top)
     window = _window(read, read.table(top, ("window",), KNOWN[("window",)]))
     feedback = read.table(top, ("feedback",), KNOWN[("feedback",)])
     board = read.table(top, ("scoreboard",), KNOWN[("scoreboard",)])
     mode = read.choice(board, ("scoreboard", "mode"), Board, Board.PUBLIC)
+    paper = _paper(read, top, folder or Path("."))
     return Contest(
-        title=title.strip(),
-        tasks=_tasks(read, top),
+        title=title,
+        tasks=_paper_tasks(read, top, paper) if paper else _tasks(read, top),
+        paper=paper,
         window=window,
         feedback_during=read.choice(feedback, ("feedback", "during"), Feedback, None),
         feedback_after=read.choice(feedback, ("feedback", "after"), Feedback, Feedback.FULL),
@@ -218,7 +235,7 @@ def parse(text: str, name: str = "contest.toml") -> Contest:
     )
 
 
-def _window(read: _Reader, table: dict) -> Window:
+def _window(read: Reader, table: dict) -> Window:
     if not table:
         raise read.fail(("window",), "[window] is required: a start and a duration, or personal = true and a duration")
     duration = read.number(table, ("window", "duration"), positive=True)
@@ -244,7 +261,34 @@ def _window(read: _Reader, table: dict) -> Window:
     return Window(duration=timedelta(minutes=duration), start=start, personal=personal, hard_end=hard_end)
 
 
-def _tasks(read: _Reader, top: dict) -> tuple[Task, ...]:
+def _paper(read: Reader, top: dict, folder: Path) -> Paper | None:
+    """The paper named by ``paper = "PATH"`` (a paper.toml or its folder, relative to the contest file)."""
+    from grader.paper.config import PaperFileError, load
+
+    where = top.get("paper")
+    if where is None:
+        return None
+    if not isinstance(where, str) or not where.strip():
+        raise read.bad(("paper",), where, "the path of a paper.toml (or its folder), relative to this file")
+    if "tasks" in top:
+        first = next(iter(top["tasks"]), None) if isinstance(top["tasks"], dict) else None
+        raise read.fail(
+            ("tasks", first) if first else ("tasks",),
+            "a contest on a paper takes its tasks from the paper: remove [tasks], or paper",
+        )
+    try:
+        return load(folder / where)
+    except PaperFileError as e:
+        raise read.fail(("paper",), f"paper = {json.dumps(where)}: {e}") from None
+
+
+def _paper_tasks(read: Reader, top: dict, paper: Paper) -> tuple[Task, ...]:
+    """A task per part of the paper, with its points, and the contest's [defaults] for the rest."""
+    defaults = read.table(top, ("defaults",), KNOWN[("defaults",)])
+    return tuple(_task(read, part.id, {**defaults, "points": part.points}, set()) for part in paper.parts)
+
+
+def _tasks(read: Reader, top: dict) -> tuple[Task, ...]:
     defaults = read.table(top, ("defaults",), KNOWN[("defaults",)])
     tasks = read.table(top, ("tasks",), None)
     if not tasks:
@@ -253,17 +297,17 @@ def _tasks(read: _Reader, top: dict) -> tuple[Task, ...]:
         )
     result = []
     for task_id in tasks:
-        if task_id not in MILESTONES:
+        if task_id not in GRADABLE:
             raise read.fail(
                 ("tasks", task_id),
-                f"tasks.{_show_key((task_id,))} is not an exercise id; the ids are {', '.join(MILESTONES)}",
+                f"tasks.{_show_key((task_id,))} is not an exercise id; the ids are {', '.join(GRADABLE)}",
             )
         table = read.table(tasks, ("tasks", task_id), TASK_KEYS)
         result.append(_task(read, task_id, {**defaults, **table}, set(table)))
     return tuple(result)
 
 
-def _task(read: _Reader, task_id: str, table: dict, own: set[str]) -> Task:
+def _task(read: Reader, task_id: str, table: dict, own: set[str]) -> Task:
     def path(key: str) -> tuple[str, ...]:
         return ("tasks", task_id, key) if key in own else ("defaults", key)
 
@@ -297,7 +341,7 @@ def _int(value: float | None) -> int | None:
     return None if value is None else int(value)
 
 
-def _freeze(read: _Reader, table: dict, mode: Board, window: Window) -> timedelta:
+def _freeze(read: Reader, table: dict, mode: Board, window: Window) -> timedelta:
     minutes = read.number(table, ("scoreboard", "freeze_minutes"), positive=True)
     if mode is not Board.PUBLIC and window.personal and window.hard_end is None:
         raise read.fail(("scoreboard", "mode"), _NO_END.format(mode=mode.value))
@@ -320,7 +364,7 @@ _NO_END = (
 )
 
 
-def _extra_time(read: _Reader, table: dict) -> dict[str, timedelta]:
+def _extra_time(read: Reader, table: dict) -> dict[str, timedelta]:
     extra = {}
     for student in table:
         minutes = read.number(table, ("extra_time", student), positive=False)

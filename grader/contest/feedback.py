@@ -17,8 +17,9 @@ from __future__ import annotations
 from typing import Any
 
 from grader.contest.config import Contest, Feedback
+from grader.contest.metric import split_check
 from grader.contest.policy import Phase, WindowState, task_points
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 
 # The fields of a check a student sees under ``full``. Not the traceback: it is the grader's own failure, and
 # it quotes the hidden suite's source; the coach sees it in the full report.
@@ -32,24 +33,31 @@ def policy_at(contest: Contest, state: WindowState) -> Feedback:
 
 def guarded_tasks(contest: Contest) -> dict[str, tuple[str, ...]]:
     """The tasks graded with the grader's own solution of other tasks: task -> those tasks."""
-    owner = {module: task.id for task in contest.tasks for module in MILESTONES[task.id].modules}
+    owner = {module: task.id for task in contest.tasks for module in GRADABLE[task.id].modules}
     guarded = {}
     for task in contest.tasks:
-        others = {owner[m] for m in MILESTONES[task.id].trusted if owner.get(m, task.id) != task.id}
+        others = {owner[m] for m in GRADABLE[task.id].trusted if owner.get(m, task.id) != task.id}
         if others:
             guarded[task.id] = tuple(sorted(others))
     return guarded
 
 
-def visible_report(contest: Contest, report: dict[str, Any], state: WindowState) -> dict[str, Any]:
+def visible_report(
+    contest: Contest, report: dict[str, Any], state: WindowState, sealed: frozenset[str] = frozenset()
+) -> dict[str, Any]:
     """What the student may see of ``report`` (the grader's JSON, ``Report.to_json()``) with their window in
-    ``state``. Milestones that are not tasks of the contest are left out."""
+    ``state``. Milestones that are not tasks of the contest are left out; ``sealed``: the metric tasks whose
+    split B the coach has not revealed (grader/contest/metric.py), whose B check nobody sees yet."""
     guarded = {} if state.phase is Phase.ENDED else guarded_tasks(contest)
-    return filter_report(contest, report, policy_at(contest, state), guarded)
+    return filter_report(contest, report, policy_at(contest, state), guarded, sealed)
 
 
 def filter_report(
-    contest: Contest, report: dict[str, Any], policy: Feedback, guarded: dict[str, tuple[str, ...]] | None = None
+    contest: Contest,
+    report: dict[str, Any],
+    policy: Feedback,
+    guarded: dict[str, tuple[str, ...]] | None = None,
+    sealed: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """``report`` as seen under ``policy``: full = every check; score = each task's score; passfail = each task
     passed (full marks) or not; none = only that it was received. A task in ``guarded`` gets at most score."""
@@ -75,7 +83,8 @@ def filter_report(
                 f"solution of {others}, a task of this contest, which a check's message could carry out"
             )
         elif policy is Feedback.FULL:
-            entry["checks"] = [{key: check.get(key) for key in CHECK_FIELDS} for check in milestone.get("checks", [])]
+            shown = [c for c in milestone.get("checks", []) if not (task.id in sealed and split_check(c) == "B")]
+            entry["checks"] = [{key: check.get(key) for key in CHECK_FIELDS} for check in shown]
         tasks.append(entry)
     view["tasks"] = tasks
     if policy is Feedback.FULL:

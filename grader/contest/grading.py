@@ -35,6 +35,7 @@ class GradingQueue:
         limits=None,
         executor: Executor | None = None,
         on_done: Callable[[int], None] = lambda sid: None,
+        options: Callable[[str], dict] = lambda student: {},
     ):
         from grader.options import limits as default_limits
 
@@ -43,6 +44,7 @@ class GradingQueue:
         self.workers = workers
         self.limits = limits or default_limits()
         self.on_done = on_done
+        self.options = options  # a student's extra arguments to grade_one: a paper's seed and rules
         self._executor = executor
         self._own = executor is None
         self._pending: dict[int, Future] = {}
@@ -74,7 +76,7 @@ class GradingQueue:
             if self._closed or sid in self._pending:
                 return
             path = str(self.store.folder.resolve() / row.path)  # a Dask worker may run in another folder
-            future = self._executor.submit(grade_one, path, [row.task], self.limits, None)
+            future = self._executor.submit(grade_one, path, [row.task], self.limits, None, **self.options(row.student))
             self._pending[sid] = future
         future.add_done_callback(functools.partial(self._record, sid))
 

@@ -13,7 +13,7 @@ import ast
 from functools import cache
 from pathlib import Path
 
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 
 HIDDEN = Path(__file__).resolve().parents[1] / "suites" / "hidden"
 
@@ -53,7 +53,7 @@ def _points(decorator: ast.expr, lengths: dict[str, int]) -> float | None:
 @cache
 def milestone_points(milestone: str) -> float | None:
     """The points milestone ``milestone`` is worth in the full grader, or None where they cannot be read."""
-    suite = HIDDEN / MILESTONES[milestone].suite
+    suite = HIDDEN / GRADABLE[milestone].suite
     try:
         tree = ast.parse(suite.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):

@@ -146,13 +146,17 @@ def _ids(contest: Contest) -> str:
 def may_select(task: Task, history: Sequence[Submission], choice: Submission) -> Decision:
     """Whether the student may mark ``choice`` to count for ``task`` (Scoring.SELECTED), given ``history``,
     their submissions with their present marks: only a graded submission to the task, and at most ``select``."""
-    if task.scoring is not Scoring.SELECTED:
+    from grader.contest.metric import finals_allowed, is_metric  # a metric task's finals are selected too
+
+    metric = is_metric(task.id)
+    if task.scoring is not Scoring.SELECTED and not metric:
         return Decision(False, f"{task.id} counts your {task.scoring.value} submission: there is nothing to select")
     if choice.task != task.id or choice.status is not Status.GRADED:
         return Decision(False, f"only a graded submission to {task.id} can be selected")
     marked = [s for s in history if s.task == task.id and s.selected and s != choice]
-    if task.select is not None and len(marked) >= task.select:
-        return Decision(False, f"you have already selected {task.select} submissions to {task.id}: unselect one first")
+    most = finals_allowed(task) if metric else task.select
+    if most is not None and len(marked) >= most:
+        return Decision(False, f"you have already selected {most} submissions to {task.id}: unselect one first")
     return Decision(True)
 
 

@@ -42,12 +42,15 @@ from grader.contest.config import Contest, Scoring, load
 from grader.contest.export import write_gradebook
 from grader.contest.feedback import visible_report
 from grader.contest.grading import GradingQueue
+from grader.contest.metric import finals_allowed, is_metric, leaderboard
 from grader.contest.policy import Phase, may_select, may_submit, window_state
 from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Standings, coach_view, student_view
-from grader.contest.store import FAILED, GRADED, QUEUED, REJECTED, Row, Store
+from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row, Store
 from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, allowed_files, check_upload, write
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
+from grader.paper.config import SECRET_FILE
+from grader.paper.variants import read_or_make_secret, seed_of
 
 log = logging.getLogger("grader.contest")
 
@@ -114,6 +117,17 @@ def create_app(
     templates = Environment(loader=PackageLoader("grader.templates", "contest"), autoescape=select_autoescape(["html"]))
     state: dict[str, Any] = {"queue": None}
 
+    # The paper's own secret: the numbers `grade paper render PAPER --student NAME` writes are those graded here.
+    paper_folder = base.paper.folder if base.paper and base.paper.folder else folder
+    secret = read_or_make_secret(paper_folder / SECRET_FILE) if base.paper else ""
+
+    def paper_options(student: str) -> dict[str, Any]:
+        """On a paper: the student's own numbers (their variant) and the paper's rules for each part."""
+        if base.paper is None:
+            return {}
+        rules = {part.id: frozenset(part.rules) for part in base.paper.parts}
+        return {"seed": seed_of(secret, base.paper.id, student), "rules": rules}
+
     def enqueue(sid: int) -> None:
         queue = state["queue"]
         if queue is not None:
@@ -121,7 +135,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        queue = GradingQueue(store, clock, workers, limits, executor=executor)
+        queue = GradingQueue(store, clock, workers, limits, executor=executor, options=paper_options)
         queue.start()
         state["queue"] = queue
         try:
@@ -226,7 +240,9 @@ def create_app(
             entry["message"] = "voided by the coach: it does not count"
         elif row.status == GRADED and row.report is not None:
             now_state = window_state(contest, row.student, clock(), store.first_login(row.student))
-            entry["feedback"] = visible_report(contest, row.report, now_state)
+            entry["feedback"] = visible_report(contest, row.report, now_state, sealed(contest))
+        elif row.status == FAILED and (row.error or "").startswith(NOT_COUNTED):
+            entry["message"] = f"{row.error}: it does not count against your submissions; fix it and submit again"
         elif row.status == FAILED:
             entry["message"] = "the grader failed on this submission: it costs you nothing; submit again"
         elif row.status == REJECTED:
@@ -234,6 +250,36 @@ def create_app(
         elif row.status == QUEUED:
             entry["message"] = "waiting to be graded"
         return entry
+
+    # --- Metric tasks: leaderboards A (live) and B (sealed until the coach reveals it) ----------------------------
+
+    def revealed(task_id: str) -> bool:
+        return store.setting(f"revealed:{task_id}") is not None
+
+    def sealed(contest: Contest) -> frozenset[str]:
+        return frozenset(t.id for t in contest.tasks if is_metric(t.id) and not revealed(t.id))
+
+    def leaderboards(who: Who, contest: Contest) -> list[dict[str, Any]]:
+        boards = []
+        for task in contest.tasks:
+            if not is_metric(task.id):
+                continue
+            rows = [r for r in store.all() if r.task == task.id]
+            shown_b = who.coach or revealed(task.id)
+            boards.append(
+                {
+                    "task": task.id,
+                    "revealed": revealed(task.id),
+                    "finals": finals_allowed(task),
+                    "A": leaderboard(contest, task.id, rows, students, "A"),
+                    "B": leaderboard(contest, task.id, rows, students, "B") if shown_b else None,
+                }
+            )
+        return boards
+
+    @app.get("/api/leaderboards")
+    def api_leaderboards(who: Who = Depends(anyone)) -> list[dict[str, Any]]:
+        return leaderboards(who, rules())
 
     def all_submissions(contest: Contest) -> dict[str, list]:
         grouped: dict[str, list] = defaultdict(list)
@@ -314,9 +360,11 @@ def create_app(
             tasks.append(
                 {
                     "id": task.id,
-                    "title": MILESTONES[task.id].title,
+                    "title": GRADABLE[task.id].title,
                     "points": task.points,
                     "scoring": task.scoring.value,
+                    "metric": is_metric(task.id),
+                    "finals": finals_allowed(task),
                     "select": task.select,
                     "max_submissions": task.max_submissions,
                     "min_interval_seconds": task.min_interval.total_seconds(),
@@ -332,15 +380,30 @@ def create_app(
             "remaining_seconds": round(window.remaining.total_seconds()),
             "tasks": tasks,
             "submissions": [view(r, contest) for r in reversed(rows)],
+            "paper": base.paper is not None,
         }
 
     @app.get("/me", response_class=HTMLResponse)
     def me(request: Request, who: Who = Depends(student)) -> Response:
         data = me_data(who)
         refusals = [e for e in store.events(who.name, limit=5) if e["kind"] == "refused"]
-        selectable = {t.id for t in rules().tasks if t.scoring is Scoring.SELECTED}
+        selectable = {t.id for t in rules().tasks if t.scoring is Scoring.SELECTED or is_metric(t.id)}
         waiting = any(s["status"] == QUEUED for s in data["submissions"])
         return render("me.html", **data, refusals=refusals, selectable=selectable, waiting=waiting)
+
+    @app.get("/paper.ipynb")
+    def paper_notebook(who: Who = Depends(student)) -> Response:
+        """On a paper: the student's own notebook, with their numbers (the ones they are graded on)."""
+        from grader.paper.render import RenderError, build
+
+        if base.paper is None:
+            raise HTTPException(404, "this contest is not on a paper: there is no notebook to download")
+        try:
+            notebook = build(base.paper, who.name, paper_options(who.name)["seed"])
+        except RenderError as e:
+            raise HTTPException(500, f"the notebook could not be made: {e}") from None
+        attachment = {"Content-Disposition": f'attachment; filename="{base.paper.id}.ipynb"'}
+        return Response(json.dumps(notebook, indent=1), media_type="application/x-ipynb+json", headers=attachment)
 
     @app.get("/api/me")
     def api_me(who: Who = Depends(student)) -> dict[str, Any]:
@@ -435,7 +498,11 @@ def create_app(
         contest = rules()
         standings = board(who, contest)
         return render(
-            "scoreboard.html", standings=board_json(standings, who.coach), tasks=[t.id for t in contest.tasks], who=who
+            "scoreboard.html",
+            standings=board_json(standings, who.coach),
+            tasks=[t.id for t in contest.tasks],
+            who=who,
+            leaderboards=leaderboards(who, contest),
         )
 
     @app.get("/api/scoreboard")
@@ -469,6 +536,7 @@ def create_app(
             people=people,
             events=store.events(limit=50),
             frozen_at=store.setting("frozen_at"),
+            leaderboards=leaderboards(who, contest),
             extend=float(store.setting("extend_minutes") or 0),
             queued=len(store.queued()),
             now=_iso(now),
@@ -586,6 +654,17 @@ def create_app(
         if not CHART_NAME.fullmatch(name) or not path.is_file():
             raise HTTPException(404, f"no chart {name!r}: open /coach/charts to draw them")
         return FileResponse(path, media_type="image/png")
+
+    @app.post("/coach/reveal/{task_id}")
+    async def reveal(task_id: str, request: Request, who: Who = Depends(coach)) -> Response:
+        form = await request.form(max_files=0, max_fields=5)
+        undo = str(form.get("undo", "")) not in ("", "0", "false")
+        if rules().task(task_id) is None or not is_metric(task_id):
+            raise HTTPException(404, f"{task_id} is not a metric task of this contest: it has no split B")
+        store.set_setting(f"revealed:{task_id}", None if undo else clock().isoformat())
+        what = "sealed again" if undo else "revealed to the students"
+        store.event(clock(), None, "reveal", f"{task_id}: leaderboard B {what}")
+        return done(request, "/coach", {"task": task_id, "revealed": not undo})
 
     @app.post("/coach/freeze")
     def freeze(request: Request, who: Who = Depends(coach)) -> Response:

@@ -33,6 +33,7 @@ QUEUED = "queued"
 GRADED = "graded"
 REJECTED = "rejected"
 FAILED = "failed"
+NOT_COUNTED = "not counted: "  # a failed submission's error when the grader ran but no check could count
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -223,6 +224,16 @@ class Store:
                 )
                 return True
             milestone = next((m for m in result.get("milestones", []) if m.get("id") == row["task"]), None)
+            checks = milestone.get("checks", []) if milestone else []
+            if checks and not any(c.get("counted", True) for c in checks):
+                # Every check set aside: no valid run (a metric task's time limit, crash or missing model, or the
+                # grader's own failures). As at IOAI it costs nothing: failed, with why, not graded.
+                why = str(checks[0].get("message", "")).removeprefix("not counted: ")
+                db.execute(
+                    "UPDATE submissions SET status = ?, error = ?, report = ?, graded_at = ? WHERE id = ?",
+                    (FAILED, f"{NOT_COUNTED}{why}", json.dumps(result), at.isoformat(), sid),
+                )
+                return True
             if milestone is None:
                 db.execute(
                     "UPDATE submissions SET status = ?, error = ?, report = ?, graded_at = ? WHERE id = ?",

@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 
 POLL_SECONDS = 2.0
 
@@ -31,7 +31,7 @@ def _files(path: Path, task: str) -> list[Path]:
         return [path]
     if not path.is_dir():
         raise SubmitError(f"there is no {path}")
-    names = [f"{module}.py" for module in MILESTONES[task].modules]
+    names = [f"{module}.py" for module in GRADABLE[task].modules]
     found = [path / name for name in names if (path / name).is_file()]
     if not found:
         notebooks = sorted(path.glob("*.ipynb"))
@@ -90,10 +90,13 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
             lines.append(f"  {task['id']}: {'passed' if task['passed'] else 'not yet full marks'}")
         if task.get("note"):
             lines.append(f"    ({task['note']})")
-        for check in task.get("checks") or []:
-            mark = "ok  " if check.get("passed") else "FAIL"
-            message = f": {check['message']}" if check.get("message") and not check.get("passed") else ""
-            lines.append(f"    {mark} {check.get('name')}{message}")
+        checks = task.get("checks") or []
+        if checks:  # the failures in full; the passes only counted, or 50 "ok" lines would bury them
+            lines.append(f"    {sum(bool(c.get('passed')) for c in checks)} of {len(checks)} checks passed")
+        for check in checks:
+            if not check.get("passed"):
+                message = f": {check['message']}" if check.get("message") else ""
+                lines.append(f"    FAIL {check.get('name')}{message}")
     return lines
 
 
@@ -106,7 +109,7 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     required=True,
     help="Your contest token (or set GPTKIT_CONTEST_TOKEN, which keeps it out of your shell history).",
 )
-@click.option("-m", "--task", required=True, type=click.Choice(list(MILESTONES)), help="The task to submit to.")
+@click.option("-m", "--task", required=True, type=click.Choice(list(GRADABLE)), help="The task to submit to.")
 @click.option("--no-wait", is_flag=True, help="Upload and exit, without waiting for the grade.")
 @click.option("--wait-seconds", type=click.FloatRange(1), default=1800, show_default=True, hidden=True)
 def submit(path: Path, server: str, token: str, task: str, no_wait: bool, wait_seconds: float) -> None:

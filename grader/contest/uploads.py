@@ -12,7 +12,7 @@ import os
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
 
 MAX_UPLOAD_BYTES = 20 << 20  # the request's body
 MAX_ZIP_BYTES = 50 << 20  # a zip's files, unpacked
@@ -27,7 +27,7 @@ class UploadError(ValueError):
 
 def allowed_files(task: str) -> tuple[str, ...]:
     """The exercise files a submission to ``task`` may hold."""
-    return tuple(f"{module}.py" for module in MILESTONES[task].modules)
+    return tuple(f"{module}.py" for module in GRADABLE[task].modules)
 
 
 def _base(name: str) -> str:

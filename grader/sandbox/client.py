@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader.milestones import STUDENT_MODULES
+from grader.milestones import MILESTONES, STUDENT_MODULES, preloads
 
 from . import secrecy
 from .common import wire
@@ -105,7 +105,9 @@ class ForkServer:
 
     proc: subprocess.Popen | None  # the server's process; None for a batch server's copy
 
-    def __init__(self, limits: Limits = Limits(), clients: int = 0):
+    def __init__(self, limits: Limits = Limits(), clients: int = 0, preload: tuple[str, ...] | None = None):
+        """``preload``: modules its workers need that are slow to import (``grader.milestones.preloads``),
+        imported once in the server; None: those of every milestone (a batch or a contest grades them all)."""
         self._init_state(limits, Path(tempfile.mkdtemp(prefix="gptkit-")), prefix="")
         self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
         ours, theirs = socket.socketpair()
@@ -117,6 +119,7 @@ class ForkServer:
             "binds": [str(p) for p in _site_dirs()] + [sys.prefix, os.path.dirname(sys.executable)],
             "hide": [str(p) for p in self._private_paths()],
             "student_modules": list(STUDENT_MODULES),
+            "preload": list(preloads(MILESTONES) if preload is None else preload),
         }
         if clients:
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -295,10 +298,14 @@ class WorkerConnection:
         self.hung = False
         self.cpu = 0.0  # the CPU seconds the worker says it has used (it could lie, but only to its own harm)
 
-    def request(self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None) -> Any:
+    def request(
+        self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None, timeout: float | None = None
+    ) -> Any:
+        """Send one request and decode the reply, within ``timeout`` seconds (default: the limits' call_seconds;
+        either way no later than the current test's deadline)."""
         from .common import protocol  # torch: imported only once a worker is used
 
-        timeout = self.server.limits.call_seconds
+        timeout = self.server.limits.call_seconds if timeout is None else timeout
         if self.deadline is not None:
             timeout = min(timeout, self.deadline - time.monotonic())
         if not self.alive:
@@ -399,8 +406,9 @@ class Remote:
     def load(self, state: dict) -> None:
         self.worker.request({"op": Request.LOAD, "handle": self.id}, (dict(state),))
 
-    def input_grad(self, x: Any, via: str | None = None) -> Any:
-        return self._ask(Request.INPUT_GRAD, x, via=via)
+    def input_grad(self, x: Any, *rest: Any, via: str | None = None) -> Any:
+        """The (T, T) gradient sizes of ``self(x, *rest)``'s positions with respect to ``x``'s."""
+        return self._ask(Request.INPUT_GRAD, x, *rest, via=via)
 
     def grads(self, x: Any, w: Any) -> Any:
         """Each parameter's gradient of ``(self(x) * w).sum()``, by name (a shared one once)."""

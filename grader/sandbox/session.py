@@ -163,6 +163,29 @@ class MilestoneView:
         """Construct ``cls(*args)`` in the worker (after ``manual_seed(seed)`` if given)."""
         return self.call(cls, *args, seed=seed, keep=True, module=module, meta=meta)
 
+    def count_ops(self, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call the milestone's function ``name`` (without gradients), counting the tensor operations it
+        dispatches: the worker's ``{"ops": int, "names": [str, ...]}``, unchecked (see grader/suites/rules.py)."""
+        header = {"op": Request.COUNT_OPS, "module": self.module, "name": name}
+        try:
+            return self.worker().request(header, args, kwargs)
+        except StudentError as e:
+            if e.type == ErrorKind.MISSING_NAME:
+                raise MissingName(e.message) from None
+            raise
+
+    def function(self, name: str) -> Remote:
+        """A handle on the milestone's function ``name`` (for probes such as ``input_grad``)."""
+        try:
+            handle = self.worker().request({"op": Request.VALUE, "module": self.module, "name": name, "keep": True})
+        except StudentError as e:
+            if e.type == ErrorKind.MISSING_NAME:
+                raise MissingName(e.message) from None
+            raise
+        if not isinstance(handle, Remote):
+            raise TypeError(f"the worker's handle on {name} is a {type(handle).__name__}")
+        return handle
+
     def value(self, name: str) -> Any:
         """A module-level value of the milestone's file, as plain data."""
         try:

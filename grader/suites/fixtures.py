@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.milestones import MILESTONES
+from grader.milestones import GRADABLE
+from grader.paper.variants import LESSON, Variant
 from grader.reference import Reference, load_reference
 from grader.sandbox.client import ForkServer, Limits
 from grader.sandbox.session import MilestoneView, SharedWorker
@@ -32,10 +33,18 @@ class GradingContext:
     workers: dict[tuple[str, ...], SharedWorker] = field(default_factory=dict)  # by the files they trust
     deadline: float = 0.0
     ends: float = float("inf")  # the whole submission's time limit, when there is one
+    variant: Variant = LESSON  # the student's numbers in a paper's questions (grader/paper/variants.py)
+    # A paper's rules by part (grader/paper/config.py RULES); a milestone not named: the rules its suite
+    # applies by default (the lesson's contract).
+    rules: dict[str, frozenset[str]] = field(default_factory=dict)
+
+    def rules_for(self, milestone: str) -> frozenset[str] | None:
+        """The rules in force for ``milestone`` by name; None: every rule its suite applies."""
+        return self.rules.get(milestone)
 
     def view(self, milestone: str) -> MilestoneView:
         if milestone not in self.views:
-            m = MILESTONES[milestone]
+            m = GRADABLE[milestone]
             if m.trusted not in self.workers:
                 self.workers[m.trusted] = SharedWorker(self.server, self.submission, m.trusted)
             self.views[milestone] = MilestoneView(self.workers[m.trusted], m.modules)
@@ -86,11 +95,17 @@ class GradingPlugin:
 
     @pytest.fixture(scope="session")
     @classmethod
+    def variant(cls, request: pytest.FixtureRequest) -> Variant:
+        """The student's variant: the numbers their questions were asked with (the lesson's without one)."""
+        return request.config.stash[CONTEXT_KEY].variant
+
+    @pytest.fixture(scope="session")
+    @classmethod
     def ref(cls) -> Reference:
         """The reference modules, in this (the grading) process only."""
         return load_reference()
 
-    # One fixture per milestone id (MILESTONES): the submission as seen by that milestone's worker.
+    # One fixture per milestone or metric task id (GRADABLE): the submission as seen by that milestone's worker.
     @pytest.fixture
     def m1(self) -> MilestoneView:
         return self.context.view("m1")
@@ -132,9 +147,21 @@ class GradingPlugin:
         return self.context.view("padding")
 
     @pytest.fixture
+    def attnvar(self) -> MilestoneView:
+        return self.context.view("attnvar")
+
+    @pytest.fixture
     def quiz(self) -> MilestoneView:
         return self.context.view("quiz")
 
+    @pytest.fixture
+    def kvmemory(self) -> MilestoneView:
+        return self.context.view("kvmemory")
 
-_MISSING = [m for m in MILESTONES if not callable(getattr(GradingPlugin, m, None))]
+    @pytest.fixture
+    def lmbudget(self) -> MilestoneView:  # the suite trains in a worker of its own (test_lmbudget.py)
+        return self.context.view("lmbudget")
+
+
+_MISSING = [m for m in GRADABLE if not callable(getattr(GradingPlugin, m, None))]
 assert not _MISSING, f"GradingPlugin has no fixture for milestone(s) {_MISSING}: add one per milestone"

@@ -29,7 +29,18 @@ from grader.contest.store import Store
 from grader.contest.submit import feedback_lines
 from grader.contest.uploads import UploadError, check_upload
 from grader.milestones import MILESTONES
-from helpers import EXERCISES, REPO, SOLUTIONS, auth, cli, free_port, serve_contest, tokens, upload
+from helpers import (
+    EXERCISES,
+    REPO,
+    SOLUTIONS,
+    auth,
+    cli,
+    fill_paper_notebook,
+    free_port,
+    serve_contest,
+    tokens,
+    upload,
+)
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 CONTEST = """
@@ -495,3 +506,82 @@ def test_a_dask_cluster_grades_the_uploads_and_regrades_a_task(folder):
         client.post("/coach/regrade-task", data={"task": "m1"}, headers=auth(folder, "coach"))
         again = wait_graded(client, folder, "ada", sid, seconds=300)
         assert again["status"] == "graded" and Store(folder).get(sid).graded_at > first
+
+
+def test_a_contest_on_a_paper_grades_each_student_with_their_own_variant_and_the_papers_rules(folder):
+    """The queue hands grade_one each student's seed (from the paper's secret, made once: the numbers
+    `grade paper render` gives) and the paper's rules for every part."""
+    from grader.paper.config import SECRET_FILE
+    from grader.paper.variants import seed_of
+
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
+    text = (folder / "contest.toml").read_text()
+    (folder / "contest.toml").write_text(
+        text.split("[tasks.m1]")[0].replace('title = "Server test"', 'title = "S"\npaper = "paper1"')
+    )
+    seen = []
+
+    class Recorder:
+        def submit(self, fn, *args, **kwargs):
+            seen.append((args, kwargs))
+            from concurrent.futures import Future
+
+            return Future()  # never done: nothing is recorded
+
+        def shutdown(self, wait=True):
+            pass
+
+    with TestClient(create_app(folder, Clock(), executor=Recorder())) as client:
+        for who in ("ada", "alan"):
+            assert upload(client, folder, who, "m1", reference()).status_code == 202
+    secret = (folder / "paper1" / SECRET_FILE).read_text().strip()
+    assert oct((folder / "paper1" / SECRET_FILE).stat().st_mode & 0o777) == "0o600"
+    assert [kwargs["seed"] for _, kwargs in seen] == [seed_of(secret, "paper1", who) for who in ("ada", "alan")]
+    assert seen[0][1]["seed"] != seen[1][1]["seed"]
+    assert all(kwargs["rules"] == {"m1": frozenset()} for _, kwargs in seen)
+
+
+def test_a_student_downloads_their_own_notebook_of_the_paper(folder):
+    """The notebook a contest on a paper hands out carries the seed it grades with; no paper, no notebook."""
+    assert TestClient(create_app(folder, Clock())).get("/paper.ipynb", headers=auth(folder, "ada")).status_code == 404
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\n[parts.kvmemory]\n')
+    text = (folder / "contest.toml").read_text().split("[tasks.m1]")[0]
+    (folder / "contest.toml").write_text(text.replace('title = "Server test"', 'title = "S"\npaper = "paper1"'))
+    client = TestClient(create_app(folder, Clock()))
+    assert "download your notebook" in client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
+    books = {who: client.get("/paper.ipynb", headers=auth(folder, who)) for who in ("ada", "alan")}
+    assert all(r.status_code == 200 for r in books.values())
+    meta = {who: r.json()["metadata"]["gptkit"]["paper"] for who, r in books.items()}
+    assert meta["ada"]["student"] == "ada" and meta["ada"]["seed"] != meta["alan"]["seed"]
+    assert "Q_NUM1" in json.dumps(books["ada"].json()["cells"])
+    assert client.get("/paper.ipynb", headers=auth(folder, "coach")).status_code == 403
+
+
+@pytest.mark.slow
+def test_a_contest_on_a_paper_grades_a_filled_notebook_with_the_students_own_numbers(folder, tmp_path):
+    """End to end: ada downloads her notebook, fills it with the reference and her own answers, uploads it to the
+    kvmemory task: full marks. alan's upload of ada's answers loses the questions drawn for him."""
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.kvmemory]\npoints = 20\n')
+    text = (folder / "contest.toml").read_text().split("[tasks.m1]")[0]
+    (folder / "contest.toml").write_text(text.replace('title = "Server test"', 'title = "S"\npaper = "paper1"'))
+    clock = Clock()
+    with TestClient(create_app(folder, clock)) as client:
+        book = client.get("/paper.ipynb", headers=auth(folder, "ada")).json()
+        (tmp_path / "ada.ipynb").write_text(json.dumps(book))
+        seed = book["metadata"]["gptkit"]["paper"]["seed"]
+        fill_paper_notebook(tmp_path / "ada.ipynb", seed, tmp_path / "filled.ipynb")
+        filled = [("ada.ipynb", (tmp_path / "filled.ipynb").read_bytes())]
+        graded = {}
+        for who in ("ada", "alan"):
+            clock.now += timedelta(minutes=1)
+            response = upload(client, folder, who, "kvmemory", filled)
+            assert response.status_code == 202, response.text
+            graded[who] = wait_graded(client, folder, who, response.json()["id"], seconds=300)
+    tasks = {who: entry["feedback"]["tasks"][0] for who, entry in graded.items()}
+    assert tasks["ada"]["score"] == 20, graded["ada"]
+    assert tasks["alan"]["score"] < 20
+    failed = [c["name"] for c in tasks["alan"]["checks"] if not c["passed"]]
+    assert failed and all("Q_NUM" in name for name in failed), failed

@@ -224,3 +224,33 @@ def test_the_release_installs_and_each_declared_command_runs(tmp_path):
     assert proc.returncode == 0, proc.stderr
     stubs = json.loads(proc.stdout)
     assert stubs["checks"] == "public" and stubs["score"] == 0 < stubs["max_score"], stubs
+
+
+# --- The shipped paper's notebook, as a student receives it -------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def paper_text() -> str:
+    """papers/practice-1 rendered for one student, with their own numbers, as `grade paper render` writes it."""
+    from grader.paper.config import load
+    from grader.paper.render import build
+    from grader.paper.variants import seed_of
+
+    paper = load(REPO / "papers" / "practice-1")
+    notebook = build(paper, "a student", seed_of("0" * 64, paper.id, "a student"))
+    return "\n".join(normalized("".join(cell["source"])) for cell in notebook["cells"])
+
+
+def test_the_paper_notebook_holds_no_solution_body(paper_text):
+    found = [name for f in sorted(SOLUTIONS.glob("*.py")) for name, body in function_bodies(f) if body in paper_text]
+    assert not found, f"the paper's notebook holds the body of {found}"
+
+
+def test_the_paper_notebook_holds_no_hidden_check_name_message_or_working(paper_text):
+    text = squashed(paper_text)
+    hidden = sorted((REPO / "grader" / "suites" / "hidden").glob("*.py"))
+    found = {path.name: [p for p in hidden_phrases(path) if squashed(p) in text] for path in hidden}
+    assert not any(found.values()), (
+        f"hidden text in the paper's notebook: { {k: v[:3] for k, v in found.items() if v} }"
+    )
+    assert "Q_NUM1" in paper_text and "attnvar" in paper_text  # the scan read the notebook it means to

@@ -230,3 +230,45 @@ def test_line_of_falls_back_to_the_nearest_written_table():
     text = "[a]\nm = { k = 1 }\n"
     assert line_of(text, ("a", "m", "k")) == 2, "a key inside an inline table: the inline table's line"
     assert line_of(text, ("nowhere",)) is None
+
+
+# --- A contest on a paper -----------------------------------------------------------------------------------------
+
+ON_A_PAPER = BASE.split("[tasks.m1]")[0].replace('title = "Round 1"', 'title = "Round 1"\npaper = "paper1"')
+PAPER = 'title = "Paper 1"\nminutes = 90\n[parts.m1]\npoints = 12\n[parts.quiz]\n'
+
+
+def test_a_contest_on_a_paper_takes_its_tasks_and_points_from_the_paper(tmp_path):
+    (tmp_path / "paper1").mkdir()
+    (tmp_path / "paper1" / "paper.toml").write_text(PAPER)
+    rules = parse(ON_A_PAPER + "[defaults]\nmax_submissions = 4\n", folder=tmp_path)
+    assert rules.paper is not None and rules.paper.id == "paper1"
+    assert [(t.id, t.points, t.max_submissions) for t in rules.tasks] == [("m1", 12, 4), ("quiz", 8, 4)]
+
+
+def test_a_contest_on_a_paper_has_no_tasks_table_of_its_own(tmp_path):
+    (tmp_path / "paper1").mkdir()
+    (tmp_path / "paper1" / "paper.toml").write_text(PAPER)
+    with pytest.raises(ContestFileError, match=r"line \d+: a contest on a paper takes its tasks from the paper"):
+        parse(ON_A_PAPER + "[tasks.m2]\n", folder=tmp_path)
+
+
+def test_a_missing_or_broken_paper_is_refused_on_the_paper_line(tmp_path):
+    with pytest.raises(ContestFileError, match=r'line 2: paper = "paper1": there is no '):
+        parse(ON_A_PAPER, folder=tmp_path)
+    (tmp_path / "paper1").mkdir()
+    (tmp_path / "paper1" / "paper.toml").write_text(PAPER.replace("[parts.quiz]", "[parts.nothing]"))
+    with pytest.raises(ContestFileError, match=r"line 2: .*paper.toml, line 5: parts.nothing is not an exercise id"):
+        parse(ON_A_PAPER, folder=tmp_path)
+
+
+def test_every_rule_a_paper_names_is_a_rule_of_its_parts_suite():
+    """grader/paper/config.py RULES names rules the suites apply by ``name``: one spelling, checked here."""
+    import importlib
+
+    from grader.paper.config import RULES
+
+    for name, (part, _) in RULES.items():
+        for suites in ("hidden", "public"):
+            suite = importlib.import_module(f"grader.suites.{suites}.{MILESTONES[part].suite.removesuffix('.py')}")
+            assert name in {rule.name for rule in suite.RULES}, f"{suites} {part} suite has no rule {name!r}"

@@ -26,7 +26,21 @@ class Request:
     GRADS = "grads"  # each parameter's gradient
     COUNT_POSITIONS = "count_positions"  # count the positions fed to a submodule from now on
     STANDIN = "standin"  # build the grader's trusted stand-in model
-    ALL = (IMPORT, CALL, GETATTR, VALUE, STATE_DICT, DESCRIBE, LOAD, INPUT_GRAD, GRADS, COUNT_POSITIONS, STANDIN)
+    COUNT_OPS = "count_ops"  # call a module's function, counting the tensor operations it dispatches (rules.py)
+    ALL = (
+        IMPORT,
+        CALL,
+        GETATTR,
+        VALUE,
+        STATE_DICT,
+        DESCRIBE,
+        LOAD,
+        INPUT_GRAD,
+        GRADS,
+        COUNT_POSITIONS,
+        STANDIN,
+        COUNT_OPS,
+    )
 
 
 class ServerRequest:

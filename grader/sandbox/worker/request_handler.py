@@ -3,7 +3,7 @@
 The fork server (``fork_server.py``) forks one worker per request for one; the worker
 imports the student's modules and answers a small menu of requests (``Request`` in
 ``../common/agreement.py``: import, call, getattr, value, state_dict, describe, load,
-input_grad, grads, count_positions, standin) with plain data.
+input_grad, grads, count_positions, standin, count_ops) with plain data.
 
 Nothing here decides a grade: the grading process checks every value it gets.
 Loaded by path by the fork server, so it imports nothing from the ``grader`` package.
@@ -12,6 +12,7 @@ Loaded by path by the fork server, so it imports nothing from the ``grader`` pac
 from __future__ import annotations
 
 import contextlib
+import functools
 import importlib
 import os
 import sys
@@ -45,6 +46,7 @@ class RequestHandler:
             Request.GRADS: self.op_grads,
             Request.COUNT_POSITIONS: self.op_count_positions,
             Request.STANDIN: self.op_standin,
+            Request.COUNT_OPS: self.op_count_ops,
         }
 
     def handle(self, obj) -> dict:
@@ -86,6 +88,15 @@ class RequestHandler:
     def op_call(self, req, blobs):
         import torch
 
+        fn, args, kwargs = self.callee(req, blobs)
+        if req.get("seed") is not None:
+            torch.default_generator.manual_seed(req["seed"])  # the CPU's: seeding absent GPUs costs ms
+        # meta: build a large model without its memory (shapes and parameter counts only)
+        with torch.set_grad_enabled(req.get("grad", True)), torch.device("meta" if req.get("meta") else "cpu"):
+            return fn(*args, **kwargs)
+
+    def callee(self, req, blobs):
+        """What a call request names (a module's function or class, a handle or its method), and its arguments."""
         if "module" in req:
             if req["module"] not in sys.modules and req["module"] in self.student_modules:
                 # an earlier milestone the public checks build on
@@ -100,11 +111,25 @@ class RequestHandler:
                 fn = getattr(fn, req["name"])
         args = [self.value(a, blobs) for a in req.get("args", [])]
         kwargs = {k: self.value(v, blobs) for k, v in req.get("kwargs", {}).items()}
-        if req.get("seed") is not None:
-            torch.default_generator.manual_seed(req["seed"])  # the CPU's: seeding absent GPUs costs ms
-        # meta: build a large model without its memory (shapes and parameter counts only)
-        with torch.set_grad_enabled(req.get("grad", True)), torch.device("meta" if req.get("meta") else "cpu"):
-            return fn(*args, **kwargs)
+        return fn, args, kwargs
+
+    def op_count_ops(self, req, blobs):
+        """Call like ``op_call`` (without gradients), counting the tensor operations the call dispatches:
+        ``{"ops": how many, "names": the distinct functions' names}``. The result itself stays here.
+
+        The grading process decides what the counts mean (grader/suites/rules.py): a rule that the work
+        must not grow with a size, or that some functions must not be called. The student's exceptions
+        inside the call are theirs, as in any call.
+        """
+        import torch
+
+        fn, args, kwargs = self.callee(req, blobs)
+        with blame("grader"):
+            counter = op_counter_class()()
+        with torch.no_grad(), counter:
+            fn(*args, **kwargs)
+        with blame("grader"):
+            return {"ops": counter.ops, "names": sorted(counter.names)}
 
     def op_getattr(self, req, blobs):
         return getattr(self.handles[req["handle"]], req["name"])
@@ -156,10 +181,11 @@ class RequestHandler:
         with blame("grader"):  # the probe's own logic; every use of the student's objects is theirs
             module = self.handles[req["handle"]]
             x = self.value(req["args"][0], blobs)
+            rest = [self.value(a, blobs) for a in req["args"][1:]]  # a function's other arguments (weights, sizes)
             if not req.get("via"):
                 x.requires_grad_(True)
                 with blame("student"):
-                    out = module(x)
+                    out = module(x, *rest)
                 return position_gradients(model_output(out, x), [x], lambda g: g)
             with blame("student"), TableProbe(submodule(module, req["via"])) as probe:
                 out = module(x)
@@ -334,6 +360,34 @@ def override_notebook(trusted: list[types.ModuleType]) -> None:
         for name, value in list(vars(module).items()):
             if getattr(value, "__module__", None) == module.__name__:
                 setattr(notebook, name, value)
+
+
+@functools.cache
+def op_counter_class():
+    """``OpCounter``, made on first use: a ``TorchFunctionMode`` needs torch, which this file imports lazily."""
+    from torch.overrides import TorchFunctionMode
+
+    class OpCounter(TorchFunctionMode):
+        """While active, counts every torch function the code calls (``torch.*``, ``F.*``, tensor methods and
+        attributes), each once however much work it does inside, and remembers their names (at most
+        ``MAX_NAMES``). Nested calls (inside ``F.softmax``, say) are not seen: torch turns the mode off while
+        one of its calls runs."""
+
+        MAX_NAMES = 500
+
+        def __init__(self) -> None:
+            super().__init__()
+            self.ops = 0
+            self.names: set[str] = set()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            self.ops += 1
+            if len(self.names) < self.MAX_NAMES:
+                name = getattr(func, "__name__", None)
+                self.names.add(name[:100] if type(name) is str else type(func).__name__[:100])
+            return func(*args, **(kwargs or {}))
+
+    return OpCounter
 
 
 class PositionCounter:

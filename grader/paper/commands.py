@@ -1,0 +1,128 @@
+"""`grade paper`: a contest-shaped paper's commands (see grader/paper/config.py for the paper file).
+
+- ``grade paper check PAPER``: read the paper file and say what it holds (or what is wrong, with its line);
+- ``grade paper render PAPER --student ID``: that student's notebook, with their own numbers, drawn from the
+  paper's secret (``PAPER/paper.secret`` unless ``--secret-file``; made, owner-only, the first time). Without
+  ``--student``: the lesson's numbers, no seed.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import click
+
+from grader.milestones import GRADABLE
+from grader.paper.config import PAPER_FILE, RULES, SECRET_FILE, Paper, PaperFileError, load
+
+
+class PaperCommandError(click.ClickException):
+    """A mistake in the coach's input: the message, and exit status 2 as for a usage error."""
+
+    exit_code = 2
+
+
+def _load(path: Path) -> Paper:
+    try:
+        return load(path)
+    except PaperFileError as e:
+        raise PaperCommandError(str(e)) from None
+
+
+def _folder(path: Path) -> Path:
+    return path if path.is_dir() else path.parent
+
+
+@click.group()
+def paper() -> None:
+    """Contest-shaped papers: check a paper file, render a student's notebook with their own numbers."""
+
+
+@paper.command()
+@click.argument("path", metavar="PAPER", type=click.Path(path_type=Path))
+def check(path: Path) -> None:
+    """Check PAPER (a folder holding paper.toml, or the file) and summarise it."""
+    click.echo(summary(_load(path), _folder(path)))
+
+
+def summary(sheet: Paper, folder: Path) -> str:
+    from grader.paper.render import drawn
+
+    lines = [
+        sheet.title,
+        f"id: {sheet.id}; time: {sheet.minutes:g} min; feedback during practice: {sheet.feedback.value}",
+    ]
+    lines.append("parts:")
+    for part in sheet.parts:
+        lines.append(f"  {part.id}: {part.points:g} points ({GRADABLE[part.id].title})")
+        for rule in part.rules:
+            lines.append(f"    rule {rule}: {RULES[rule][1]}")
+        questions = drawn(part.id)
+        if questions is None:
+            lines.append("    its question bank is not here: the lesson's numbers only")
+        elif questions:
+            lines.append(f"    numbers drawn per student in {', '.join(q.id for q in questions)}")
+    lines.append(f"  total: {sheet.total:g} points")
+    secret = folder / SECRET_FILE
+    lines.append(f"secret: {secret}" if secret.exists() else f"secret: none yet ({secret} is made by the first render)")
+    return "\n".join(lines)
+
+
+@paper.command()
+@click.argument("path", metavar="PAPER", type=click.Path(path_type=Path))
+@click.option("--student", help="The student's id (as on the roster): their numbers. Without: the lesson's.")
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="The notebook to write (default: PAPERID-STUDENT.ipynb, or PAPERID-lesson.ipynb, here).",
+)
+@click.option(
+    "--secret-file",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"The paper's secret, from which each student's numbers are drawn (default: PAPER/{SECRET_FILE}; "
+    "made, owner-only, when missing).",
+)
+@click.option("--force", is_flag=True, help="Overwrite the notebook if it exists.")
+def render(path: Path, student: str | None, out: Path | None, secret_file: Path | None, force: bool = False) -> None:
+    """Write the notebook of PAPER for one student: the rules, then each part's statement and cells."""
+    from grader.paper.render import RenderError, build, write
+    from grader.paper.variants import read_or_make_secret, seed_of
+
+    sheet = _load(path)
+    seed = None
+    if student is not None:
+        student = student.strip()
+        if not student or len(student) > 100 or not student.isprintable():
+            raise PaperCommandError("--student should be the student's id: printable, 1 to 100 characters")
+        secret_path = secret_file or _folder(path) / SECRET_FILE
+        made = not secret_path.exists()
+        try:
+            secret = read_or_make_secret(secret_path)
+        except OSError as e:
+            raise PaperCommandError(f"{secret_path}: cannot read or make the secret: {e.strerror or e}") from None
+        if not secret:
+            raise PaperCommandError(f"{secret_path} is empty: delete it to make a new secret, before any render")
+        if made:
+            click.echo(
+                f"made a new secret {secret_path} (owner-only): keep it, and out of version control; every "
+                "student's numbers come from it",
+                err=True,
+            )
+        seed = seed_of(secret, sheet.id, student)
+    name = re.sub(r"[^\w.-]", "_", student) if student is not None else "lesson"
+    out = out or Path(f"{sheet.id}-{name}.ipynb")
+    if out.exists() and not force:
+        raise PaperCommandError(f"{out} exists: choose another --out, or --force to overwrite it")
+    try:
+        notebook = build(sheet, student, seed)
+        write(notebook, out)
+    except RenderError as e:
+        raise PaperCommandError(str(e)) from None
+    except OSError as e:
+        raise PaperCommandError(f"{out}: cannot write it: {e.strerror or e}") from None
+    who = f"student {student}" if student is not None else "the lesson's numbers"
+    click.echo(f"wrote {out}: {sheet.title}, {who}, {len(sheet.parts)} parts", err=True)
+
+
+__all__ = ["PAPER_FILE", "paper"]

@@ -1,0 +1,168 @@
+"""A student's notebook for a paper: the title, then each part's statement and cells, with their own numbers.
+
+The cells come from the stubs as the nbgrader course makes them (grader/bundles/nbgrader.py): the stub's
+explanation as markdown (``notebook_text``), its code as ``answer_source`` marks it, shown as the release
+shows it (``released``). A part's code is split into a code cell and one answer cell per question (a
+top-level ``NAME = None`` with its comment), and a question with drawn numbers (grader/paper/bank.py) has
+the student's numbers in its comment. The notebook's metadata ``gptkit.paper`` says which paper, student,
+seed, parts, points and rules it is for: ``grade check`` on the notebook grades exactly those
+(grader/paper/sitting.py).
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+from pathlib import Path
+from typing import Any
+
+from grader.bundles.nbgrader import PROJECT, answer, answer_source, markdown, notebook_text, released
+from grader.milestones import GRADABLE, STUDENT_MODULES
+from grader.paper.bank import Drawn, with_statements
+from grader.paper.config import RULES, Paper
+from grader.paper.variants import Variant
+
+# The milestones with questions whose numbers are drawn per student, and the (hidden) bank of each.
+BANKS = {"kvmemory": "grader.suites.hidden.kv_questions"}
+
+
+class RenderError(Exception):
+    """The notebook cannot be made here (no stub, or no bank to draw a student's numbers from)."""
+
+
+def drawn(milestone: str) -> list[Drawn] | None:
+    """The questions of ``milestone`` with drawn numbers ([] for none); None where its bank is not here (the
+    student release ships no hidden module)."""
+    if milestone not in BANKS:
+        return []
+    try:
+        return list(importlib.import_module(BANKS[milestone]).DRAWN)
+    except ImportError:
+        return None
+
+
+def metadata(paper: Paper, student: str | None, seed: int | None) -> dict[str, Any]:
+    return {
+        "id": paper.id,
+        "title": paper.title,
+        "student": student,
+        "seed": seed,
+        "parts": [{"id": p.id, "points": p.points, "rules": list(p.rules)} for p in paper.parts],
+    }
+
+
+def build(paper: Paper, student: str | None = None, seed: int | None = None, project: Path = PROJECT) -> dict:
+    """The notebook (nbformat 4) of ``student`` (``seed``: their variant), or the lesson's numbers with neither."""
+    variant = Variant(seed)
+    cells = [markdown(title(paper, student), "paper-title")]
+    done: dict[str, int] = {}  # module -> the part that shows it
+    for number, part in enumerate(paper.parts, 1):
+        milestone = GRADABLE[part.id]
+        head = f"## Part {number}: {milestone.title} ({part.points:g} points)\n\nExercise `{part.id}`."
+        if part.rules:
+            head += "\n\n**Rules for this part:** " + "; ".join(RULES[r][1] for r in part.rules) + "."
+        modules = [m for m in STUDENT_MODULES if m in milestone.modules]
+        shown = [m for m in modules if m in done]
+        if shown:
+            head += " It uses your code of " + ", ".join(f"`{m}` (part {done[m]})" for m in shown) + " above."
+        new = [m for m in modules if m not in done]
+        if not new:
+            cells.append(markdown(head + "\n\nNothing new to write: your parts above, together.", f"{part.id}-intro"))
+            continue
+        questions = drawn(part.id)
+        if questions is None and seed is not None:
+            raise RenderError(
+                f"{part.id}'s question bank is not here (a student release): render students' notebooks from the "
+                "kit's checkout"
+            )
+        comments = {q.id: q.comment(q.params(variant)) for q in questions or []}
+        for i, module in enumerate(new):
+            done[module] = number
+            stub_path = project / "exercises" / f"{module}.py"
+            if not stub_path.is_file():
+                raise RenderError(f"there is no {stub_path}")
+            stub = stub_path.read_text(encoding="utf-8")
+            solution_path = project / "solutions" / f"{module}.py"
+            solution = solution_path.read_text(encoding="utf-8") if solution_path.is_file() else stub
+            text = notebook_text(ast.get_docstring(ast.parse(stub)) or "")
+            grade_id = part.id if len(new) == 1 else f"{part.id}-{module}"
+            cells.append(markdown(f"{head}\n\n{text}" if i == 0 else f"### `{module}`\n\n{text}", f"{grade_id}-intro"))
+            code = with_statements(released(answer_source(stub, solution)), comments)
+            for key, source in split(code):
+                cells.append(answer(source, grade_id if key is None else f"{grade_id}-{key}"))
+    cells.append(markdown(FINISH, "paper-end"))
+    return {
+        "cells": cells,
+        "metadata": {
+            "kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"},
+            "gptkit": {"paper": metadata(paper, student, seed)},
+        },
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def write(notebook: dict, path: Path) -> None:
+    path.write_text(json.dumps(notebook, indent=1) + "\n", encoding="utf-8")
+
+
+FINISH = (
+    "## When you are done\n\nSave the notebook. To check it yourself: `grade check THIS_NOTEBOOK.ipynb`, which "
+    "grades exactly this paper's parts, with your numbers, and gives each part's score in the paper's points."
+)
+
+
+def title(paper: Paper, student: str | None) -> str:
+    who = (
+        f"Student: `{student}`. Some questions' numbers are yours alone: answer the ones in this notebook."
+        if student is not None
+        else "The lesson's numbers (no student's)."
+    )
+    rows = [
+        f"| {i} | `{p.id}`: {GRADABLE[p.id].title} | {p.points:g} | "
+        + ("; ".join(RULES[r][1] for r in p.rules) or "none")
+        + " |"
+        for i, p in enumerate(paper.parts, 1)
+    ]
+    return "\n".join(
+        [
+            f"# {paper.title}",
+            "",
+            f"**Time: {paper.minutes:g} minutes.** {who}",
+            "",
+            "| Part | Exercise | Points | Rules |",
+            "|---|---|---|---|",
+            *rows,
+            "",
+            f"Total: {paper.total:g} points. Write your code where it says `raise NotImplementedError(...)` and "
+            "replace each `None` answer; keep the names as they are.",
+        ]
+    )
+
+
+def split(code: str) -> list[tuple[str | None, str]]:
+    """``code`` as cells: (None, the code before the first question), then (question name, the question's comment
+    and ``NAME = None``) for each top-level ``NAME = None``; a section heading above a question goes with it."""
+    lines = code.splitlines()
+    starts: list[tuple[int, str]] = []
+    for node in ast.parse(code).body:
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and isinstance(node.value, ast.Constant)
+            and node.value.value is None
+        ):
+            first = node.lineno - 1
+            while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
+                first -= 1
+            starts.append((first, node.targets[0].id))
+    cuts = [0] + [s for s, _ in starts] + [len(lines)]
+    keys: list[str | None] = [None] + [k for _, k in starts]
+    cells = []
+    for key, a, b in zip(keys, cuts, cuts[1:]):
+        text = "\n".join(lines[a:b]).strip()
+        if text:
+            cells.append((key, text + "\n"))
+    return cells

@@ -1,0 +1,56 @@
+"""Per-student variants: the numbers in a paper's questions, drawn from a seed that only the coach can derive.
+
+A student's seed is HMAC-SHA256(secret, paper id + NUL + student id): neighbours get different numbers, and
+without the secret nobody can compute anyone's. Each question draws from its own generator, seeded by the
+student's seed and the question's id, so adding or reordering questions changes no other question's numbers.
+With no seed (a student grading alone, the release) every question keeps the lesson's numbers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import random
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+SECRET_BYTES = 32
+
+
+def seed_of(secret: str, paper: str, student: str) -> int:
+    """The student's seed for ``paper``: 63 bits of the HMAC, an int any JSON or TOML holds."""
+    digest = hmac.new(secret.encode(), f"{paper}\0{student}".encode(), hashlib.sha256).digest()
+    return int.from_bytes(digest[:8], "big") >> 1
+
+
+def read_or_make_secret(path: Path) -> str:
+    """The secret in ``path``; made (owner-only, 0600) when there is none yet. Never rotated: a new secret would
+    give every student other numbers halfway through a session."""
+    if not path.exists():
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(secrets.token_hex(SECRET_BYTES) + "\n")
+    return path.read_text(encoding="utf-8").strip()
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One student's numbers (``seed``), or the lesson's (``seed`` None)."""
+
+    seed: int | None = None
+
+    def params(
+        self, key: str, lesson: dict[str, Any], draw: Callable[[random.Random], dict[str, Any]]
+    ) -> dict[str, Any]:
+        """The numbers of question ``key``: ``lesson`` without a seed, else ``draw`` with this student's
+        generator for that question."""
+        if self.seed is None:
+            return dict(lesson)
+        return draw(random.Random(f"{self.seed}:{key}"))
+
+
+LESSON = Variant()

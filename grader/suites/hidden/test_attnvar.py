@@ -1,0 +1,349 @@
+"""Milestone attnvar: multi_head_attention, grouped_query_attention and latent_attention, without loops.
+
+Every check of a function first applies its rules (grader/suites/rules.py: no Python loops over heads
+or positions, no library attention), so a broken rule scores 0 for that function. Sizes are picked so
+no two axes of a checked tensor are equal: batch 3, T = 7, d = 24, 4 heads of 6, 2 K/V groups, latent
+rank 10.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from grader.suites import causality, checks, rules
+
+B, T, D, HEADS, GROUPS, RANK = 3, 7, 24, 4, 2, 10
+MHA, GQA, MLA = "multi_head_attention", "grouped_query_attention", "latent_attention"
+FUNCTIONS = (MHA, GQA, MLA)
+
+
+# ---------------------------------------------------------------- inputs
+
+
+def inputs(
+    seed: int, fn: str, b: int = B, t: int = T, d: int = D, heads: int = HEADS, groups: int = GROUPS, rank: int = RANK
+) -> tuple:
+    """x and the weights for one call of ``fn`` (the arguments after x, sizes included)."""
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(b, t, d, generator=g)
+
+    def w(rows: int, cols: int) -> torch.Tensor:
+        return torch.randn(rows, cols, generator=g) / math.sqrt(rows)
+
+    if fn == MHA:
+        return x, (w(d, d), w(d, d), w(d, d), w(d, d), heads)
+    if fn == GQA:
+        kv = groups * (d // heads)
+        return x, (w(d, d), w(d, kv), w(d, kv), w(d, d), heads, groups)
+    return x, (w(d, d), w(d, rank), w(rank, d), w(rank, d), w(d, d), heads)
+
+
+def sizes_of(fn: str, heads: int, t: int, groups: int) -> str:
+    return f"n_heads = {heads}" + (f", n_groups = {groups}" if fn == GQA else "") + f", T = {t}"
+
+
+def growths(fn: str) -> tuple[rules.Growth, ...]:
+    """Calls whose numbers of tensor operations must be equal: 2 and 8 heads, then 4 and 16 positions."""
+
+    def call(heads: int, groups: int, t: int) -> rules.Call:
+        x, rest = inputs(99, fn, b=2, t=t, heads=heads, groups=groups, rank=12)
+        return rules.Call((x, *rest), sizes_of(fn, heads, t, groups))
+
+    return (
+        rules.Growth("the number of heads", call(2, 1, 5), call(8, 4, 5)),
+        rules.Growth("the number of positions", call(4, 2, 4), call(4, 2, 16)),
+    )
+
+
+RULES = (
+    rules.NoLoops(
+        advice="Work on all heads at once: view (B, T, d) as (B, T, n_heads, head_size) and transpose to "
+        "(B, n_heads, T, head_size); one batched matmul then scores every head and every position"
+    ),
+    rules.NoCalls(
+        "scaled_dot_product_attention",
+        "MultiheadAttention",
+        "multi_head_attention_forward",
+        name="no-library-attention",
+        says="no library attention",
+        advice="This exercise is the attention itself: scores = q @ k^T / sqrt(head_size), -inf above the "
+        "diagonal, softmax, weights @ v",
+    ),
+)
+PARTS = {fn: rules.Part(fn, RULES, growths(fn)) for fn in FUNCTIONS}
+
+
+@pytest.fixture(scope="module")
+def verdicts(grading_context) -> rules.Verdicts:
+    # A paper may put only some rules in force for this part (grader/paper/); the lesson puts them all.
+    return rules.Verdicts(grading_context.submission, active=grading_context.rules_for("attnvar"))
+
+
+def run(view, verdicts: rules.Verdicts, fn: str, x: torch.Tensor, rest: tuple) -> torch.Tensor:
+    """``fn(x, *rest)`` in the worker, once ``fn`` is known to follow its rules; checked to be (B, T, d)."""
+    verdicts.require(view, PARTS[fn])
+    return checks.tensor(view.call(fn, x, *rest), f"{fn}'s output", tuple(x.shape))
+
+
+# ---------------------------------------------------------------- known bugs, recomputed here
+
+
+def attention(
+    q,
+    k,
+    v,
+    w_o,
+    heads: int,
+    groups: int,
+    *,
+    mask="before",
+    scale="sqrt_hs",
+    split="transpose",
+    merge="transpose",
+    kv="interleave",
+) -> torch.Tensor:
+    """Attention of (B, T, d) projections, with the lesson's steps or a known bug in one of them."""
+    b, t, d = q.shape
+    hs = d // heads
+
+    def heads_of(z: torch.Tensor, n: int) -> torch.Tensor:
+        if split == "transpose":
+            return z.reshape(b, t, n, hs).transpose(1, 2)
+        return z.reshape(b, n, t, hs)
+
+    q, k, v = heads_of(q, heads), heads_of(k, groups), heads_of(v, groups)
+    if kv == "interleave":
+        k, v = k.repeat_interleave(heads // groups, 1), v.repeat_interleave(heads // groups, 1)
+    else:
+        k, v = k.repeat(1, heads // groups, 1, 1), v.repeat(1, heads // groups, 1, 1)
+    divisor = {"sqrt_hs": math.sqrt(hs), "none": 1.0, "d": d, "hs": hs, "sqrt_d": math.sqrt(d)}[scale]
+    scores = q.double() @ k.double().transpose(-2, -1) / divisor
+    below = torch.ones(t, t, dtype=torch.bool).tril()
+    if mask == "before":
+        scores = scores.masked_fill(~below, float("-inf"))
+    weights = F.softmax(scores, dim=-1)
+    if mask == "after":
+        weights = weights * below
+    out = weights @ v.double()
+    out = out.transpose(1, 2).reshape(b, t, d) if merge == "transpose" else out.reshape(b, t, d)
+    return (out @ w_o.double()).float()
+
+
+def projections(fn: str, x: torch.Tensor, rest: tuple) -> tuple:
+    """(q, k, v, w_o, n_heads, n_groups) for one call of ``fn``."""
+    if fn == MHA:
+        w_q, w_k, w_v, w_o, heads = rest
+        return x @ w_q, x @ w_k, x @ w_v, w_o, heads, heads
+    if fn == GQA:
+        w_q, w_k, w_v, w_o, heads, groups = rest
+        return x @ w_q, x @ w_k, x @ w_v, w_o, heads, groups
+    w_q, w_down, w_up_k, w_up_v, w_o, heads = rest
+    c = x @ w_down
+    return x @ w_q, c @ w_up_k, c @ w_up_v, w_o, heads, heads
+
+
+KNOWN_BUGS = [
+    (dict(mask="none"), "no causal mask: fill the scores of later keys with -inf before the softmax"),
+    (
+        dict(mask="after"),
+        "the mask is applied after the softmax (the weights were zeroed, so each row no longer sums to 1): "
+        "fill the scores with -inf before the softmax",
+    ),
+    (dict(scale="none"), "the scores are not scaled: divide them by sqrt(head_size)"),
+    (dict(scale="d"), "the scores are divided by d, the wrong scale: divide them by sqrt(head_size)"),
+    (dict(scale="hs"), "the scores are divided by head_size, the wrong scale: divide them by sqrt(head_size)"),
+    (dict(scale="sqrt_d"), "the scores are divided by sqrt(d), the wrong scale: use sqrt(head_size), d // n_heads"),
+    (
+        dict(split="plain"),
+        "the heads are split with a plain view to (B, n_heads, T, head_size), which mixes positions and "
+        "features: view as (B, T, n_heads, head_size), then transpose(1, 2)",
+    ),
+    (
+        dict(merge="plain"),
+        "the heads are merged with a plain view of (B, n_heads, T, head_size): transpose(1, 2) back to "
+        "(B, T, n_heads, head_size) before the reshape to (B, T, d)",
+    ),
+    (
+        dict(kv="tile"),
+        "the K/V heads are repeated in the wrong order (tiled: 0, 1, 0, 1, ...); query head h uses K/V head "
+        "h // (n_heads // n_groups): 0, 0, 1, 1, ... as repeat_interleave (not repeat) gives",
+    ),
+]
+
+
+def explain(fn: str, out: torch.Tensor, x: torch.Tensor, rest: tuple) -> str | None:
+    """The known bug that gives exactly ``out``, if one does."""
+    q, k, v, w_o, heads, groups = projections(fn, x, rest)
+    for bug, why in KNOWN_BUGS:
+        if "kv" in bug and groups in (1, heads):
+            continue  # repeat and repeat_interleave agree there
+        candidate = attention(q, k, v, w_o, heads, groups, **bug)
+        if torch.isfinite(candidate).all() and torch.allclose(out, candidate, atol=1e-4, rtol=1e-3):
+            return why
+    return None
+
+
+def reference(ref, fn: str, x: torch.Tensor, rest: tuple) -> torch.Tensor:
+    return checks.remembered(
+        (
+            "attnvar",
+            fn,
+            checks.fingerprint(x, *[r for r in rest if isinstance(r, torch.Tensor)]),
+            tuple(r for r in rest if not isinstance(r, torch.Tensor)),
+        ),
+        lambda: getattr(ref.m10_attnvar, fn)(x, *rest),
+    )
+
+
+def compare(fn: str, out: torch.Tensor, want: torch.Tensor, x: torch.Tensor, rest: tuple, what: str) -> None:
+    checks.assert_close_where(out, want, what, explain=lambda: explain(fn, out, x, rest))
+
+
+# ---------------------------------------------------------------- the rules
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_follows_the_contest_rules(attnvar, verdicts, fn):
+    """no Python loop over heads or positions, no library attention (checked in the source and while it runs)"""
+    verdicts.require(attnvar, PARTS[fn])
+
+
+# ---------------------------------------------------------------- shapes and values
+
+CONFIGS = {
+    MHA: [dict(), dict(heads=3), dict(heads=1, b=1, t=5), dict(heads=6, t=11, b=2)],
+    GQA: [dict(), dict(groups=1), dict(groups=4), dict(heads=6, groups=3, t=11, b=2)],
+    MLA: [dict(), dict(rank=4), dict(heads=3, rank=30), dict(heads=6, t=11, b=2, rank=8)],
+}
+CASES = [(fn, i) for fn in FUNCTIONS for i in range(len(CONFIGS[fn]))]
+
+
+def case_id(case) -> str:
+    fn, i = case
+    return f"{fn}-" + ("-".join(f"{k}{v}" for k, v in CONFIGS[fn][i].items()) or "default")
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_output_shape(attnvar, verdicts, case):
+    """the output is (B, T, d) for several batch sizes, lengths, head and group counts"""
+    fn, i = case
+    x, rest = inputs(10 + i, fn, **CONFIGS[fn][i])
+    run(attnvar, verdicts, fn, x, rest)
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("case", CASES, ids=case_id)
+def test_matches_reference(attnvar, verdicts, ref, case):
+    """with the same seeded inputs and weights, the output equals the reference's"""
+    fn, i = case
+    x, rest = inputs(20 + i, fn, **CONFIGS[fn][i])
+    out = run(attnvar, verdicts, fn, x, rest)
+    compare(fn, out, reference(ref, fn, x, rest), x, rest, f"{fn}'s output")
+
+
+# ---------------------------------------------------------------- causality, the four ways m1 checks it
+
+CAUSAL_CHECKS = ["no_future_leak", "prefix_consistent", "batch_independent", "gradient"]
+
+
+def perturb(x: torch.Tensor, t: int) -> torch.Tensor:
+    x = x.clone()
+    x[:, t:] += torch.randn(x[:, t:].shape, generator=torch.Generator().manual_seed(300 + t))
+    return x
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("check", CAUSAL_CHECKS)
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_is_causal(attnvar, verdicts, fn, check):
+    """outputs depend only on earlier positions of the same batch item (values and gradients)"""
+    verdicts.require(attnvar, PARTS[fn])
+    x, rest = inputs(30, fn)
+    other, _ = inputs(31, fn)
+
+    def forward(z: torch.Tensor) -> torch.Tensor:
+        return attnvar.call(fn, z, *rest)
+
+    shape = tuple(x.shape)
+    if check == "no_future_leak":
+        causality.no_future_leak(forward, x, perturb, shape, fn)
+    elif check == "prefix_consistent":
+        causality.prefix_consistent(forward, x, shape, fn)
+    elif check == "batch_independent":
+        causality.batch_independent(forward, x, other, shape, fn)
+    else:
+        causality.causal_gradient(attnvar.function(fn).input_grad(x, *rest), T, fn)
+
+
+def test_large_inputs_stay_causal(attnvar, verdicts):
+    """no leak even for inputs scaled by 1000 (a finite mask fill can be overpowered)"""
+    verdicts.require(attnvar, PARTS[MHA])
+    x, rest = inputs(32, MHA)
+
+    def perturb_large(z: torch.Tensor, t: int) -> torch.Tensor:
+        return z + 999 * (perturb(z, t) - z)
+
+    causality.no_future_leak(
+        lambda z: attnvar.call(MHA, z, *rest),
+        x * 1e3,
+        perturb_large,
+        tuple(x.shape),
+        f"{MHA} on inputs scaled by 1000",
+        tol=1e-6,
+    )
+
+
+# ---------------------------------------------------------------- equivalences
+
+
+@pytest.mark.points(2)
+def test_all_groups_is_multi_head(attnvar, verdicts):
+    """grouped_query_attention with n_groups = n_heads gives multi_head_attention's output"""
+    x, rest = inputs(40, MHA)
+    mha = run(attnvar, verdicts, MHA, x, rest)
+    gqa = run(attnvar, verdicts, GQA, x, (*rest, HEADS))
+    diff = float((gqa - mha).abs().max())
+    if diff > 1e-5:
+        checks.fail(
+            f"with n_groups = n_heads = {HEADS}, grouped_query_attention differs from your multi_head_attention "
+            f"by up to {diff:.3g}: every query head should then have its own K/V head, head h using K/V head h"
+        )
+
+
+@pytest.mark.points(2)
+def test_one_group_shares_its_keys_and_values(attnvar, verdicts):
+    """with one group and identical query heads, every head gives the same output (one K/V head for all)"""
+    x, (w_q, w_k, w_v, _, heads, _) = inputs(41, GQA, groups=1)
+    hs = D // heads
+    w_q = w_q[:, :hs].repeat(1, heads)  # every query head the same
+    out = run(attnvar, verdicts, GQA, x, (w_q, w_k, w_v, torch.eye(D), heads, 1))
+    per_head = out.view(B, T, heads, hs)
+    diff = (per_head - per_head[:, :, :1]).abs().amax(dim=(0, 1, 3))
+    if diff.max() > 1e-5:
+        h = int(diff.argmax())
+        checks.fail(
+            f"with n_groups = 1, w_o = identity and identical query heads, head {h}'s output differs from head "
+            f"0's by {float(diff.max()):.3g}: with one group the single K/V head (w_k and w_v are "
+            f"(d, head_size) = ({D}, {hs})) must serve every query head"
+        )
+
+
+@pytest.mark.points(2)
+def test_latent_with_identity_is_multi_head(attnvar, verdicts):
+    """latent_attention with r = d and w_down = I gives multi_head_attention with w_k = w_up_k, w_v = w_up_v"""
+    x, rest = inputs(42, MHA)
+    w_q, w_k, w_v, w_o, heads = rest
+    mha = run(attnvar, verdicts, MHA, x, rest)
+    mla = run(attnvar, verdicts, MLA, x, (w_q, torch.eye(D), w_k, w_v, w_o, heads))
+    diff = float((mla - mha).abs().max())
+    if diff > 1e-5:
+        checks.fail(
+            f"with w_down = identity, latent_attention differs from your multi_head_attention by up to {diff:.3g}: "
+            "keys and values must come from the latent c = x @ w_down (k = c @ w_up_k, v = c @ w_up_v), queries "
+            "from x @ w_q"
+        )

@@ -1,0 +1,86 @@
+"""Public checks for milestone attnvar: the shapes, the two equivalences the stub states, and the rules."""
+
+import pytest
+import torch
+
+from grader.suites import checks, rules
+
+FUNCTIONS = ("multi_head_attention", "grouped_query_attention", "latent_attention")
+
+
+def weights(seed: int, *shapes: tuple[int, int]) -> list[torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    return [torch.randn(*shape, generator=g) / shape[0] ** 0.5 for shape in shapes]
+
+
+def arguments(fn: str, heads: int, t: int) -> tuple:
+    """x (2, t, 16) and the weights for ``fn`` with ``heads`` heads (2 K/V groups, latent rank 6)."""
+    x = torch.randn(2, t, 16, generator=torch.Generator().manual_seed(t))
+    if fn == "multi_head_attention":
+        return (x, *weights(1, *[(16, 16)] * 4), heads)
+    if fn == "grouped_query_attention":
+        kv = 2 * (16 // heads)
+        return (x, *weights(2, (16, 16), (16, kv), (16, kv), (16, 16)), heads, 2)
+    return (x, *weights(3, (16, 16), (16, 6), (6, 16), (6, 16), (16, 16)), heads)
+
+
+RULES = (
+    rules.NoLoops(advice="process every head and every position at once, with batched tensor operations"),
+    rules.NoCalls(
+        "scaled_dot_product_attention",
+        "MultiheadAttention",
+        "multi_head_attention_forward",
+        name="no-library-attention",
+        says="no library attention",
+        advice="compute the attention yourself",
+    ),
+)
+PARTS = {
+    fn: rules.Part(
+        fn,
+        RULES,
+        (
+            rules.Growth(
+                "the number of heads",
+                rules.Call(arguments(fn, 2, 5), "2 heads"),
+                rules.Call(arguments(fn, 8, 5), "8 heads"),
+            ),
+            rules.Growth("T", rules.Call(arguments(fn, 2, 4), "T = 4"), rules.Call(arguments(fn, 2, 16), "T = 16")),
+        ),
+    )
+    for fn in FUNCTIONS
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(grading_context) -> rules.Verdicts:
+    # A paper may put only some rules in force for this part (grader/paper/); the lesson puts them all.
+    return rules.Verdicts(grading_context.submission, active=grading_context.rules_for("attnvar"))
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_public_rules(attnvar, verdicts, fn):
+    """(public) no Python loops over heads or positions, no F.scaled_dot_product_attention"""
+    verdicts.require(attnvar, PARTS[fn])
+
+
+@pytest.mark.parametrize("fn", FUNCTIONS)
+def test_public_shape(attnvar, fn):
+    """(public) 4 heads: (2, 5, 16) in, (2, 5, 16) out"""
+    checks.tensor(attnvar.call(fn, *arguments(fn, 4, 5)), f"{fn}'s output", (2, 5, 16))
+
+
+def test_public_groups_equal_heads_is_mha(attnvar):
+    """(public) grouped_query_attention with n_groups = n_heads = 4 equals multi_head_attention"""
+    x, w_q, w_k, w_v, w_o, heads = arguments("multi_head_attention", 4, 5)
+    mha = checks.tensor(attnvar.call("multi_head_attention", x, w_q, w_k, w_v, w_o, 4), "MHA's output", (2, 5, 16))
+    gqa = attnvar.call("grouped_query_attention", x, w_q, w_k, w_v, w_o, 4, 4)
+    checks.assert_close_where(checks.tensor(gqa, "GQA's output", (2, 5, 16)), mha, "GQA with n_groups = n_heads")
+
+
+def test_public_latent_identity_is_mha(attnvar):
+    """(public) latent_attention with w_down = I (r = d) equals multi_head_attention"""
+    x, w_q, w_k, w_v, w_o, heads = arguments("multi_head_attention", 4, 5)
+    mha = checks.tensor(attnvar.call("multi_head_attention", x, w_q, w_k, w_v, w_o, 4), "MHA's output", (2, 5, 16))
+    mla = attnvar.call("latent_attention", x, w_q, torch.eye(16), w_k, w_v, w_o, 4)
+    checks.assert_close_where(checks.tensor(mla, "the latent output", (2, 5, 16)), mha, "latent with w_down = I")

@@ -1,0 +1,245 @@
+"""Question kinds for check-yourself sections and contest papers: multiple choice, numeric and short text.
+
+A question marks an answer, read from a submission as plain data, and says what is wrong with it:
+feedback written for a common wrong answer, and the working (``why``). Nothing here raises on any
+answer whatever (a dict, a 10 MB string, ``nan``): a value that is not an answer of the question's
+kind gets a message that says what kind of answer is expected.
+
+- ``MultipleChoice``: one correct letter, or several (``answer="bd"``). The answer may be a letter,
+  a string of letters (``"b, d"``, ``"bd"``, ``"B and D"``) or a list, tuple or set of letters;
+  order, case, repeats and spaces are ignored.
+- ``Numeric``: within a relative and/or absolute tolerance; an int, a float, or a string such as
+  ``"1,234"``, ``"1_234"`` or ``"1e10"``. A known wrong answer is recognised within ``wrong_rtol``.
+- ``Text``: a short word or phrase, compared without regard to case, hyphens and spaces, with synonyms.
+
+``Question.mark(value)`` returns a ``Verdict``; ``assess(question, value)`` turns it into a passed or
+failed check (see ``checks``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import reprlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+MAX_CHARS = 200  # a longer string is no short answer: refused before it is parsed
+_REPR = reprlib.Repr()
+_REPR.maxstring = _REPR.maxother = 60
+_REPR.maxlist = _REPR.maxtuple = _REPR.maxset = _REPR.maxfrozenset = _REPR.maxdict = 6
+_REPR.maxlevel = 3
+
+
+def shown(value: Any) -> str:
+    """A short, safe repr of any answer (long strings and deep or huge containers are cut)."""
+    try:
+        return _REPR.repr(value)
+    except Exception:  # noqa: BLE001 - an object whose repr raises
+        return f"<{type(value).__name__}>"
+
+
+def describe(value: Any) -> str:
+    return f"a {type(value).__name__} ({shown(value)})"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """How an answer fared: ``correct``; ``unanswered`` when it is still ``None``; else ``message`` says why not."""
+
+    correct: bool
+    message: str = ""
+    unanswered: bool = False
+
+
+RIGHT = Verdict(True)
+
+
+@dataclass(frozen=True)
+class Question:
+    """What every kind shares. ``why`` is the working; ``wrong`` maps a common wrong answer to feedback;
+    ``why_always`` shows the working after that feedback too (otherwise only when there is none)."""
+
+    id: str
+    why: str = ""
+    wrong: Mapping[Any, str] = field(default_factory=dict)
+    why_always: bool = True
+
+    def mark(self, value: Any) -> Verdict:
+        if value is None:
+            return Verdict(False, f"{self.id} is still None", unanswered=True)
+        if isinstance(value, str) and len(value) > MAX_CHARS:
+            return Verdict(
+                False, f"{self.id} should be {self.expected}, in a few characters, not a string of {len(value):,}"
+            )
+        return self.compare(value)
+
+    @property
+    def expected(self) -> str:
+        """What kind of answer the question takes, in words."""
+        raise NotImplementedError
+
+    def compare(self, value: Any) -> Verdict:
+        raise NotImplementedError
+
+    def refuse(self, value: Any) -> Verdict:
+        return Verdict(False, f"{self.id} should be {self.expected}, not {describe(value)}")
+
+    def wrong_answer(self, value: Any, feedback: str | None, note: str = "") -> Verdict:
+        parts = [p for p in (feedback, note) if p]
+        if self.why and (self.why_always or not parts):
+            parts.append(self.why)
+        return Verdict(False, f"{self.id}: {shown(value)} is not right" + (f": {'; '.join(parts)}" if parts else ""))
+
+
+# ---------------------------------------------------------------- multiple choice
+
+LETTER_SEPARATORS = re.compile(r"(?:[\s,;/+&|.]|\band\b)+")
+
+
+@dataclass(frozen=True)
+class MultipleChoice(Question):
+    """``answer``: the correct letters (``"b"``, or ``"bd"`` when several are right); ``choices``: all the
+    letters offered. ``wrong`` maps letters (``"c"``, ``"ab"``) to feedback for exactly that choice."""
+
+    answer: str = ""
+    choices: str = "abcd"
+
+    def __post_init__(self) -> None:
+        assert self.answer and set(self.answer) <= set(self.choices), f"{self.id}: answer not among the choices"
+        assert all(set(k) <= set(self.choices) for k in self.wrong), f"{self.id}: feedback for a letter not offered"
+
+    @property
+    def several(self) -> bool:
+        return len(set(self.answer)) > 1
+
+    @property
+    def expected(self) -> str:
+        offered = ", ".join(self.choices)
+        if self.several:
+            return f'the letters of all the right choices ({offered}), such as "a, c" or ["a", "c"]'
+        return f'one letter ({offered}), such as "a"'
+
+    def letters(self, value: Any) -> frozenset[str] | str:
+        """The letters chosen, or why ``value`` names no letters."""
+        if isinstance(value, str):
+            text = value.strip().lower()
+            for bracket in "()[]{}'\"":
+                text = text.replace(bracket, " ")
+            parts = [p for p in LETTER_SEPARATORS.split(text) if p]
+            if len(parts) == 1 and len(parts[0]) > 1 and set(parts[0]) <= set(self.choices):
+                parts = list(parts[0])  # "bd"
+        elif type(value) in (list, tuple, set, frozenset):
+            if not all(isinstance(x, str) and len(x) <= MAX_CHARS for x in value):
+                return "each item should be a letter (a string)"
+            parts = [x.strip().lower() for x in value]
+        else:
+            return ""
+        if not parts:
+            return "no letter is given"
+        unknown = [p for p in parts if p not in self.choices or len(p) != 1]
+        if unknown:
+            return f"{shown(unknown[0])} is not one of the choices {', '.join(self.choices)}"
+        return frozenset(parts)
+
+    def compare(self, value: Any) -> Verdict:
+        chosen = self.letters(value)
+        if isinstance(chosen, str):
+            if not chosen:
+                return self.refuse(value)
+            return Verdict(False, f"{self.id} should be {self.expected}, not {shown(value)}: {chosen}")
+        if chosen == frozenset(self.answer):
+            return RIGHT
+        feedback = next((f for k, f in self.wrong.items() if frozenset(k) == chosen), None)
+        note = "more than one choice is right" if self.several and len(chosen) == 1 else ""
+        if not self.several and len(chosen) > 1:
+            note = "exactly one choice is right"
+        return self.wrong_answer(value, feedback, note)
+
+
+# ---------------------------------------------------------------- numeric
+
+
+def as_number(value: Any) -> float | None:
+    """An int or float, or a string that reads as one ("1,234", "1_234", " 1e10 "); None otherwise."""
+    if type(value) in (int, float):
+        return value
+    if isinstance(value, str) and len(value) <= MAX_CHARS:
+        try:
+            return float(value.replace(",", "").replace("_", "").strip())
+        except ValueError:
+            return None
+    return None
+
+
+@dataclass(frozen=True)
+class Numeric(Question):
+    """Right when within ``max(atol, rtol x |answer|)`` of ``answer``. ``wrong`` maps wrong numbers to
+    feedback, each recognised within ``wrong_rtol`` of itself."""
+
+    answer: float = 0.0
+    rtol: float = 1e-6
+    atol: float = 0.0
+    wrong_rtol: float = 0.02
+
+    @property
+    def expected(self) -> str:
+        return 'a number (an int, a float or a string such as "1,234")'
+
+    def compare(self, value: Any) -> Verdict:
+        number = as_number(value)
+        if number is None:
+            return self.refuse(value)
+        try:
+            finite = math.isfinite(number)
+        except OverflowError:  # an int too large for a float: finite, and far off
+            finite = True
+            number = math.inf if number > 0 else -math.inf
+        if not finite:
+            return Verdict(False, f"{self.id} should be a finite number, not {shown(value)}")
+        if abs(number - self.answer) <= max(self.atol, self.rtol * abs(self.answer)):
+            return RIGHT
+        feedback = next((f for w, f in self.wrong.items() if abs(number - w) <= self.wrong_rtol * abs(w)), None)
+        return self.wrong_answer(value, feedback)
+
+
+# ---------------------------------------------------------------- short text
+
+
+def words(value: str) -> str:
+    """Lowercase, hyphens as spaces, runs of spaces as one, a final full stop dropped."""
+    return " ".join(value.lower().replace("-", " ").split()).removesuffix(".").strip()
+
+
+@dataclass(frozen=True)
+class Text(Question):
+    """A word or short phrase: ``answer`` or one of its ``synonyms``; ``wrong`` maps wrong words to feedback."""
+
+    answer: str = ""
+    synonyms: tuple[str, ...] = ()
+
+    @property
+    def expected(self) -> str:
+        return "a word or a short phrase (a string)"
+
+    def compare(self, value: Any) -> Verdict:
+        if not isinstance(value, str):
+            return self.refuse(value)
+        said = words(value)
+        if said in {words(a) for a in (self.answer, *self.synonyms)}:
+            return RIGHT
+        feedback = next((f for w, f in self.wrong.items() if words(w) == said), None)
+        return self.wrong_answer(value, feedback)
+
+
+def assess(question: Question, value: Any, where: str = "") -> None:
+    """A check: pass, or fail with the verdict's message (as an untouched stub's when unanswered; ``where``
+    says where the question is, e.g. "the questions are in m11_kvmemory.py's comments")."""
+    from grader.suites import checks  # the grading process's checks (torch); the kinds above need neither
+
+    verdict = question.mark(value)
+    if verdict.unanswered:
+        checks.not_implemented(verdict.message + (f" ({where})" if where else ""))
+    if not verdict.correct:
+        checks.fail(verdict.message)

@@ -1,0 +1,269 @@
+"""The ``grade watch`` command: regrade a submission each time its files are saved.
+
+One resident process keeps torch, pytest and a warm fork server loaded; it polls the
+submission's files (mtime and size, no extra dependency) and, once a save has settled,
+regrades the chosen milestones that read the changed files, through the same workers,
+isolation and limits as ``grade check``: every grading forks fresh workers from the
+warm server. A submission that hangs or crashes its worker gets its verdict and the
+watching goes on; a fork server that died is replaced. Ctrl-C closes everything.
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import sys
+import time
+import warnings
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+
+from grader.milestones import GRADABLE, MILESTONES
+from grader.options import limit_options, limits, milestone_option
+
+if TYPE_CHECKING:
+    from grader.results import Report
+    from grader.sandbox.client import ForkServer, Limits
+
+POLL_SECONDS = 0.2  # how often the files are looked at
+SETTLE_SECONDS = 0.3  # a save is graded once the files have not changed for this long (editors write in steps)
+VERDICT_LINE = "watching"  # the line that ends each grading's output (tests and benchmarks wait for it)
+IMPORT = re.compile(r"^\s*(?:from\s+(\w+)|import\s+([\w\s,]+))", re.MULTILINE)
+IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp")  # editors' backups and swap files: nothing the worker reads
+
+Snapshot = dict[str, tuple[int, int]]  # relative path -> (mtime in ns, size)
+
+
+class Stop:
+    """Ctrl-C or SIGTERM: stop watching. The signal raises KeyboardInterrupt, which pytest (grading in
+    this process) passes on; the flag tells a grading that pytest cut short from the grader's failure."""
+
+    asked = False
+
+
+def snapshot(path: Path) -> Snapshot:
+    """The submission's files (those a worker gets: see ``copy_submission``) with their mtimes and sizes."""
+    if not path.is_dir():
+        try:
+            stat = path.stat()
+        except OSError:
+            return {}
+        return {path.name: (stat.st_mtime_ns, stat.st_size)}
+    files: Snapshot = {}
+    for p in path.rglob("*"):
+        rel = p.relative_to(path)
+        if "__pycache__" in rel.parts or rel.parts[0].startswith(".") or p.name.endswith(IGNORED_SUFFIXES):
+            continue
+        try:
+            if p.is_symlink() or not p.is_file():
+                continue
+            stat = p.stat()
+        except OSError:  # removed while we looked
+            continue
+        files[rel.as_posix()] = (stat.st_mtime_ns, stat.st_size)
+    return files
+
+
+def changes(before: Snapshot, after: Snapshot) -> dict[str, str]:
+    """What changed between two snapshots: path -> "changed", "added" or "removed"."""
+    out = {p: "changed" for p in before.keys() & after.keys() if before[p] != after[p]}
+    out.update({p: "added" for p in after.keys() - before.keys()})
+    out.update({p: "removed" for p in before.keys() - after.keys()})
+    return dict(sorted(out.items()))
+
+
+def imports_of(folder: Path, module: str) -> set[str]:
+    """The names a module's file imports at top level (a regex, so a file with a syntax error still answers)."""
+    try:
+        text = (folder / f"{module}.py").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return set()
+    names = set()
+    for found in IMPORT.finditer(text):
+        if found[1]:
+            names.add(found[1])
+        else:
+            names.update(n.split()[0] for n in found[2].split(",") if n.strip())
+    return names
+
+
+def dependencies(folder: Path, milestone: str) -> set[str]:
+    """The submission's files a milestone reads: its modules, and the submission's files they import
+    (transitively), less the files the grader replaces with its own while grading it."""
+    m = GRADABLE[milestone]
+    seen: set[str] = set()
+    todo = list(m.modules)
+    while todo:
+        name = todo.pop()
+        if name in seen or name in m.trusted:
+            continue
+        seen.add(name)
+        todo.extend(n for n in imports_of(folder, name) if (folder / f"{n}.py").is_file())
+    return {f"{name}.py" for name in seen}
+
+
+def affected(path: Path, chosen: list[str], changed: Iterable[str]) -> list[str]:
+    """The chosen milestones that read any of the changed files (all of them for a notebook, or a data file)."""
+    changed = set(changed)
+    if not path.is_dir() or any(not c.endswith(".py") or "/" in c for c in changed):
+        return list(chosen)
+    return [m for m in chosen if dependencies(path, m) & changed]
+
+
+class Watcher:
+    """The resident grader: one warm fork server, replaced if it dies."""
+
+    def __init__(self, submission: Path, chosen: Limits, public: bool, verbose: bool):
+        self.submission, self.limits, self.public, self.verbose = submission, chosen, public, verbose
+        self.server: ForkServer | None = None
+        self.color = sys.stdout.isatty()
+
+    def fork_server(self) -> ForkServer:
+        from grader.sandbox.client import ForkServer
+
+        if self.server is not None and self.server.proc is not None and self.server.proc.poll() is not None:
+            click.echo("grade watch: the grading workers' fork server stopped; starting a new one", err=True)
+            self.close()
+        if self.server is None:
+            self.server = ForkServer(self.limits)
+        return self.server
+
+    def server_died(self) -> bool:
+        return self.server is not None and self.server.proc is not None and self.server.proc.poll() is not None
+
+    def grade(self, milestones: list[str]) -> Report | None:
+        """Grade and print the table (and first failures) as ``grade check`` does; None if nothing was graded."""
+        from grader.runner import grade
+        from grader.sandbox.client import GraderError
+        from grader.submission import SubmissionError, prepared
+        from grader.table import render_text
+
+        for attempt in range(2):  # a second time only if the fork server died while grading
+            try:
+                with prepared(self.submission) as folder:
+                    report = grade(folder, milestones, self.limits, self.fork_server(), public=self.public)
+                report.submission = str(self.submission)
+                if Stop.asked:
+                    raise KeyboardInterrupt
+            except SubmissionError as e:  # a notebook that is mid-write or not valid JSON: the student's to fix
+                click.echo(f"grade: {e}")
+                return None
+            except (GraderError, OSError, EOFError) as e:
+                if Stop.asked:
+                    raise KeyboardInterrupt from None
+                if self.server_died() and attempt == 0:
+                    continue
+                click.echo(f"grade: the grader itself failed: {e}", err=True)
+                self.close()  # a fresh server for the next save
+                return None
+            if self.server_died() and attempt == 0:
+                continue  # its checks were set aside as the grader's failures: grade again on a new server
+            click.echo(render_text(report, verbose=self.verbose, color=self.color))
+            if report.internal_errors:
+                click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
+            return report
+        return None
+
+    def close(self) -> None:
+        if self.server is not None:
+            server, self.server = self.server, None
+            server.close()
+
+
+def _stop(signum: int, frame: object) -> None:
+    Stop.asked = True
+    raise KeyboardInterrupt
+
+
+def settle(path: Path, seen: Snapshot) -> Snapshot:
+    """Wait until the files stop changing (a save in several writes), then return how they are."""
+    while True:
+        time.sleep(SETTLE_SECONDS)
+        now = snapshot(path)
+        if now == seen:
+            return now
+        seen = now
+
+
+@click.command()
+@click.argument("submission", type=click.Path(exists=True, path_type=Path), default=".")
+@milestone_option
+@click.option("-v", "--verbose", is_flag=True, help="Show every failing check, not only the first per milestone.")
+@limit_options
+@click.option("--public", is_flag=True, help="Run only the public checks (what a student release runs).")
+@click.option("--once", is_flag=True, help="Grade once and exit, as `grade check` (exit code 1 on a grader failure).")
+def watch(
+    submission: Path,
+    milestones: list[str],
+    verbose: bool = False,
+    timeout: float | None = None,
+    memory_mb: int | None = None,
+    public: bool = False,
+    once: bool = False,
+) -> None:
+    """Grade SUBMISSION (a folder or a notebook), then regrade it each time you save a file.
+
+    Only the milestones that read the saved files are regraded (all of them, for a notebook).
+    Ctrl-C stops watching.
+    """
+    warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    if submission.suffix == ".ipynb":
+        from grader.paper.sitting import SittingError, sitting_of
+
+        try:
+            if sitting_of(submission):
+                raise click.UsageError("a paper's notebook is graded with `grade check`, not watched")
+        except SittingError as e:
+            raise click.UsageError(str(e)) from None
+    chosen = list(milestones or MILESTONES)
+    watcher = Watcher(submission, limits(timeout, memory_mb), public, verbose)
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    code = 0
+    try:
+        if submission.is_dir():
+            files = sorted({f for m in chosen for f in dependencies(submission, m)})
+            what = f"{', '.join(files)} in {submission}"
+        else:
+            what = str(submission)
+        if not once:
+            click.echo(f"grade watch: watching {what} for milestones {', '.join(chosen)}; Ctrl-C to stop")
+        seen = snapshot(submission)
+        watcher.fork_server()  # torch loads there while this process loads it in grade()
+        report = watcher.grade(chosen)
+        code = 0 if report is not None and not report.internal_errors else 1
+        if not once:
+            click.echo(f"{VERDICT_LINE} for changes (Ctrl-C to stop)")
+            code = 0  # from now on, only Ctrl-C ends it: a clean exit
+        while not once:
+            time.sleep(POLL_SECONDS)
+            now = snapshot(submission)
+            if now == seen:
+                continue
+            now = settle(submission, now)
+            changed = changes(seen, now)
+            seen = now
+            if not changed:
+                continue
+            stamp = time.strftime("%H:%M:%S")
+            listed = ", ".join(f"{p} ({how})" if how != "changed" else p for p, how in changed.items())
+            todo = affected(submission, chosen, changed)
+            if not todo:
+                click.echo(f"\n[{stamp}] {listed} saved: no chosen milestone reads it; nothing to regrade")
+                continue
+            click.echo(f"\n[{stamp}] {listed} saved: regrading {', '.join(todo)}")
+            watcher.grade(todo)
+            click.echo(f"{VERDICT_LINE} for changes (Ctrl-C to stop)")
+    except KeyboardInterrupt:
+        code = 130 if once else 0
+    finally:
+        for s in previous:
+            signal.signal(s, signal.SIG_IGN)  # a second Ctrl-C must not interrupt the cleanup
+        watcher.close()
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if not once:
+        click.echo("\ngrade watch: stopped; goodbye")
+    sys.exit(code)

@@ -1,0 +1,262 @@
+"""Variants for the `attnvar` exercise (m10_attnvar.py: multi-head, grouped-query and latent attention, no loops)."""
+
+from helpers import bug, ok
+
+M10 = "m10_attnvar.py"
+
+# ------------------------------------------------------------------ reference snippets patched below
+
+SPLIT = "return t.view(B, T, n_heads, -1).transpose(1, 2)"
+SCALE = "scores = q @ k.transpose(-2, -1) / math.sqrt(hs)"
+MASK = 'scores = scores.masked_fill(future, float("-inf"))'
+SOFTMAX = "weights = F.softmax(scores, dim=-1)"
+ATTEND_BODY = f"""    T, hs = q.shape[-2], q.shape[-1]
+    {SCALE}
+    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+    {MASK}
+    {SOFTMAX}
+    return weights @ v
+"""
+MHA_BODY = """    q = split_heads(x @ w_q, n_heads)
+    k = split_heads(x @ w_k, n_heads)
+    v = split_heads(x @ w_v, n_heads)
+    return merge_heads(attend(q, k, v)) @ w_o
+
+
+def grouped_query_attention"""
+REPEAT = """    k = k.repeat_interleave(group, dim=1)
+    v = v.repeat_interleave(group, dim=1)
+"""
+GQA_BODY = f"""    q = split_heads(x @ w_q, n_heads)
+    k = split_heads(x @ w_k, n_groups)
+    v = split_heads(x @ w_v, n_groups)
+    group = n_heads // n_groups  # the query heads that share one K/V head
+{REPEAT}    return merge_heads(attend(q, k, v)) @ w_o
+"""
+MLA_ATTEND = """    v = split_heads(c @ w_up_v, n_heads)
+    return merge_heads(attend(q, k, v)) @ w_o"""
+
+BUGGY = [
+    bug("attnvar-no-causal-mask", "attnvar", "causal mask", M10, (f"    {MASK}\n", "")),
+    bug(
+        "attnvar-mask-after-softmax",
+        "attnvar",
+        "after the softmax",
+        M10,
+        (f"    {MASK}\n    {SOFTMAX}", "    weights = F.softmax(scores, dim=-1).masked_fill(future, 0.0)"),
+    ),
+    bug(
+        "attnvar-scale-by-d",
+        "attnvar",
+        "divided by d, the wrong scale",
+        M10,
+        (SCALE, "scores = q @ k.transpose(-2, -1) / (q.shape[1] * hs)  # 1 / d, d = n_heads * hs"),
+    ),
+    bug(
+        "attnvar-split-heads-without-transpose",
+        "attnvar",
+        "plain view",
+        M10,
+        (SPLIT, "return t.reshape(B, n_heads, T, -1)"),
+    ),
+    bug(
+        "attnvar-gqa-repeat-not-interleave",
+        "attnvar",
+        "repeat_interleave (not repeat)",
+        M10,
+        (REPEAT, "    k = k.repeat(1, group, 1, 1)\n    v = v.repeat(1, group, 1, 1)\n"),
+    ),
+    bug(
+        "attnvar-loop-over-heads",
+        "attnvar",
+        "has a for loop at line",
+        M10,
+        (
+            MHA_BODY,
+            """    d = x.shape[-1]
+    hs = d // n_heads
+    q, k, v = x @ w_q, x @ w_k, x @ w_v
+    heads = []
+    for h in range(n_heads):
+        part = slice(h * hs, (h + 1) * hs)
+        heads.append(attend(q[..., part], k[..., part], v[..., part]))
+    return torch.cat(heads, dim=-1) @ w_o
+
+
+def grouped_query_attention""",
+        ),
+    ),
+    # No loop statement for the source scan to find: only the count of operations sees it.
+    bug(
+        "attnvar-map-over-heads",
+        "attnvar",
+        "grows with the number of heads",
+        M10,
+        (
+            MHA_BODY,
+            """    q = split_heads(x @ w_q, n_heads)
+    k = split_heads(x @ w_k, n_heads)
+    v = split_heads(x @ w_v, n_heads)
+    one = lambda h: attend(q[:, h : h + 1], k[:, h : h + 1], v[:, h : h + 1])  # noqa: E731
+    return merge_heads(torch.cat(list(map(one, range(n_heads))), dim=1)) @ w_o
+
+
+def grouped_query_attention""",
+        ),
+    ),
+    bug(
+        "attnvar-latent-uses-sdpa",
+        "attnvar",
+        "scaled_dot_product_attention",
+        M10,
+        (
+            MLA_ATTEND,
+            """    v = split_heads(c @ w_up_v, n_heads)
+    return merge_heads(F.scaled_dot_product_attention(q, k, v, is_causal=True)) @ w_o""",
+        ),
+    ),
+]
+
+# The rest of the rules' corpus (issue 17): a loop over positions, a comprehension over heads, recursion over
+# the heads (no loop statement: only the count of operations sees it), and SDPA under another name.
+BUGGY += [
+    bug(
+        "attnvar-loop-over-positions",
+        "attnvar",
+        "has a for loop at line",
+        M10,
+        (
+            ATTEND_BODY,
+            """    T, hs = q.shape[-2], q.shape[-1]
+    rows = []
+    for t in range(T):  # one query position at a time, over the keys up to it
+        s = q[..., t : t + 1, :] @ k[..., : t + 1, :].transpose(-2, -1) / math.sqrt(hs)
+        rows.append(F.softmax(s, dim=-1) @ v[..., : t + 1, :])
+    return torch.cat(rows, dim=-2)
+""",
+        ),
+    ),
+    bug(
+        "attnvar-comprehension-over-heads",
+        "attnvar",
+        "has a comprehension (a loop) at line",
+        M10,
+        (
+            MHA_BODY,
+            """    q = split_heads(x @ w_q, n_heads)
+    k = split_heads(x @ w_k, n_heads)
+    v = split_heads(x @ w_v, n_heads)
+    heads = [attend(q[:, h : h + 1], k[:, h : h + 1], v[:, h : h + 1]) for h in range(n_heads)]
+    return merge_heads(torch.cat(heads, dim=1)) @ w_o
+
+
+def grouped_query_attention""",
+        ),
+    ),
+    bug(
+        "attnvar-recursion-over-heads",
+        "attnvar",
+        "grows with the number of heads",
+        M10,
+        (
+            MHA_BODY,
+            """    q = split_heads(x @ w_q, n_heads)
+    k = split_heads(x @ w_k, n_heads)
+    v = split_heads(x @ w_v, n_heads)
+    return merge_heads(head_by_head(q, k, v)) @ w_o
+
+
+def head_by_head(q, k, v):
+    if q.shape[1] == 1:
+        return attend(q, k, v)
+    first = attend(q[:, :1], k[:, :1], v[:, :1])
+    return torch.cat((first, head_by_head(q[:, 1:], k[:, 1:], v[:, 1:])), dim=1)
+
+
+def grouped_query_attention""",
+        ),
+    ),
+    bug(
+        "attnvar-sdpa-through-an-alias",
+        "attnvar",
+        "uses scaled_dot_product_attention",
+        M10,
+        (
+            "import torch.nn.functional as F\n",
+            "import torch.nn.functional as F\nfrom torch.nn.functional import scaled_dot_product_attention as fast\n",
+        ),
+        (
+            MLA_ATTEND,
+            """    v = split_heads(c @ w_up_v, n_heads)
+    return merge_heads(fast(q, k, v, is_causal=True)) @ w_o""",
+        ),
+    ),
+]
+
+CORRECT = [
+    # einsum for both products, the mask with torch.where, the softmax written out (max-subtracted exp / sum).
+    ok(
+        "attnvar-einsum-where-exp",
+        {
+            M10: [
+                (
+                    ATTEND_BODY,
+                    """    T = q.shape[-2]
+    scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * q.shape[-1] ** -0.5
+    allowed = torch.tril(torch.ones(T, T, device=q.device)).bool()
+    scores = torch.where(allowed, scores, torch.tensor(float("-inf")))
+    e = torch.exp(scores - scores.amax(dim=-1, keepdim=True))
+    return torch.einsum("bhqk,bhkd->bhqd", e / e.sum(dim=-1, keepdim=True), v)
+""",
+                ),
+            ]
+        },
+    ),
+    # An additive -inf mask; GQA's K/V heads lined up with expand and reshape (as Llama's repeat_kv does).
+    ok(
+        "attnvar-additive-mask-expand",
+        {
+            M10: [
+                (
+                    f"    future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)\n    {MASK}\n",
+                    '    scores = scores + torch.full((T, T), float("-inf"), device=q.device).triu(1)\n',
+                ),
+                (
+                    REPEAT,
+                    """    B, _, T, hs = k.shape
+    k = k[:, :, None].expand(B, n_groups, group, T, hs).reshape(B, n_heads, T, hs)
+    v = v[:, :, None].expand(B, n_groups, group, T, hs).reshape(B, n_heads, T, hs)
+""",
+                ),
+            ]
+        },
+    ),
+    # The projections in a loop over a literal tuple (a fixed loop, allowed); GQA by broadcasting the query
+    # heads of a group against their one K/V head, with no copy of K and V.
+    ok(
+        "attnvar-fixed-loop-broadcast-groups",
+        {
+            M10: [
+                (
+                    MHA_BODY,
+                    """    q, k, v = (split_heads(x @ w, n_heads) for w in (w_q, w_k, w_v))
+    return merge_heads(attend(q, k, v)) @ w_o
+
+
+def grouped_query_attention""",
+                ),
+                (
+                    GQA_BODY,
+                    """    B, T, d = x.shape
+    hs = d // n_heads
+    q = (x @ w_q).view(B, T, n_groups, n_heads // n_groups, hs).permute(0, 2, 3, 1, 4)
+    k = (x @ w_k).view(B, T, n_groups, 1, hs).permute(0, 2, 3, 1, 4)
+    v = (x @ w_v).view(B, T, n_groups, 1, hs).permute(0, 2, 3, 1, 4)
+    out = attend(q, k, v)  # (B, n_groups, group, T, hs): head g * group + j
+    return out.permute(0, 3, 1, 2, 4).reshape(B, T, d) @ w_o
+""",
+                ),
+            ]
+        },
+    ),
+]

@@ -1,0 +1,177 @@
+"""A metric-scored task in a contest (lmbudget): split A scores live, split B stays sealed until the coach
+reveals it and ranks each student's finals (selected, or their best on A); a run that did not count (time limit,
+crash, no model) costs nothing. Through the server, with reports made here: no model is trained."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from fastapi.testclient import TestClient
+
+from grader.contest.commands import contest as contest_group
+from grader.contest.metric import points_for
+from grader.contest.server import create_app
+from grader.contest.store import Store
+from grader.lmbudget.task import LOSS_FORMAT
+from helpers import SOLUTIONS, auth, upload
+
+START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+CONTEST = """
+title = "Metric"
+[window]
+start = 2026-03-14T09:00:00Z
+duration = 60
+[feedback]
+during = "full"
+[tasks.lmbudget]
+points = 10
+max_submissions = 3
+"""
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START + timedelta(minutes=5)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def report(a: float | None, b: float | None, why: str = "") -> dict:
+    """lmbudget's report: the two split checks (A carries the points), or both set aside with ``why``."""
+
+    def check(split: str, loss: float | None) -> dict:
+        if loss is None:
+            return {
+                "name": f"loss on split {split}",
+                "milestone": "lmbudget",
+                "score": 0.0,
+                "max_score": 0.0,
+                "passed": False,
+                "message": f"not counted: {why}",
+                "counted": False,
+                "value": None,
+            }
+        return {
+            "name": f"loss on split {split}: bits per character",
+            "milestone": "lmbudget",
+            "score": 0.0,
+            "max_score": 10.0 if split == "A" else 0.0,
+            "passed": True,
+            "message": LOSS_FORMAT.format(split=split, loss=loss),
+            "counted": True,
+            "value": loss,
+        }
+
+    checks = [check("A", a), check("B", b)]
+    score = 10.0 * (3.5013 - a) / 0.3513 if a is not None else 0.0
+    milestone = {
+        "id": "lmbudget",
+        "title": "t",
+        "score": score,
+        "max_score": 10.0 if a is not None else 0.0,
+        "checks": checks,
+    }
+    return {
+        "score": score,
+        "max_score": milestone["max_score"],
+        "seconds": 1.0,
+        "protections": [],
+        "milestones": [milestone],
+    }
+
+
+@pytest.fixture
+def session(tmp_path: Path):
+    (tmp_path / "contest.toml").write_text(CONTEST)
+    (tmp_path / "roster.csv").write_text("student\nada\nalan\n")
+    assert CliRunner().invoke(contest_group, ["tokens", str(tmp_path)]).exit_code == 0
+    clock = Clock()
+    client = TestClient(create_app(tmp_path, clock))
+    files = [("lmbudget.py", (SOLUTIONS / "lmbudget.py").read_bytes())]
+
+    def submit(who: str, result: dict) -> int:
+        clock.now += timedelta(minutes=1)
+        response = upload(client, tmp_path, who, "lmbudget", files)
+        assert response.status_code == 202, response.text
+        sid = response.json()["id"]
+        assert Store(tmp_path).finish(sid, clock.now, result)
+        return sid
+
+    return tmp_path, client, submit
+
+
+def board(client, folder, who: str) -> dict:
+    (only,) = client.get("/api/leaderboards", headers=auth(folder, who)).json()
+    return only
+
+
+def test_split_b_is_sealed_for_students_until_the_coach_reveals_it(session):
+    folder, client, submit = session
+    sid = submit("ada", report(3.30, 3.25))
+    seen = json.dumps(client.get(f"/api/submissions/{sid}", headers=auth(folder, "ada")).json())
+    assert "loss on split A" in seen and "3.3000" in seen
+    assert "split B" not in seen and "3.2500" not in seen, "B sealed: not even the student's own B loss"
+    assert board(client, folder, "ada")["B"] is None and board(client, folder, "coach")["B"] is not None
+    assert client.post("/coach/reveal/lmbudget", headers=auth(folder, "ada")).status_code == 403
+    assert client.post("/coach/reveal/lmbudget", headers=auth(folder, "coach")).json()["revealed"]
+    seen = json.dumps(client.get(f"/api/submissions/{sid}", headers=auth(folder, "ada")).json())
+    assert "3.2500" in seen and board(client, folder, "ada")["B"][0]["loss"] == 3.25
+    assert "Reveal leaderboard B" not in client.get("/scoreboard", headers=auth(folder, "ada")).text
+
+
+def test_a_scores_live_and_b_ranks_the_finals_best_on_a_by_default(session):
+    folder, client, submit = session
+    submit("ada", report(3.30, 3.10))  # ada's best on B, not on A
+    submit("ada", report(3.20, 3.28))  # ada's best on A: her final by default
+    submit("alan", report(3.25, 3.20))
+    live = client.get("/api/scoreboard", headers=auth(folder, "alan")).json()["rows"]
+    from grader.contest.config import load
+
+    task = load(folder / "contest.toml").task("lmbudget")
+    assert [(r["student"], r["total"]) for r in live] == [
+        ("ada", pytest.approx(points_for(task, 3.20), abs=0.02)),
+        ("alan", pytest.approx(points_for(task, 3.25), abs=0.02)),
+    ]
+    b = board(client, folder, "coach")["B"]
+    assert [(r["student"], r["loss"]) for r in b] == [("alan", 3.20), ("ada", 3.28)]
+
+
+def test_selected_finals_count_for_b_and_at_most_two_may_be_selected(session):
+    folder, client, submit = session
+    first = submit("ada", report(3.30, 3.10))
+    second = submit("ada", report(3.20, 3.28))
+    third = submit("ada", report(3.40, 3.40))
+    for sid in (first, third):
+        assert client.post(f"/select/{sid}", headers=auth(folder, "ada")).status_code == 200
+    refused = client.post(f"/select/{second}", headers=auth(folder, "ada"))
+    assert refused.status_code == 409 and "already selected 2" in refused.json()["detail"]
+    (ada,) = [r for r in board(client, folder, "coach")["B"] if r["student"] == "ada"]
+    assert (ada["loss"], ada["submission"]) == (3.10, first)
+
+
+def test_a_run_that_did_not_count_costs_nothing_and_says_why(session):
+    folder, client, submit = session
+    failed = submit("ada", report(None, None, why="time limit exceeded: train used 40 of 30 CPU seconds"))
+    entry = client.get(f"/api/submissions/{failed}", headers=auth(folder, "ada")).json()
+    assert entry["status"] == "failed" and "time limit exceeded" in entry["message"]
+    assert "does not count against your submissions" in entry["message"]
+    for _ in range(3):  # the cap (3) counts graded submissions only
+        submit("ada", report(3.3, 3.3))
+    clock_refusal = upload(client, folder, "ada", "lmbudget", [("lmbudget.py", b"x = 1\n")])
+    assert clock_refusal.status_code == 403 and "all 3 graded submissions" in clock_refusal.json()["detail"]
+
+
+def test_the_pages_show_both_leaderboards_to_the_coach(session):
+    folder, client, submit = session
+    submit("ada", report(3.30, 3.25))
+    page = client.get("/coach", headers={**auth(folder, "coach"), "Accept": "text/html"}).text
+    assert "lmbudget: leaderboards" in page and "Reveal leaderboard B" in page and "3.2500" in page
+    student = client.get("/scoreboard", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
+    assert "lmbudget: leaderboards" in student and "3.2500" not in student and "3.3000" in student
+    me = client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
+    assert "select up to 2" in me

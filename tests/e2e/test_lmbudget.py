@@ -1,0 +1,252 @@
+"""The metric-scored task lmbudget on the Python corpus with a tiny budget (6 CPU seconds).
+
+The test's task file takes the shipped one's settings with a tiny budget; its baseline is the shipped
+baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.25 bits/char
+below it, about what the reference recipe gains in 6 CPU seconds (``python -m grader.lmbudget.calibrate
+--budget 6`` on an AVX512 CPU: 3.467 -> 3.21). Verdicts without a score must be set aside (not counted).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import json
+import os
+import sysconfig
+import textwrap
+from pathlib import Path
+
+import pytest
+import torch
+
+from grader.lmbudget.corpus import load_splits, windows
+from grader.lmbudget.task import ENV_VAR, TASK_FILE, bits_per_char, load_task, write_task
+from grader.runner import grade
+from grader.sandbox.client import Limits
+from helpers import cli
+
+REPO = Path(__file__).resolve().parents[2]
+BUDGET, WALL, MARGIN = 6.0, 20.0, 3.0
+GAIN = 0.25  # the reference's gain over the baseline in BUDGET CPU seconds, a little under what we measured
+
+BIGRAM = (REPO / "grader" / "lmbudget" / "baseline.py").read_text()
+
+
+def _baseline_loss() -> float:
+    task = load_task(TASK_FILE)
+    splits = load_splits(task.corpus, task.block_chars)
+    spec = importlib.util.spec_from_file_location("lmbudget_baseline", REPO / "grader" / "lmbudget" / "baseline.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.train_within_budget(splits.train, list(splits.vocab), BUDGET, task.context)
+    ids = windows(splits.encode(splits.a), 64, task.context + 1)
+    with torch.no_grad():
+        return bits_per_char(model, ids, len(splits.vocab))
+
+
+@pytest.fixture(scope="module")
+def tiny_task(tmp_path_factory) -> Path:
+    """The test's task file, named by the environment variable the suite reads."""
+    baseline = _baseline_loss()
+    task = dataclasses.replace(
+        load_task(TASK_FILE),
+        budget_cpu_seconds=BUDGET,
+        budget_wall_seconds=WALL,
+        margin_seconds=MARGIN,
+        eval_windows=64,
+        baseline=round(baseline, 6),
+        best=round(baseline - GAIN, 6),
+    )
+    path = tmp_path_factory.mktemp("lmbudget") / "task.toml"
+    write_task(task, path)
+    saved = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(path)
+    yield path
+    if saved is None:
+        os.environ.pop(ENV_VAR, None)
+    else:
+        os.environ[ENV_VAR] = saved
+
+
+def graded(tmp_path: Path, source: str) -> tuple[dict, dict]:
+    """(split A's check, split B's check) of a submission whose lmbudget.py is ``source``."""
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "lmbudget.py").write_text(source)
+    report = grade(folder, ["lmbudget"], Limits()).to_json()
+    (milestone,) = report["milestones"]
+    a, b = milestone["checks"]
+    assert a["name"].startswith("loss on split A") and b["name"].startswith("loss on split B")
+    return a, b
+
+
+def test_task_file_is_valid_and_calibrated():
+    task = load_task(TASK_FILE)
+    assert task.threads == 1 and task.budget_cpu_seconds < task.budget_wall_seconds
+    assert task.baseline > task.best > 0, (
+        "the shipped task is not calibrated: python -m grader.lmbudget.calibrate --write"
+    )
+    assert task.cpu_capability and task.date and "grader.lmbudget.calibrate" in task.command
+    assert task.score(task.baseline) == 0 and task.score(task.best) == task.points
+    assert task.score(task.best - 1) == task.points and task.score(float("inf")) == 0
+
+
+def test_splits_are_deterministic_and_disjoint():
+    task = load_task(TASK_FILE)
+    splits = load_splits(task.corpus, task.block_chars)
+    n = len(splits.train) + len(splits.a) + len(splits.b)
+    assert 0.79 < len(splits.train) / n < 0.81 and 0.09 < len(splits.a) / n < 0.11
+    assert splits.vocab[-1] == "\ufffd" and list(splits.vocab[:-1]) == sorted(set(splits.train))
+    assert splits.a[:200] not in splits.train and splits.b[:200] not in splits.train
+
+
+@pytest.mark.slow
+def test_baseline_scores_near_zero(tiny_task, tmp_path):
+    a, b = graded(tmp_path, BIGRAM)
+    assert a["passed"] and a["counted"] and a["score"] <= 0.5, a
+    assert a["message"].startswith(f"loss on split A: {a['value']:.4f} bits/char"), a["message"]
+    assert b["message"].startswith(f"loss on split B: {b['value']:.4f} bits/char") and b["max_score"] == 0, b
+
+
+@pytest.mark.slow
+def test_reference_scores_near_full(tiny_task, tmp_path):
+    a, b = graded(tmp_path, (REPO / "solutions" / "lmbudget.py").read_text())
+    task = load_task(tiny_task)
+    assert a["passed"] and a["counted"] and a["score"] >= 0.6 * task.points, a
+    assert a["value"] < task.baseline - 0.1 and b["value"] < task.baseline, (a, b)
+
+
+@pytest.mark.slow
+def test_split_b_is_measured_but_not_printed_where_the_task_says_so(tiny_task, tmp_path):
+    """show_b = false: `grade check` keeps B's loss for a contest (the check's value) and prints none."""
+    hidden = tmp_path / "task.toml"
+    write_task(dataclasses.replace(load_task(tiny_task), show_b=False), hidden)
+    (tmp_path / "submission").mkdir()
+    (tmp_path / "submission" / "lmbudget.py").write_text(BIGRAM)
+    # A fresh grading process: one that has graded lmbudget keeps the task file it read then.
+    proc = cli(
+        "check",
+        str(tmp_path / "submission"),
+        "-m",
+        "lmbudget",
+        "--format",
+        "json",
+        env={**os.environ, ENV_VAR: str(hidden)},
+    )
+    assert proc.returncode == 0, proc.stderr
+    a, b = json.loads(proc.stdout)["milestones"][0]["checks"]
+    assert a["message"].startswith("loss on split A: ") and isinstance(b["value"], float)
+    assert f"{b['value']:.4f}" not in b["message"] and "not shown here" in b["message"], b["message"]
+
+
+BROKEN = {  # name: (the body of train, the verdict its message must start with)
+    "raises": ("raise RuntimeError('out of ideas')", "runtime error: your code raised RuntimeError: out of ideas"),
+    "returns-none": ("return None", "no model: train_within_budget returned a None"),
+    "returns-a-dict": ("return {'weights': 1}", "no model: train_within_budget returned a dict"),
+    "wrong-logits": ("return torch.nn.Embedding(len(vocab), 3)", "no model: the model's logits have shape"),
+    "forward-raises": ("return torch.nn.Linear(1, 2)", "runtime error: evaluating the model on split A"),
+    "no-logits-tensor": ("return torch.nn.Identity()", "no model: the model's logits have shape"),
+    "hangs": ("while True:\n        pass", "time limit exceeded: train_within_budget returned no model within"),
+    "over-the-cpu-budget": (
+        "end = time.process_time() + budget_seconds + 4\n    while time.process_time() < end:\n        pass\n"
+        "    return torch.nn.Embedding(len(vocab), len(vocab))",
+        "time limit exceeded: train_within_budget used",
+    ),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", list(BROKEN))
+def test_a_broken_run_gets_its_verdict_and_is_not_counted(tiny_task, tmp_path, case):
+    body, verdict = BROKEN[case]
+    signature = "def train_within_budget(text, vocab, budget_seconds, context=64):"
+    source = f"import time\nimport torch\n\n\n{signature}\n    {body}\n"
+    a, b = graded(tmp_path, source)
+    for check in (a, b):
+        assert not check["passed"] and not check["counted"] and check["score"] == 0, check
+        assert check["message"].startswith(f"not counted: {verdict}"), check["message"]
+        assert check["value"] is None
+
+
+@pytest.mark.slow
+def test_an_untouched_stub_scores_zero_and_counts(tiny_task, tmp_path):
+    a, _ = graded(tmp_path, (REPO / "exercises" / "lmbudget.py").read_text())
+    assert not a["passed"] and a["counted"] and a["message"].startswith("not implemented yet"), a
+
+
+@pytest.mark.slow
+def test_a_file_that_does_not_import_is_a_runtime_error(tiny_task, tmp_path):
+    a, _ = graded(tmp_path, "def train_within_budget(:\n")
+    assert not a["passed"] and not a["counted"], a
+    assert a["message"].startswith("not counted: runtime error: the submission's files could not be imported"), a
+
+
+# A submission that looks, while it trains, for the held-out text (a line of A and of B, given to it here)
+# in every file it can read outside the standard library (which the worker needs to run at all: see
+# grader/lmbudget/corpus.py), and for the network. It must find its own file, and nothing else.
+SNOOP = """
+import os, socket, sysconfig, time
+import torch
+
+MARKERS = {markers!r}
+ROOTS = [os.getcwd(), "/tmp", "/var/tmp", "/dev/shm", os.path.expanduser("~"), "/run", "/home", "/root", {repo!r}]
+SKIP = {skip!r}
+
+
+def scan():
+    found, seen, start = [], 0, time.monotonic()
+    for root in ROOTS:
+        for folder, dirs, files in os.walk(root, onerror=lambda e: None):
+            if any(folder.startswith(s) for s in SKIP) or time.monotonic() - start > 8:
+                dirs[:] = []
+                continue
+            for name in files:
+                path = os.path.join(folder, name)
+                try:
+                    if os.path.islink(path) or os.path.getsize(path) > 50_000_000:
+                        continue
+                    with open(path, "rb") as f:
+                        data = f.read()
+                except OSError:
+                    continue
+                seen += 1
+                if not name.startswith("lmbudget."):  # itself (and its copies) holds the markers
+                    found += [path for m in MARKERS if m.encode() in data]
+    return found, seen
+
+
+def network():
+    for address in [("1.1.1.1", 80), ("8.8.8.8", 53), ("pypi.org", 443)]:
+        try:
+            socket.create_connection(address, timeout=1).close()
+            return str(address)
+        except OSError:
+            pass
+    return ""
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    found, seen = scan()
+    if found:
+        raise RuntimeError("LEAK: the held-out text is in " + ", ".join(found[:5]))
+    if seen == 0 or not os.path.isfile("lmbudget.py"):
+        raise RuntimeError("SCAN SAW NOTHING: not even its own file")
+    if network():
+        raise RuntimeError("LEAK: the network answered at " + network())
+    return torch.nn.Embedding(len(vocab), len(vocab))
+"""
+
+
+@pytest.mark.slow
+def test_the_held_out_splits_and_the_network_are_out_of_reach(tiny_task, tmp_path):
+    task = load_task(tiny_task)
+    splits = load_splits(task.corpus, task.block_chars)
+    markers = [s[i : i + 80] for s in (splits.a, splits.b) for i in (1000, len(s) // 2)]
+    markers = [m for m in markers if m not in splits.train]
+    assert len(markers) >= 2
+    stdlib = sysconfig.get_paths()["stdlib"]
+    source = SNOOP.format(markers=markers, repo=str(REPO), skip=[stdlib, "/proc", "/sys", "/dev/"])
+    a, _ = graded(tmp_path, textwrap.dedent(source))
+    assert "LEAK" not in a["message"] and "SAW NOTHING" not in a["message"], a["message"]
+    assert a["passed"] and a["counted"], a

@@ -1,0 +1,94 @@
+"""A paper from end to end, as a coach and two students use it: `grade paper render` writes alice's and bob's
+notebooks, alice fills hers from the reference, `grade check` grades exactly the paper's parts with her numbers
+(full marks, in the paper's points), and the same answers in bob's notebook fail the questions whose numbers
+were drawn for him."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from grader.paper.variants import Variant, seed_of
+from grader.suites.hidden import kv_questions
+from helpers import cli, fill_paper_notebook
+
+pytestmark = pytest.mark.slow  # each `grade check` starts the isolated workers (several seconds on two cores)
+
+PAPER = """title = "Paper for two"
+minutes = 45
+feedback = "score"
+
+[parts.kvmemory]
+points = 20
+
+[parts.quiz]
+points = 10
+"""
+SECRET = "5" * 64
+
+
+@pytest.fixture(scope="module")
+def sitting(tmp_path_factory) -> dict[str, Path]:
+    folder = tmp_path_factory.mktemp("paper")
+    paper = folder / "two"
+    paper.mkdir()
+    (paper / "paper.toml").write_text(PAPER)
+    (paper / "paper.secret").write_text(SECRET + "\n")
+    made = {}
+    for student in ("alice", "bob"):
+        out = folder / f"{student}.ipynb"
+        proc = cli("paper", "render", str(paper), "--student", student, "--out", str(out))
+        assert proc.returncode == 0, proc.stderr
+        made[student] = out
+    alice, bob = (seed_of(SECRET, "two", s) for s in ("alice", "bob"))
+    for question in kv_questions.DRAWN:  # the secret is chosen so that every drawn answer differs
+        assert question.answer(question.params(Variant(alice))) != question.answer(question.params(Variant(bob)))
+    made["alice-filled"] = folder / "alice-filled.ipynb"
+    fill_paper_notebook(made["alice"], alice, made["alice-filled"])
+    bobs = json.loads(made["bob"].read_text())  # bob's notebook, alice's cells
+    cells = {c["id"]: c for c in json.loads(made["alice-filled"].read_text())["cells"]}
+    bobs["cells"] = [cells.get(c["id"], c) if c["cell_type"] == "code" else c for c in bobs["cells"]]
+    made["bob-copied"] = folder / "bob-copied.ipynb"
+    made["bob-copied"].write_text(json.dumps(bobs))
+    return made
+
+
+def check(notebook: Path, *args: str) -> dict:
+    out = notebook.with_suffix(".json")
+    proc = cli("check", str(notebook), "--format", "json", "-o", str(out), *args)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    report["all"] = [c for m in report["milestones"] for c in m["checks"]]
+    return report
+
+
+def test_the_reference_answers_for_alice_get_full_marks_on_her_paper(sitting):
+    report = check(sitting["alice-filled"])
+    assert {m["id"] for m in report["milestones"]} == {"kvmemory", "quiz"}  # exactly the paper's parts
+    failed = [c for c in report["all"] if not c["passed"]]
+    assert not failed, failed
+    assert report["variant"] == seed_of(SECRET, "two", "alice")
+    paper = report["paper"]
+    assert paper["student"] == "alice" and paper["score"] == paper["points"] == 30
+    assert [(p["id"], p["score"], p["points"]) for p in paper["parts"]] == [("kvmemory", 20, 20), ("quiz", 10, 10)]
+
+
+def test_alices_answers_in_bobs_notebook_fail_his_drawn_questions(sitting):
+    report = check(sitting["bob-copied"], "-m", "kvmemory")
+    failed = {c["name"] for c in report["all"] if not c["passed"]}
+    assert failed == {f"the answer to the check-yourself question [{q.id}]" for q in kv_questions.DRAWN}, failed
+    assert report["variant"] == seed_of(SECRET, "two", "bob")
+    assert [m["id"] for m in report["milestones"]] == ["kvmemory"]
+    part = report["paper"]["parts"]
+    assert [p["id"] for p in part] == ["kvmemory"] and 0 < part[0]["score"] < 20
+
+
+def test_the_text_report_gives_the_papers_points(sitting):
+    proc = cli("check", str(sitting["alice-filled"]), "-m", "quiz")
+    assert proc.returncode == 0, proc.stderr
+    assert "paper: Paper for two (student alice)" in proc.stdout
+    assert "quiz" in proc.stdout and "10.00 / 10" in proc.stdout and "(of the paper's 30)" in proc.stdout
+    bad = cli("check", str(sitting["alice-filled"]), "-m", "m1")
+    assert bad.returncode == 2 and "no part m1" in bad.stderr and "Traceback" not in bad.stderr

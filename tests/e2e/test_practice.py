@@ -1,0 +1,108 @@
+"""`grade practice` as a student runs it: a paper, their work, commands typed (here piped) into the terminal."""
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import EXERCISES, REPO, SOLUTIONS
+
+PAPER = """
+title = "Tiny paper"
+minutes = 30
+feedback = "passfail"
+
+[parts.m1]
+points = 60
+
+[parts.quiz]
+points = 40
+"""
+
+
+def practice(*args, stdin="", cwd=REPO, timeout=600):
+    return subprocess.run(
+        [sys.executable, "-m", "grader", "practice", *map(str, args)],
+        input=stdin,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+@pytest.fixture
+def paper(tmp_path):
+    path = tmp_path / "paper" / "paper.toml"
+    path.parent.mkdir()
+    path.write_text(PAPER)
+    return path
+
+
+@pytest.mark.parametrize(
+    "args,phrase",
+    [
+        ((), "Missing argument 'PAPER'"),
+        (("nowhere/paper.toml",), "there is no nowhere/paper.toml"),
+        (("{bad}",), "minutes must be a positive number"),
+        (("{paper}", "no/such/folder"), "there is no no/such/folder"),
+        (("{paper}", "{paper}"), "neither a folder nor a notebook"),
+        (("{paper}", ".", "--minutes", "0"), "--minutes must be a positive number"),
+        (("{paper}", ".", "--minutes", "-5"), "--minutes must be a positive number"),
+    ],
+)
+def test_bad_input_is_a_message_and_exit_2(tmp_path, paper, args, phrase):
+    bad = tmp_path / "bad.toml"
+    bad.write_text(PAPER.replace("minutes = 30", "minutes = -3"))
+    proc = practice(*(a.format(paper=paper, bad=bad) for a in args), cwd=tmp_path)
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert phrase in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / ".practice").exists(), "nothing written for bad input"
+
+
+@pytest.mark.slow
+def test_the_solutions_get_full_marks_and_their_first_solved_time(tmp_path, paper):
+    work = tmp_path / "work"
+    shutil.copytree(SOLUTIONS, work)
+    proc = practice(paper, work, stdin="\ns\nq\n")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "m1: 60 points" in out and "quiz: 40 points" in out and "the time is up at" in out
+    assert "whether each part has full marks" in out
+    during, final = out.split("# Practice: Tiny paper")
+    assert "attempt 1 at 0:0" in during and "m1: passed" in during and "quiz: passed" in during
+    assert "points" not in during.split("attempt 1")[1], "passfail: no score while the time runs"
+    assert "m1: full marks at 0:0" in during, "s: the status"
+    assert "handed in" in final and "| **Total** | **100 / 100** |" in final
+    assert "| m1 | 60 / 60 | attempt 1 | 0:0" in final and "| quiz | 40 / 40 | attempt 1 | 0:0" in final
+    assert re.search(r"\d+ of \d+ checks passed", final), "full feedback at the end"
+    report = (work / ".practice" / "report.md").read_text()
+    assert report.startswith("# Practice: Tiny paper") and "| m1 | 60 / 60 |" in report
+    records = [json.loads(line) for line in (work / ".practice" / "log.jsonl").read_text().splitlines()]
+    assert [r["kind"] for r in records] == ["start", "attempt", "end"]
+    assert records[1]["counted"] and records[1]["scores"] == {"m1": 60.0, "quiz": 40.0}
+    assert records[1]["report"]["milestones"][0]["checks"], "the full report is logged"
+    assert records[2]["reason"] == "quit"
+
+    again = practice(paper, work, stdin="\n")
+    assert again.returncode == 0, again.stderr
+    assert "handed in at" in again.stdout and "--new" in again.stdout and "grading" not in again.stdout
+    assert "| m1 | 60 / 60 | attempt 1 |" in again.stdout
+
+
+@pytest.mark.slow
+def test_the_stubs_are_not_solved(tmp_path, paper):
+    work = tmp_path / "work"
+    shutil.copytree(EXERCISES, work)
+    log = tmp_path / "my-log.jsonl"
+    proc = practice(paper, work, "--minutes", "5", "--log", log, stdin="g\nwhat\n")  # then the input ends
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "5 minutes" in out and "m1: not yet full marks" in out and "unknown command 'what'" in out
+    assert "the input ended" in out and "| m1 | 0 / 60 | attempt 1 | not solved |" in out
+    assert "FAIL " in out.split("# Practice")[1] and "NotImplementedError" in out.split("# Practice")[1]
+    assert [json.loads(line)["kind"] for line in log.read_text().splitlines()] == ["start", "attempt", "end"]
+    assert (work / ".practice" / "report.md").is_file() and not (work / ".practice" / "log.jsonl").exists()

@@ -1,0 +1,256 @@
+"""`grade practice`'s core (grader/paper/practice.py): a fake clock and a fake grader, no terminal, no sleep."""
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from grader.paper.config import parse
+from grader.paper.practice import Commands, PracticeError, Session, Unreadable, read_log
+
+T0 = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+PAPER = """
+title = "Tiny paper"
+minutes = 60
+feedback = "{feedback}"
+
+[parts.m1]
+points = 60
+
+[parts.quiz]
+points = 40
+"""
+
+
+def paper(feedback="score"):
+    return parse(PAPER.format(feedback=feedback), paper_id="tiny")
+
+
+class Clock:
+    def __init__(self):
+        self.now = T0
+
+    def __call__(self):
+        return self.now
+
+    def at(self, minutes):
+        self.now = T0 + timedelta(minutes=minutes)
+
+
+def report(m1=(0, 27), quiz=(0, 8), message="wrong numbers"):
+    """A grader report (Report.to_json()'s shape) with m1 and quiz at these scores."""
+
+    def milestone(mid, score, max_score):
+        checks = [
+            {
+                "name": f"{mid} works",
+                "score": score,
+                "max_score": max_score,
+                "passed": score == max_score,
+                "message": "" if score == max_score else message,
+                "counted": True,
+                "traceback": "secret frames",
+            },
+        ]
+        return {"id": mid, "title": mid.upper(), "score": score, "max_score": max_score, "checks": checks}
+
+    return {
+        "score": m1[0] + quiz[0],
+        "max_score": m1[1] + quiz[1],
+        "set_aside": {"checks": 0, "note": ""},
+        "milestones": [milestone("m1", *m1), milestone("quiz", *quiz)],
+    }
+
+
+class Grades:
+    """A grade function returning the queued reports in turn (an exception is raised)."""
+
+    def __init__(self, *results):
+        self.results = list(results)
+        self.calls = 0
+
+    def __call__(self):
+        self.calls += 1
+        result = self.results.pop(0)
+        if isinstance(result, BaseException):
+            raise result
+        return result
+
+
+def session(tmp_path, grades, feedback="score", clock=None, **kw):
+    return Session(paper(feedback), clock or Clock(), grades, tmp_path / "log.jsonl", **kw)
+
+
+def test_scores_are_in_the_papers_points_and_the_policy_filters_them_while_the_time_runs(tmp_path):
+    s = session(tmp_path, Grades(report(m1=(27, 27), quiz=(4, 8))), feedback="score")
+    attempt = s.attempt()
+    assert attempt.counted and attempt.scores == {"m1": 60.0, "quiz": 20.0}
+    text = "\n".join(s.attempt_lines(attempt))
+    assert "m1: 60 / 60 points" in text and "quiz: 20 / 40 points" in text
+    assert "works" not in text and "wrong numbers" not in text, "score: no check name or message"
+    assert "time left: 1:00:00" in text
+
+
+@pytest.mark.parametrize(
+    "feedback,shown,hidden",
+    [
+        ("passfail", ["m1: passed", "quiz: not yet full marks"], ["points", "works"]),
+        ("none", ["shows no feedback"], ["m1", "points", "passed"]),
+        ("full", ["FAIL quiz works: wrong numbers", "1 of 1 checks passed"], ["secret frames"]),
+    ],
+)
+def test_each_policy_during_the_time(tmp_path, feedback, shown, hidden):
+    s = session(tmp_path, Grades(report(m1=(27, 27), quiz=(4, 8))), feedback=feedback)
+    text = "\n".join(s.attempt_lines(s.attempt()))
+    for phrase in shown:
+        assert phrase in text
+    for phrase in hidden:
+        assert phrase not in text
+
+
+def test_status_follows_the_policy(tmp_path):
+    clock = Clock()
+    s = session(tmp_path, Grades(report(m1=(27, 27)), report()), feedback="none", clock=clock)
+    clock.at(5)
+    s.attempt()
+    status = "\n".join(s.status())
+    assert "attempts: 1 counted" in status and "55:00" in status
+    assert "m1" not in status, "none: no scores in the status either"
+    s = session(tmp_path, Grades(report(m1=(27, 27))), feedback="score", clock=clock, new=True)
+    clock.at(12)
+    s.attempt()
+    status = "\n".join(s.status())
+    assert "m1: best 60 / 60, full marks at 7:00" in status and "quiz: best 0 / 40" in status
+
+
+def test_full_feedback_after_the_time_and_a_late_attempt_is_not_counted(tmp_path):
+    clock = Clock()
+    s = session(tmp_path, Grades(report(m1=(10, 27)), report(m1=(27, 27), quiz=(8, 8))), clock=clock)
+    clock.at(10)
+    s.attempt()
+    clock.at(61)
+    assert s.over and s.remaining() == 0
+    late = s.attempt()
+    assert not late.counted and late.why == "late" and late.scores["m1"] == 60
+    text = "\n".join(s.attempt_lines(late))
+    assert "not counted" in text and "1 of 1 checks passed" in text, "after the time: full feedback"
+    assert s.best("m1").number == 1 and s.first_solved("m1") is None
+    s.finish("time")
+    final = s.final_report()
+    assert "| m1 | 22.22 / 60 | attempt 1 | not solved |" in final
+    assert "FAIL m1 works: wrong numbers" in final and "Not solved." in final
+    assert s.ended == T0 + timedelta(minutes=60), "handed in when the time was up, not when noticed"
+
+
+def test_first_solved_times_and_the_best_attempt_per_part(tmp_path):
+    clock = Clock()
+    grades = Grades(report(m1=(27, 27), quiz=(0, 8)), report(m1=(20, 27), quiz=(8, 8)), report(m1=(27, 27)))
+    s = session(tmp_path, grades, clock=clock)
+    for minute in (3, 17, 40):
+        clock.at(minute)
+        s.attempt()
+    assert s.first_solved("m1").elapsed == 180 and s.first_solved("quiz").elapsed == 17 * 60
+    assert s.best("m1").number == 1, "the earliest of equal bests"
+    assert s.best("quiz").number == 2
+    clock.at(45)
+    s.finish("quit")
+    final = s.final_report()
+    assert "| m1 | 60 / 60 | attempt 1 | 3:00 (attempt 1) |" in final
+    assert "| quiz | 40 / 40 | attempt 2 | 17:00 (attempt 2) |" in final
+    assert "**100 / 100**" in final and "handed in" in final
+
+
+def test_a_grader_failure_is_recorded_and_never_counted(tmp_path):
+    s = session(tmp_path, Grades(RuntimeError("fork server died"), Unreadable("not a notebook"), report()))
+    failed = s.attempt()
+    assert not failed.counted and failed.why == "grader" and "fork server died" in failed.error
+    assert "the grader itself failed, not your work" in "\n".join(s.attempt_lines(failed))
+    unreadable = s.attempt()
+    assert not unreadable.counted and unreadable.why == "unreadable"
+    assert s.attempt().counted
+    assert [a.number for a in s.counted()] == [3]
+    assert "1 counted, 2 not graded" in "\n".join(s.status())
+    records = read_log(tmp_path / "log.jsonl")
+    assert [r.get("why") for r in records[1:]] == ["grader", "unreadable", ""]
+
+
+def test_ctrl_c_during_grading_is_not_an_attempt(tmp_path):
+    s = session(tmp_path, Grades(KeyboardInterrupt()))
+    with pytest.raises(KeyboardInterrupt):
+        s.attempt()
+    assert s.attempts == [] and len(read_log(tmp_path / "log.jsonl")) == 1
+
+
+def test_a_rerun_with_the_same_log_continues_the_session(tmp_path):
+    clock = Clock()
+    s = session(tmp_path, Grades(report(m1=(27, 27))), clock=clock, minutes=30)
+    clock.at(4)
+    s.attempt()
+    with open(tmp_path / "log.jsonl", "a") as f:
+        f.write('{"kind":"attempt","numb')  # a torn last line: the process was killed while writing
+    clock.at(20)
+    again = session(tmp_path, Grades(report()), clock=clock, minutes=45)
+    assert again.resumed and again.start == T0 and again.minutes == 30, "the same start, its own minutes"
+    assert "keeps its 30 minutes" in again.notes[0]
+    assert [a.scores["m1"] for a in again.attempts] == [60.0]
+    assert again.first_solved("m1").elapsed == 240
+    assert again.remaining() == 600
+    again.attempt()
+    assert [a.number for a in again.attempts] == [1, 2]
+
+    fresh = session(tmp_path, Grades(), clock=clock, new=True)
+    assert fresh.start == T0 + timedelta(minutes=20) and fresh.attempts == [] and fresh.minutes == 60
+    assert len(read_log(tmp_path / "log.jsonl")) == 1, "the log keeps the old session; reading takes the new"
+
+
+def test_a_handed_in_session_stays_over(tmp_path):
+    clock = Clock()
+    s = session(tmp_path, Grades(report(m1=(27, 27)), report(m1=(27, 27), quiz=(8, 8))), clock=clock)
+    clock.at(2)
+    s.attempt()
+    clock.at(5)
+    s.finish("quit")
+    again = session(tmp_path, s.grade_fn, clock=clock)
+    assert again.over and again.ended == T0 + timedelta(minutes=5) and again.end_reason == "quit"
+    after = again.attempt()
+    assert not after.counted and after.why == "ended"
+    assert "| quiz | 0 / 40 | attempt 1 | not solved |" in again.final_report()
+
+
+def test_a_log_of_another_paper_is_refused(tmp_path):
+    session(tmp_path, Grades())
+    other = parse(PAPER.format(feedback="score").replace("points = 40", "points = 50"), paper_id="tiny")
+    with pytest.raises(PracticeError, match="another paper"):
+        Session(other, Clock(), Grades(), tmp_path / "log.jsonl")
+    Session(other, Clock(), Grades(), tmp_path / "log.jsonl", new=True)
+
+
+def test_every_attempt_is_a_whole_line_with_the_full_report(tmp_path):
+    clock = Clock()
+    s = session(tmp_path, Grades(report(m1=(27, 27))), clock=clock)
+    clock.at(1.5)
+    s.attempt()
+    lines = (tmp_path / "log.jsonl").read_text().splitlines()
+    start, attempt = (json.loads(line) for line in lines)
+    assert start["kind"] == "start" and start["minutes"] == 60 and start["paper"]["id"] == "tiny"
+    assert attempt["elapsed"] == 90 and attempt["scores"] == {"m1": 60.0, "quiz": 0.0}
+    assert attempt["report"]["milestones"][0]["checks"][0]["traceback"] == "secret frames", "the full report"
+    assert datetime.fromisoformat(attempt["time"]) == T0 + timedelta(minutes=1.5)
+
+
+def test_commands_come_a_line_at_a_time_and_waiting_times_out():
+    read, write = os.pipe()
+    try:
+        commands = Commands(read)
+        assert commands.next(0.01) == "timeout"
+        os.write(write, b"\nS\nq")  # two lines at once, then one with no newline before the end
+        assert commands.next(0.01) == "" and commands.next(0.01) == "s", "a line read ahead is not lost"
+        assert commands.next(0.01) == "timeout"
+        os.close(write)
+        write = -1
+        assert commands.next(0.01) == "q" and commands.next(0.01) is None
+    finally:
+        os.close(read)
+        if write >= 0:
+            os.close(write)
