@@ -4,8 +4,9 @@
 
 The submissions cycle through the reference, the stubs and buggy variants from the
 corpus. Timed: `grade batch --workers N` on the folder; a sequential loop of
-`grade check` on each folder; and `nbgrader autograde` on the same submissions as
-nbgrader notebooks (the course from `grade nbgrader`). Each line gives submissions
+`grade check -j 1` on each folder (one grading process each, as in the batch); and
+`nbgrader autograde` on the same submissions as nbgrader notebooks (the course from
+`grade nbgrader`). Each line gives submissions
 per minute and CPU seconds per submission (every process the command starts, counted by a
 cgroup of its own: see ``CpuMeter``), and,
 where the grader measured it, how much of that CPU was the grader's own: everything but
@@ -196,7 +197,9 @@ def run(args: argparse.Namespace, meter: CpuMeter) -> None:
         wall = cpu = own["grade check loop"] = workers = 0.0
         for sub in subs:
             out = tmp / f"{sub.name}.json"
-            w, c = timed([sys.executable, "-m", "grader", "check", str(sub), "--format", "json", "-o", str(out)], ROOT)
+            # -j 1: one grading process, as in the batch, so both start the same workers for a submission
+            check = [sys.executable, "-m", "grader", "check", str(sub), "-j", "1", "--format", "json", "-o", str(out)]
+            w, c = timed(check, ROOT)
             wall, cpu = wall + w, cpu + c
             report = json.loads(out.read_text())
             own["grade check loop"] += report["worker_cpu_seconds"]
@@ -213,7 +216,12 @@ def run(args: argparse.Namespace, meter: CpuMeter) -> None:
         # The submissions' own CPU is part of what the meter counts: less than that means CPU went uncounted.
         if share is not None and share < 0 and meter.group is not None:
             raise SystemExit(f"{name}: the grader's share came out negative ({share:.2f} s): CPU escaped the meter")
-        grader = f"   the grader's {share:5.2f}" if share is not None and share >= 0 else ""
+        # The identity the figures must satisfy: all CPU = the submissions' own code + the grader's.
+        grader = (
+            f" = the submissions' {cpu / args.n - share:5.2f} + the grader's {share:5.2f}"
+            if share is not None and share >= 0
+            else ""
+        )
         print(
             f"{name:<20} {60 * args.n / wall:7.1f} submissions/min   {cpu / args.n:6.2f} CPU s/submission{grader}"
             f"   ({wall:.0f} s wall for {args.n})"

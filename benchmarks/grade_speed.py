@@ -1,9 +1,11 @@
-"""How long `grade check solutions` takes (the core milestones, then all) next to `python -c "import torch"`.
+"""How long a cold `grade check solutions` takes next to `python -c "import torch"`, then `grade watch`.
 
-Both are timed side by side in one run (interleaved, several rounds, the median
-kept) so machine noise hits both alike. Then, in the same run, `grade watch` on a
-copy of the reference: the time from saving m1_attention.py to the regrade's
-verdict, next to a cold `grade check -m m1`. Run from the repository root:
+Cold: a new process each time, as a student's `grade` is. The commands run interleaved in one run (several
+rounds, the median kept) so machine noise hits all alike: `-m m1`; the core milestones; every milestone (two
+grading processes side by side where there are two cores), the same with `-j 1` (one process), and with an
+empty disk cache (grader/cache.py: every reference answer computed, as on the very first run). Then
+`grade watch` on a copy of the reference: the time from saving m1_attention.py to the regrade's verdict,
+next to the cold `-m m1`. It prints the CPU capability and the load with the figures. From the repository root:
 
     python benchmarks/grade_speed.py [--rounds 5] [--saves 5]
 """
@@ -11,6 +13,7 @@ verdict, next to a cold `grade check -m m1`. Run from the repository root:
 from __future__ import annotations
 
 import argparse
+import os
 import queue
 import shutil
 import statistics
@@ -26,18 +29,30 @@ from grader.watch import VERDICT_LINE
 ROOT = Path(__file__).resolve().parents[1]
 GRADE = [sys.executable, "-m", "grader", "check", str(ROOT / "solutions"), "--format", "json"]
 CORE = ["-m", "m1", "-m", "m2", "-m", "m3", "-m", "m4", "-m", "lesson"]
+EMPTY_CACHE = "empty cache"  # a fresh GPTKIT_CACHE folder for each run: the reference's answers all computed
 COMMANDS = {
     "import torch": [sys.executable, "-c", "import torch"],
-    "grade: m1 (cold)": GRADE + ["-m", "m1"],
+    "grade: m1": GRADE + ["-m", "m1"],
     "grade: m1-m4 + lesson": GRADE + CORE,
     "grade: every milestone": GRADE,
+    "grade: every, -j 1": GRADE + ["-j", "1"],
+    f"grade: every, {EMPTY_CACHE}": GRADE,
 }
+TARGETS = {"grade: m1": 1.5, "grade: every milestone": 2.0}  # at most this many times `import torch`
 
 
-def wall(command: list[str]) -> float:
+def wall(command: list[str], env: dict[str, str] | None = None) -> float:
     started = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
+    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT, env=env)
     return time.perf_counter() - started
+
+
+def timed(name: str, scratch: Path, run: int) -> float:
+    """One cold run of ``name``: a new process; for the empty-cache variant, a new cache folder too."""
+    env = None
+    if name.endswith(EMPTY_CACHE):
+        env = {**os.environ, "GPTKIT_CACHE": str(scratch / f"cache{run}")}
+    return wall(COMMANDS[name], env)
 
 
 def watch_save_to_verdict(saves: int) -> list[float]:
@@ -82,25 +97,34 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5, help="timed rounds per command (default 5)")
     parser.add_argument("--saves", type=int, default=5, help="timed saves under `grade watch` (default 5)")
     args = parser.parse_args()
-    for command in COMMANDS.values():  # warm the file cache once, untimed
-        wall(command)
-    times: dict[str, list[float]] = {name: [] for name in COMMANDS}
-    for _ in range(args.rounds):
-        for name, command in COMMANDS.items():
-            times[name].append(wall(command))
+    import torch
+
+    print(
+        f"torch {torch.__version__}, CPU capability {torch.backends.cpu.get_cpu_capability()}, "
+        f"{len(os.sched_getaffinity(0))} cores; load average {os.getloadavg()[0]:.1f} at start",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory(prefix="grade-speed-") as tmp:
+        for name in COMMANDS:  # warm the file cache and the grader's disk cache once, untimed
+            timed(name, Path(tmp), -1)
+        times: dict[str, list[float]] = {name: [] for name in COMMANDS}
+        for run in range(args.rounds):
+            for name in COMMANDS:  # interleaved: machine noise hits every command alike
+                times[name].append(timed(name, Path(tmp), run))
     medians = {name: statistics.median(t) for name, t in times.items()}
     for name, t in times.items():
-        print(f"{name:<24} median {medians[name]:6.2f} s   (runs: {', '.join(f'{x:.2f}' for x in t)})")
+        print(f"{name:<30} median {medians[name]:6.2f} s   (runs: {', '.join(f'{x:.2f}' for x in t)})")
     for name in COMMANDS:
         if name.startswith("grade"):
             ratio = medians[name] / medians["import torch"]
-            target = "   (the core's target: at most 2.0x)" if name == "grade: m1-m4 + lesson" else ""
-            print(f"ratio, {name:<22} {ratio:6.2f}x{target}")
+            target = f"   (target: at most {TARGETS[name]:.1f}x)" if name in TARGETS else ""
+            print(f"ratio, {name:<28} {ratio:6.2f}x{target}")
     saves = watch_save_to_verdict(args.saves)
     median = statistics.median(saves)
-    print(f"{'watch: m1, save→verdict':<24} median {median:6.2f} s   (saves: {', '.join(f'{x:.2f}' for x in saves)})")
-    cold = medians["grade: m1 (cold)"]
-    print(f"ratio, watch to cold m1   {median / cold:6.2f}x   (cold `grade check -m m1`: {cold:.2f} s)")
+    print(f"{'watch: m1, save→verdict':<30} median {median:6.2f} s   (saves: {', '.join(f'{x:.2f}' for x in saves)})")
+    cold = medians["grade: m1"]
+    print(f"ratio, watch to cold m1         {median / cold:6.2f}x   (targets: 1.0 s and 0.3x; cold m1 {cold:.2f} s)")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
 if __name__ == "__main__":

@@ -30,8 +30,8 @@ TARGET = 1.88
 DATA_DIR: str | None = None
 
 
-def measure(name: str, data_dir: str | None, target: float | None) -> dict:
-    cfg = preset(name)
+def measure(name: str, data_dir: str | None, target: float | None, bf16: bool | None = None) -> dict:
+    cfg = preset(name, bf16=bf16)  # None: the precision this CPU does natively
     started = time.perf_counter()
     run = start(cfg, "cpu", data_dir)
     run = train(run, "cpu", target_loss=target, progress=False)
@@ -94,7 +94,8 @@ def plot(results: list[dict], path: Path) -> None:
         xlabel="training wall time (s)",
         ylabel="validation loss",
         ylim=(1.6, 3.0),
-        title="tiny Shakespeare, characters, CPU",
+        title=f"tiny Shakespeare, characters, CPU ({cpu_capability()}, "
+        f"{'bf16 autocast' if results[0]['cfg'].bf16 else 'float32'})",
     )
     ax.legend()
     fig.tight_layout()
@@ -110,6 +111,13 @@ def main() -> None:
         help="folder holding tinyshakespeare.txt (default ../shared/datasets)",
     )
     parser.add_argument("--skip-baseline", action="store_true", help="time the fast preset only")
+    parser.add_argument(
+        "--precision",
+        choices=("auto", "bf16", "float32"),
+        default="auto",
+        help="both recipes' precision: auto (what this CPU does natively), or forced; float32 is what a CPU "
+        "without native bf16 (AVX2 only, say) gets from auto",
+    )
     parser.add_argument("--plot", type=Path, help="save validation loss against wall time as a PNG here")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -130,7 +138,8 @@ def main() -> None:
     runs = [("fast", TARGET)] + ([] if args.skip_baseline else [("nanogpt-cpu", None)])
     results = []
     for name, target in runs:
-        r = measure(name, args.data_dir, target)
+        forced = None if args.precision == "auto" else args.precision == "bf16"  # both recipes alike
+        r = measure(name, args.data_dir, target, forced)
         results.append(r)
         hit = (
             f"val {r['hit'][1]:.4f} <= {TARGET} at step {r['hit'][0]} after {r['hit'][2]:.1f} s"
@@ -146,6 +155,13 @@ def main() -> None:
             "  curve (step: val loss @ s): "
             + ", ".join(f"{s}: {v:.3f} @ {t:.0f}" for (s, v), t in zip(r["val"], r["seconds"])),
             flush=True,
+        )
+    if len(results) == 2 and all(r["hit"] for r in results):
+        fast, base = (r["hit"][2] for r in results)
+        print(
+            f"\ntime to val loss {TARGET}: fast {fast:.1f} s, nanoGPT's CPU recipe {base:.1f} s: "
+            f"{fast / base:.2f}x ({'bf16 autocast' if results[0]['cfg'].bf16 else 'float32'}, CPU capability "
+            f"{cpu_capability()}, native bf16: {native_bf16_cpu() or 'none'})"
         )
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
     if args.plot:

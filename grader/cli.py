@@ -6,12 +6,14 @@ import json
 import sys
 import warnings
 from pathlib import Path
+from typing import Any
 
 import click
 from click.core import ParameterSource
 
+from grader import __version__
 from grader.files import write_atomically
-from grader.milestones import MILESTONES, preloads
+from grader.milestones import MILESTONES, preloads, side_by_side
 from grader.options import limit_options, limits, milestone_option
 from grader.results import GRADESCOPE_VISIBILITIES
 
@@ -19,7 +21,7 @@ FORMATS = ("text", "json", "gradescope")
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="gptkit", prog_name="grade")
+@click.version_option(__version__, prog_name="grade")  # the grader's: both distributions (kit, release) ship it
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Grade TinyGPT exercises. With no command, grades ./exercises and prints a table."""
@@ -59,6 +61,13 @@ def main(ctx: click.Context) -> None:
     "`grade paper render` wrote needs no --paper: it says which paper it is.",
 )
 @click.option("--student", help="With --paper: grade with this student's numbers (needs the paper's secret).")
+@click.option(
+    "-j",
+    "--jobs",
+    type=click.IntRange(1, 8),
+    help="Grading processes side by side, each on some of the milestones  [default: 2 on a machine with two "
+    "cores or more, else 1]",
+)
 def check(
     submission: Path,
     milestones: list[str] | None = None,
@@ -70,6 +79,7 @@ def check(
     public: bool = False,
     paper_path: Path | None = None,
     student: str | None = None,
+    jobs: int | None = None,
 ) -> None:
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
@@ -88,19 +98,25 @@ def check(
         graded = sitting.milestones(milestones if asked else None) if sitting else milestones or list(MILESTONES)
     except SittingError as e:
         raise click.UsageError(str(e)) from None
+    options: dict[str, Any] = {
+        "public": public,
+        "variant": sitting.variant if sitting else Variant(),
+        "rules": sitting.rules if sitting else None,
+    }
+    groups = side_by_side(graded, jobs)
     try:
-        with prepared(submission) as folder, ForkServer(chosen, preload=preloads(graded)) as server:
-            from grader.runner import grade  # loads torch here while the worker loads it there
+        with (
+            prepared(submission) as folder,
+            ForkServer(
+                chosen, preload=preloads(graded), clients=len(groups) if len(groups) > 1 else 0, many=False
+            ) as server,
+        ):
+            from grader.runner import grade, grade_side_by_side  # loads torch here while the worker loads it there
 
-            report = grade(
-                folder,
-                graded,
-                chosen,
-                server,
-                public=public,
-                variant=sitting.variant if sitting else Variant(),
-                rules=sitting.rules if sitting else None,
-            )
+            if len(groups) > 1:
+                report = grade_side_by_side(folder, groups, chosen, server, **options)
+            else:
+                report = grade(folder, graded, chosen, server, **options)
         report.submission = str(submission)
     except SubmissionError as e:
         raise click.UsageError(str(e)) from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -15,9 +16,10 @@ class Milestone:
     # Earlier milestones replaced by the grader's own while grading. Milestones with the same ones share
     # a worker (see grader/sandbox/session.py), so the later exercises all trust m1 to m3: one worker.
     trusted: tuple[str, ...] = ()
-    # Modules its grading loads on first use, slowly: imported up front, in the grading process and in the fork
-    # server (once for all its workers), only when this milestone is graded. torch._dynamo (about 1 s) is loaded
-    # by the optimisers' first step.
+    # Modules its workers load on first use, slowly: imported up front in the fork server (once for all its
+    # workers), only when this milestone is graded. torch._dynamo (about 1 s) is loaded by the optimisers' first
+    # step. The grading process does not preload them: its reference answers come from the disk cache
+    # (grader/cache.py), and only a cold cache's reference run loads them there.
     preload: tuple[str, ...] = ()
 
 
@@ -89,3 +91,15 @@ STUDENT_MODULES: tuple[str, ...] = tuple(dict.fromkeys(name for m in GRADABLE.va
 def preloads(milestones: Iterable[str]) -> tuple[str, ...]:
     """What grading these milestones loads up front (``Milestone.preload``), each module once."""
     return tuple(dict.fromkeys(module for m in milestones for module in GRADABLE[m].preload))
+
+
+def side_by_side(milestones: list[str], jobs: int | None = None) -> list[list[str]]:
+    """The milestones in ``jobs`` groups to grade side by side, one grading process each (None: one per core,
+    at most two: the suites' side of a check is light, and each group starts workers of its own).
+    Milestones alternate in lesson order, so the slow ones (m1's first worker, the training runs,
+    kvcache's generations) fall into different groups."""
+    if jobs is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        jobs = min(2, cores)
+    jobs = max(1, min(jobs, len(milestones)))
+    return [list(milestones[i::jobs]) for i in range(jobs)]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 import tempfile
@@ -63,14 +62,24 @@ def check(notebook: str, milestone: str, public: bool = False) -> float | None:
 
 
 def _grouped(failed: list[dict]) -> list[str]:
-    """One line per failing check, the cases of one parametrized check (``name [case]``) together: its first message."""
+    """One line per failing check, the cases of one parametrized check (``name [case]``) together: its first message.
+
+    A case is known by its ``case`` id, which the runner records: a name that merely ends in brackets (a
+    check's own title, such as ``weights are [0.2689, 0.7311]``) is kept whole."""
     groups: dict[str, list[dict]] = {}
     for c in failed:
-        groups.setdefault(re.sub(r" \[[^\]]*\]$", "", c["name"]), []).append(c)
+        groups.setdefault(_base(c), []).append(c)
     return [
         f"- {name}" + (f" ({len(cases)} cases)" if len(cases) > 1 else "") + f": {cases[0]['message']}"
         for name, cases in groups.items()
     ]
+
+
+def _base(check: dict) -> str:
+    """The check's name without its case id: the name the runner gave the check itself."""
+    name, case = check["name"], check.get("case", "")
+    suffix = f" [{case}]"
+    return name[: -len(suffix)] if case and name.endswith(suffix) else name
 
 
 def _report(notebook: Path, public: bool) -> dict:

@@ -31,6 +31,7 @@ class CheckResult:
     counted: bool = True  # False for an internal error or a check the grader could not observe: no point won or lost
     traceback: str = ""  # where the grader failed, for an internal error (shown with -v)
     value: float | None = None  # a metric-scored check's measure (lmbudget: bits per character); None elsewhere
+    case: str = ""  # a parametrized check's case id: its name is f"{base} [{case}]"; "" for a plain check
 
 
 @dataclass

@@ -8,21 +8,22 @@ a worker printed.
 from __future__ import annotations
 
 import contextlib
-import importlib
 import io
 import os
+import pickle
+import signal
 import time
 import traceback
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
 from grader.hints import hint_for
-from grader.milestones import GRADABLE, preloads
+from grader.milestones import GRADABLE
 from grader.paper.variants import LESSON, Variant
 from grader.results import CheckResult, NotObserved, Report
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
@@ -106,10 +107,6 @@ def grade(
         "--assert=plain",
         *(f"-pno:{p}" for p in UNUSED_PLUGINS),
     ]
-    for module in preloads(milestones):
-        # e.g. the reference's optimiser loads torch._dynamo on first use: load it now, while the
-        # worker is still starting, rather than in the middle of a check.
-        importlib.import_module(module)
     log = io.StringIO()
     try:
         with _clean_pytest_env(), contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
@@ -129,6 +126,86 @@ def grade(
     report.workers = server.spawned - spawned_before
     report.variant = variant.seed
     return report
+
+
+def grade_side_by_side(
+    submission: Path, groups: list[list[str]], limits: Limits, server: ForkServer, **options: Any
+) -> Report:
+    """``grade`` on every milestone of ``groups``, each group in a grading process of its own, side by side.
+
+    A cold ``grade check`` of several milestones used one core for the grader's side of every check while the
+    other waited; independent milestones can use both. ``server`` must have been started with
+    ``clients=len(groups)``: each process gets a copy of it (``ForkServer.attach``). The processes are forked
+    from this one once torch is loaded, so it loads once; the report is the one ``grade`` gives, checks in
+    the order of the milestones.
+    """
+    import torch  # noqa: F401 - loaded before the fork, so that every grading process has it already
+
+    started = time.monotonic()
+    children: list[tuple[int, int]] = []
+    try:
+        for group in groups[1:]:  # the children connect first: the server copies itself once all have
+            read, write = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                os.close(read)
+                _grade_in_child(write, submission, group, limits, server, options)
+            os.close(write)
+            children.append((pid, read))
+        with ForkServer.attach(str(server.address), limits) as mine:
+            reports = [grade(submission, groups[0], limits, mine, **options)]
+        while children:
+            reports.append(_child_report(*children.pop(0)))
+    finally:
+        for pid, read in children:  # left only by an error or Ctrl-C here: end them now
+            os.close(read)
+            with contextlib.suppress(ChildProcessError, ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    order = {m: i for i, m in enumerate(m for group in groups for m in group)}
+    first = reports[0]
+    first.checks = sorted((c for r in reports for c in r.checks), key=lambda c: order[c.milestone])
+    first.seconds = time.monotonic() - started
+    first.worker_cpu_seconds = sum(r.worker_cpu_seconds for r in reports)
+    first.workers = sum(r.workers for r in reports)
+    return first
+
+
+def _grade_in_child(write: int, submission: Path, group: list[str], limits: Limits, server, options) -> NoReturn:
+    """In a forked grading process: grade ``group``, send the Report (or the error) to the parent, exit."""
+    from grader.sandbox.worker import jail
+
+    outcome: Report | GraderError
+    try:
+        jail.die_with_parent()
+        with ForkServer.attach(str(server.address), limits) as mine:
+            outcome = grade(submission, group, limits, mine, **options)
+    except BaseException as e:  # noqa: BLE001 - whatever it is, the parent reports it
+        outcome = GraderError(f"grading {', '.join(group)} failed: {type(e).__name__}: {e}")
+    try:
+        with os.fdopen(write, "wb") as out:
+            pickle.dump(outcome, out)  # read by the parent only: this process ran no submission code
+    finally:
+        os._exit(0)
+
+
+def _child_report(pid: int, read: int) -> Report:
+    """The report a child sent; the child is reaped whatever happens (killed first if this is interrupted)."""
+    data = b""
+    try:
+        with os.fdopen(read, "rb") as pipe:
+            data = pipe.read()
+    finally:
+        if not data:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    if not data:
+        raise GraderError("a grading process ended without a report")
+    outcome = pickle.loads(data)
+    if isinstance(outcome, GraderError):
+        raise outcome
+    return outcome
 
 
 @contextlib.contextmanager
@@ -253,6 +330,7 @@ class Collector:
                 # the last gate: see grader/sandbox/secrecy.py
                 message=redact(why.message or str(props.get("message", ""))),
                 value=float(props["value"]) if "value" in props else None,
+                case=item.callspec.id if hasattr(item, "callspec") else "",
                 seconds=round(call.duration, 3),
                 internal_error=why.internal,
                 counted=why.counted,

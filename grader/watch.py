@@ -128,7 +128,7 @@ class Watcher:
             click.echo("grade watch: the grading workers' fork server stopped; starting a new one", err=True)
             self.close()
         if self.server is None:
-            self.server = ForkServer(self.limits)
+            self.server = ForkServer(self.limits, many=True)
         return self.server
 
     def server_died(self) -> bool:

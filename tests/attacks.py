@@ -221,6 +221,23 @@ if _leaks:
 """
 
 
+def read_the_cache(folder: str) -> str:
+    """Walk the grader's disk cache (the reference's answers) and fail loudly with what it could read."""
+    return f"""
+import os as _os
+_found = []
+for _root, _dirs, _files in _os.walk({folder!r}):
+    for _name in _files:
+        try:
+            with open(_os.path.join(_root, _name), "rb") as _f:
+                _found.append(_name + ":" + _f.read(40).hex())
+        except BaseException:
+            pass
+if _found:
+    raise RuntimeError({LEAK_MARKER!r} + " " + " | ".join(_found[:5]))
+"""
+
+
 def proc_root_escape() -> str:
     """Reach the reference through another process's root or cwd in /proc (outside any private mounts)."""
     return f"""

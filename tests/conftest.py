@@ -1,3 +1,7 @@
+import os
+import shutil
+import tempfile
+
 import pytest
 import torch
 
@@ -21,3 +25,14 @@ def one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(threads)
+
+
+def pytest_configure(config):
+    """The grader's disk cache (grader/cache.py) in a folder of this run's own, for every grading process the
+    tests start: a test never reads entries left by an older grader, nor writes into the user's ~/.cache."""
+    config.gptkit_cache = tempfile.mkdtemp(prefix="gptkit-test-cache-")
+    os.environ["GPTKIT_CACHE"] = config.gptkit_cache
+
+
+def pytest_unconfigure(config):
+    shutil.rmtree(getattr(config, "gptkit_cache", ""), ignore_errors=True)

@@ -75,7 +75,7 @@ def _fork_server(address: str | None, limits: Limits):
             return ForkServer.attach(address, limits)
         except OSError:
             pass  # too late: the server takes clients only before any worker exists
-    return ForkServer(limits)
+    return ForkServer(limits, many=True)
 
 
 def _context() -> multiprocessing.context.BaseContext:

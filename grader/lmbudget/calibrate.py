@@ -55,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--budget", type=float, default=None, help="CPU seconds (default: the task file's)")
     parser.add_argument("--runs", type=int, default=2, help="runs of the reference recipe (default 2)")
     parser.add_argument(
-        "--slack", type=float, default=0.025, help="bits/char added to the reference's worst loss (default 0.025)"
+        "--slack", type=float, default=0.05, help="bits/char added to the reference's worst loss (default 0.05)"
     )
     parser.add_argument("--write", action="store_true", help="record the new baseline and best in the task file")
     args = parser.parse_args(argv)
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         date=datetime.date.today().isoformat(),
         command="python -m grader.lmbudget.calibrate --write"
         + (f" --budget {args.budget:g}" if args.budget is not None else "")
-        + (f" --slack {args.slack:g}" if args.slack != 0.025 else ""),
+        + (f" --slack {args.slack:g}" if args.slack != 0.05 else ""),
     )
     print(f"\nbaseline {new.baseline:.4f}, best {new.best:.4f} bits/char (split A); points out of {new.points:g}:")
     print(f"  {'recipe':<14} {'loss A':>8} {'loss B':>8} {'points A':>9} {'points B':>9}")

@@ -470,7 +470,7 @@ class Grader:
         try:
             with prepared(self.path) as folder:
                 if self.server is None:
-                    self.server = ForkServer(self.limits)
+                    self.server = ForkServer(self.limits, many=True)
                 from grader.runner import grade
 
                 try:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import ast
 import bisect
 import functools
+import hashlib
 import io
 import re
 import tokenize
@@ -30,6 +31,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from grader import cache
 from grader.milestones import MILESTONES
 from grader.reference import SOLUTIONS
 
@@ -127,6 +129,12 @@ class Redactor:
             words = _tokens(text)[0]
             self.runs.difference_update(tuple(words[i:j]) for i, j in _runs(words))
 
+    @classmethod
+    def of_runs(cls, runs: Iterable[Iterable[str]]) -> Redactor:
+        redactor = cls(())
+        redactor.runs = {tuple(run) for run in runs}
+        return redactor
+
     def __bool__(self) -> bool:
         return bool(self.runs)
 
@@ -172,11 +180,18 @@ def trusted_redactor() -> Redactor:
     """The redactor of every trusted module's code (as written, and as sent to a worker), built once per process.
 
     Comments and docstrings never reach a worker, so they are not looked for: a message may well share
-    a phrase with them by chance.
+    a phrase with them by chance. Building it parses the whole grader (half a second), so its runs are
+    kept in the disk cache (``grader/cache.py``), keyed on the grader's fingerprint, which covers the
+    trusted modules and the grader's texts, and on the stubs.
     """
-    secret = [text for source in trusted_sources().values() for text in (code_text(source), worker_text(source))]
-    given = [p.read_text() for p in sorted(GIVEN.glob("*.py"))] + grader_texts() if secret else []
-    return Redactor(secret, given)
+    stubs = [p.read_text() for p in sorted(GIVEN.glob("*.py"))]
+    key = hashlib.blake2b("\0".join(stubs).encode(), digest_size=16).hexdigest()
+
+    def runs() -> list[tuple[str, ...]]:
+        secret = [text for source in trusted_sources().values() for text in (code_text(source), worker_text(source))]
+        return sorted(Redactor(secret, stubs + grader_texts() if secret else []).runs)
+
+    return Redactor.of_runs(cache.stored(f"trusted redactor, stubs {key}", runs))
 
 
 def grader_texts() -> list[str]:

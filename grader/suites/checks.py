@@ -13,6 +13,7 @@ from typing import Any, NoReturn, TypeVar
 
 import torch
 
+from grader import cache
 from grader.results import NotObserved
 from grader.sandbox.client import Remote, StudentError
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE, ErrorKind, Reply
@@ -33,14 +34,19 @@ _REMEMBERED: dict[Hashable, Any] = {}
 
 
 def remembered(key: Hashable, compute: Callable[[], T]) -> T:
-    """``compute()``, worked out once per grading process for each ``key``.
+    """``compute()``, worked out once per grading process for each ``key``, and once per machine where it can be.
 
     For the reference's answers that do not depend on the submission: a batch grades hundreds
-    in one process, and this module, unlike the suites, is not re-imported for each. The key
-    must name everything the answer depends on, and callers must not modify what comes back.
+    in one process, and this module, unlike the suites, is not re-imported for each; a cold
+    ``grade check`` reads them from the disk cache (``grader/cache.py``), which adds the grader's
+    fingerprint and torch's version to the key. The key must name everything else the answer
+    depends on (seeds, sizes), and callers must not modify what comes back.
     """
     if key not in _REMEMBERED:
-        _REMEMBERED[key] = compute()
+        described = repr(key)
+        # An object's default repr names its address, which differs from run to run: memory only.
+        on_disk = " at 0x" not in described
+        _REMEMBERED[key] = cache.stored(f"remembered {described}", compute) if on_disk else compute()
     return _REMEMBERED[key]
 
 

@@ -207,6 +207,19 @@ def test_reading_the_reference_or_suite_fails(attack):
     assert_contained(result, "m1", UPPER)
 
 
+def test_reading_the_disk_cache_fails(attack):
+    """m1_attention.py walks the grader's disk cache (grader/cache.py: the reference's answers) at import and
+    raises an exception naming what it could read; the folder is hidden like the grader's own files."""
+    from grader import cache
+
+    cache.stored("a bait entry for test_attacks", lambda: [1.0, 2.0])  # the folder holds at least this
+    folder = cache.folder()
+    assert folder is not None and any(folder.rglob("*.pt"))
+    result = attack(m1_variant("read-the-cache", UPPER, A.at_import(A.read_the_cache(str(folder))), A.LEAKY_MASK))
+    assert A.LEAK_MARKER not in all_messages(result), explain(result)
+    assert_contained(result, "m1", UPPER)
+
+
 # Beyond the brief: two more routes to a correct M1 that the ones above do not try.
 
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from helpers import REPO, SOLUTIONS
+from helpers import REPO, SOLUTIONS, Variant, grade
 from helpers import cli as run
 
 
@@ -69,3 +69,50 @@ except runner.GraderError as e:
 """
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300).stdout
     assert "the hidden suites did not run" in out and "test_m1_attention.py" in out and "SyntaxError" in out, out
+
+
+def same_checks(report: dict) -> list[tuple]:
+    return [(c["milestone"], c["name"], c["passed"], c["score"], c["message"]) for c in report_checks(report)]
+
+
+def report_checks(report: dict) -> list[dict]:
+    return [c for m in report["milestones"] for c in m["checks"]]
+
+
+@pytest.mark.slow
+def test_side_by_side_gives_the_report_of_one_process(tmp_path):
+    """`-j 2` grades the milestones in two processes; the report is the one `-j 1` gives, check by check."""
+    from corpus import BUGGY
+
+    bugs = {v.name: v for v in BUGGY}
+    variant = Variant("two bugs", edits={**bugs["m1-mask-triu"].edits, **bugs["m3-no-zero-grad"].edits})
+    submission = variant.build(tmp_path / "submission")
+    milestones = [arg for m in ("m1", "m2", "m3", "m4", "sampling") for arg in ("-m", m)]
+    one, two = (grade(submission, *milestones, "-j", jobs) for jobs in ("1", "2"))
+    assert one.report and two.report, one.stderr + two.stderr
+    assert same_checks(two.report) == same_checks(one.report)
+    assert [m["id"] for m in two.report["milestones"]] == ["m1", "m2", "m3", "m4", "sampling"]
+    failed = {c["milestone"] for c in report_checks(two.report) if not c["passed"]}
+    assert {"m1", "m3"} <= failed, "the bugs were not caught: the comparison proves nothing"
+    assert two.report["workers"] > one.report["workers"], "-j 2 did not grade in two processes"
+
+
+@pytest.mark.slow
+def test_a_failing_grading_process_side_by_side_is_the_graders_error(tmp_path):
+    """When the second process's suite cannot run, `grade` says the grader failed (exit 1), naming it."""
+    suites = tmp_path / "suites"
+    shutil.copytree(REPO / "grader" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
+    (suites / "hidden" / "test_m2_model.py").write_text("def broken(:\n")
+    script = f"""
+import sys
+from pathlib import Path
+import grader.runner as runner
+from grader.cli import main
+runner.SUITES, runner.HIDDEN = Path({str(suites)!r}), Path({str(suites / "hidden")!r})
+sys.argv = ["grade", "check", {str(SOLUTIONS)!r}, "-m", "m1", "-m", "m2", "-j", "2"]
+main()
+"""
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "the grader itself failed" in proc.stderr and "grading m2 failed" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr

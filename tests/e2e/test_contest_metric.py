@@ -16,7 +16,7 @@ from grader.contest.commands import contest as contest_group
 from grader.contest.metric import points_for
 from grader.contest.server import create_app
 from grader.contest.store import Store
-from grader.lmbudget.task import LOSS_FORMAT
+from grader.lmbudget.task import LOSS_FORMAT, load_task
 from helpers import SOLUTIONS, auth, upload
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
@@ -68,7 +68,7 @@ def report(a: float | None, b: float | None, why: str = "") -> dict:
         }
 
     checks = [check("A", a), check("B", b)]
-    score = 10.0 * (3.5013 - a) / 0.3513 if a is not None else 0.0
+    score = load_task().score(a) if a is not None else 0.0  # the grader's points on A, as calibrated
     milestone = {
         "id": "lmbudget",
         "title": "t",

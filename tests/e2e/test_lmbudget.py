@@ -1,9 +1,9 @@
 """The metric-scored task lmbudget on the Python corpus with a tiny budget (6 CPU seconds).
 
 The test's task file takes the shipped one's settings with a tiny budget; its baseline is the shipped
-baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.25 bits/char
-below it, about what the reference recipe gains in 6 CPU seconds (``python -m grader.lmbudget.calibrate
---budget 6`` on an AVX512 CPU: 3.467 -> 3.21). Verdicts without a score must be set aside (not counted).
+baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.3 bits/char
+below it, a little under what the reference recipe gains in 6 CPU seconds (on an AVX512 CPU, 64 windows
+of A: 3.467 -> 3.125 and 3.132 in two runs). Verdicts without a score must be set aside (not counted).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from helpers import cli
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET, WALL, MARGIN = 6.0, 20.0, 3.0
-GAIN = 0.25  # the reference's gain over the baseline in BUDGET CPU seconds, a little under what we measured
+GAIN = 0.3  # the reference's gain over the baseline in BUDGET CPU seconds, a little under what we measured
 
 BIGRAM = (REPO / "grader" / "lmbudget" / "baseline.py").read_text()
 

@@ -150,6 +150,17 @@ def test_release_markdown_has_no_command_line_instructions(course):
     assert "pip install" in source(cells(course / RELEASE)["intro"])
 
 
+def test_intro_says_what_the_release_holds(course):
+    """The intro names the stub lines the answer cells really hold, and a set-up a notebook user can follow."""
+    intro = source(cells(course / RELEASE)["intro"])
+    answers = "\n".join(source(c) for name, c in cells(course / RELEASE).items() if name.endswith("-answer"))
+    assert 'raise NotImplementedError("' in answers and "raise NotImplementedError(...)" in intro
+    assert "`raise NotImplementedError()`" not in intro, "the cells hold the stub's raise, with its message"
+    # a notebook user has only the notebook: the kit comes from the instructor (a course server's image, or
+    # the student release to install), not from a folder they were assumed to have
+    assert "your instructor installs it" in intro and "student release from your instructor" in intro, intro
+
+
 def test_test_cells_are_the_same_in_source_and_release(course):
     """No hidden-test region: nbgrader autograde has no "checksum has changed" to log."""
     src, rel = cells(course / NOTEBOOK), cells(course / RELEASE)
@@ -201,13 +212,53 @@ def test_feedback_names_the_likely_cause(course, gradebook):
     assert not any(o["output_type"] == "error" or o.get("name") == "stderr" for o in m3["outputs"]), m3["outputs"]
 
 
+def test_unanswered_quiz_feedback_points_into_the_notebook(course, gradebook):
+    """The notebook has no quiz.py: the feedback points at the question where the notebook shows it."""
+    quiz = cells(course / "autograded/bob/lesson/tinygpt.ipynb")["quiz-tests"]
+    text = "".join("".join(o.get("text", "")) for o in quiz["outputs"] if o["output_type"] == "stream")
+    assert "Q1 is still None (the question is in the comment just above it)" in text, text
+    assert "quiz.py" not in text, text
+
+
 def test_student_kit_fails_the_cell_on_public_failures(course):
     """Public checks only (a student's kit): the cell raises, with every failing check, or passes quietly."""
     from grader import nbgrader_hook
 
-    with pytest.raises(AssertionError, match="public check"):
+    with pytest.raises(AssertionError, match="public check") as failed:
         nbgrader_hook.check(str(course / RELEASE), "m1", public=True)
+    # names that end in brackets of their own are not case ids: each is shown whole
+    assert "out[0] = [-0.0835, -0.0235, 0.1744, 2.2983]: " in str(failed.value), failed.value
+    assert "its weights are [0.2689, 0.7311]: " in str(failed.value), failed.value
+    with pytest.raises(AssertionError, match="public check") as failed:
+        nbgrader_hook.check(str(course / RELEASE), "attnvar", public=True)
+    # the cases of one parametrized check (the runner records each case id) on one line
+    assert "- (public) 4 heads: (2, 5, 16) in, (2, 5, 16) out (3 cases): " in str(failed.value), failed.value
     assert nbgrader_hook.check(str(course / NOTEBOOK), "m1", public=True) is None
+
+
+def test_failing_cases_group_by_case_id_not_by_trailing_brackets():
+    from grader.nbgrader_hook import _grouped
+
+    def failed(name: str, case: str = "") -> dict:
+        return {"name": name + (f" [{case}]" if case else ""), "case": case, "message": f"{name} failed"}
+
+    lines = _grouped(
+        [
+            failed("its weights are [0.2689, 0.7311]"),
+            failed("its weights are [0.5, 0.5]"),  # differs only in its trailing brackets: another check
+            failed("shape", "mha"),
+            failed("shape", "gqa"),
+            failed("out is [1, 2]", "3-9"),  # a parametrized check whose own name ends in brackets
+            {"name": "an old report [x]", "message": "no case recorded"},  # a report from before `case`
+        ]
+    )
+    assert lines == [
+        "- its weights are [0.2689, 0.7311]: its weights are [0.2689, 0.7311] failed",
+        "- its weights are [0.5, 0.5]: its weights are [0.5, 0.5] failed",
+        "- shape (2 cases): shape failed",
+        "- out is [1, 2]: out is [1, 2] failed",
+        "- an old report [x]: no case recorded",
+    ]
 
 
 def test_each_section_filled_alone_scores_full_marks(course, gradebook, tmp_path):

@@ -41,6 +41,18 @@ BUGS = [
         "m4_generate.py",
         ("logits = model(idx[:, -model.T:])", "logits = model(idx[:, :model.T])"),
     ),
+    # GQA and latent attention are compared with the student's own MHA: here the MHA is the wrong one, and the
+    # message says what GQA was compared with, not "the reference".
+    bug(
+        "attnvar-mha-without-output-projection",
+        "attnvar",
+        "GQA with n_groups = n_heads differs from your multi_head_attention's output",
+        "m10_attnvar.py",
+        (
+            "    return merge_heads(attend(q, k, v)) @ w_o\n\n\ndef grouped_query_attention",
+            "    return merge_heads(attend(q, k, v))\n\n\ndef grouped_query_attention",
+        ),
+    ),
     bug(
         "sampling-temperature-on-probabilities",
         "sampling",

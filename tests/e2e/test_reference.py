@@ -21,3 +21,20 @@ def test_stubs_score_zero_with_not_implemented_messages():
         for check in m["checks"]:
             assert check["message"].startswith("not implemented yet"), (m["id"], check["name"], check["message"])
             assert "Traceback" not in check["message"]
+
+
+def test_stub_checks_name_their_cases_and_point_at_the_question():
+    """Each case of a parametrized check is named for itself (its case id, which the report records); an
+    unanswered quiz question's message points at the question where both the file and the notebook show it."""
+    result = grade(EXERCISES, "-m", "kvmemory", "-m", "quiz")
+    assert result.returncode == 0, explain(result)
+    checks = [c for m in result.report["milestones"] for c in m["checks"]]
+    for check in checks:
+        if check["case"]:
+            assert check["name"].endswith(f" [{check['case']}]"), check
+    kv_bytes = {c["case"]: c["name"] for c in checks if c["name"].startswith("kv_bytes is")}
+    assert len(kv_bytes) == 4 and "Llama-2-7B" not in next(iter(kv_bytes.values())).split(" [")[0], kv_bytes
+    for case in kv_bytes:
+        assert ("latent" in case) == ("DeepSeek" in case) and ("GQA" in case) == ("70B" in case), kv_bytes
+    (q1,) = (c for c in checks if c["name"].endswith(" [Q1]"))
+    assert q1["message"].endswith("Q1 is still None (the question is in the comment just above it)"), q1

@@ -160,6 +160,27 @@ def test_the_release_declares_only_what_it_ships(release):
         assert all(list(folder.glob(p)) for p in patterns), f"{package}: {patterns} match nothing in the release"
 
 
+def test_the_release_docs_name_only_files_it_ships(release):
+    """A file path the release's pages name (in backticks) is in the release: none points at the kit's own files."""
+    missing = [
+        f"{page.relative_to(release)}: {path}"
+        for page in (release / "README.md", *sorted((release / "docs").glob("*.md")))
+        for path in re.findall(r"`([\w.-]+(?:/[\w.-]+)*/[\w-]+\.\w+)`", page.read_text())
+        if not (release / path).exists()
+    ]
+    assert not missing, missing
+
+
+def test_the_release_is_a_distribution_of_its_own(release):
+    """Installing the release beside the kit (`pip install -e .` in the kit's environment) must not replace the
+    kit's distribution: the two are named apart, and `grade --version` reads no distribution's metadata."""
+    tomllib = pytest.importorskip("tomllib", reason="tomllib is in Python 3.11 and later")
+    ours = tomllib.loads((release / "pyproject.toml").read_text())["project"]["name"]
+    kit = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["name"]
+    assert ours != kit, ours
+    assert 'package_name="' + kit + '"' not in (REPO / "grader" / "cli.py").read_text()
+
+
 @pytest.mark.slow
 def test_the_release_installs_and_each_declared_command_runs(tmp_path):
     """Installed from its folder (not editable) in a fresh venv, each command the release's pyproject.toml declares
@@ -213,6 +234,10 @@ def test_the_release_installs_and_each_declared_command_runs(tmp_path):
             [venv / "bin" / name, "--help"], capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300
         )
         assert proc.returncode == 0, f"{name} --help: {proc.stdout}{proc.stderr}"
+    version = subprocess.run(
+        [venv / "bin" / "grade", "--version"], capture_output=True, text=True, env=env, cwd=tmp_path
+    )
+    assert version.returncode == 0 and version.stdout.startswith("grade, version "), version.stdout + version.stderr
     proc = subprocess.run(
         [venv / "bin" / "grade", "check", str(release / "exercises"), "-m", "m1", "--format", "json"],
         capture_output=True,

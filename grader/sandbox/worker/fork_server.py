@@ -145,9 +145,10 @@ def main() -> None:
     import torch
 
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-    gc.collect()
+    if config["many"]:  # worth its 0.4 s only for a server that forks many workers
+        gc.collect()
     gc.freeze()  # a worker's collections then skip torch's objects, whose pages it would otherwise copy
-    huge = hugepages.collapse()  # after the last big allocation: forks then copy far fewer page tables
+    huge = hugepages.collapse() if config["many"] else 0  # after the last big allocation: cheaper forks
     hello = {"ready": True, "protections": protections, "torch": torch.__version__, "huge_pages_mib": huge >> 20}
     if "listen_fd" in config:  # a batch's server: serve each grading process from a copy of this one
         control = shared_server.serve_each_client(

@@ -170,18 +170,18 @@ def test_invalid_arguments_raise_value_error(kvmemory, name, args, kwargs):
 # ---------------------------------------------------------------- whole caches
 
 
-KV_BYTES = [
-    (4, 2048, (32, 32, 128, "fp16", None, None)),  # Llama-2-7B: 4 GiB
-    (1, 1, (12, 12, 64, "fp32", None, None)),
-    (3, 1000, (80, 64, 128, "bf16", 8, None)),
-    (5, 7, (60, 128, 128, "bf16", None, 512)),
+KV_BYTES = [  # (batch, length, the model's arguments, the case's name: the model, and the sequences)
+    (4, 2048, (32, 32, 128, "fp16", None, None), "Llama-2-7B fp16, 4 x 2048 tokens (4 GiB)"),
+    (1, 1, (12, 12, 64, "fp32", None, None), "GPT-2 small fp32, 1 x 1 token"),
+    (3, 1000, (80, 64, 128, "bf16", 8, None), "Llama-2-70B GQA bf16, 3 x 1000 tokens"),
+    (5, 7, (60, 128, 128, "bf16", None, 512), "DeepSeek-V2-like latent bf16, 5 x 7 tokens"),
 ]
 
 
 @pytest.mark.points(3)
-@pytest.mark.parametrize("batch,length,args", KV_BYTES, ids=[f"{b}x{n}" for b, n, _ in KV_BYTES])
+@pytest.mark.parametrize("batch,length,args", [c[:3] for c in KV_BYTES], ids=[c[3] for c in KV_BYTES])
 def test_kv_bytes(kvmemory, batch, length, args):
-    """kv_bytes is batch x length x the bytes per token (Llama-2-7B in fp16, 4 sequences of 2,048 tokens: 4 GiB)"""
+    """kv_bytes is batch x length x the bytes per token"""
     positional, kwargs = keywords(args)
     what = f"kv_bytes({batch}, {length}, {shown_args(args)})"
     got = checks.number(kvmemory.call("kv_bytes", batch, length, *positional, **kwargs), what, integer=True)

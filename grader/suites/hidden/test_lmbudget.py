@@ -149,9 +149,15 @@ def _scored(run: Run, split: str, request: pytest.FixtureRequest) -> None:
     task = run.task
     fraction = task.fraction(loss)
     note = "" if math.isfinite(loss) else " (not finite)"
+    if split == "A":
+        worth = (
+            f"points {fraction * task.points:.2f} of {task.points:g} between the baseline {task.baseline:.4f} "
+            f"and the best {task.best:.4f}"
+        )
+    else:  # B is worth 0 here (a contest's final ranking): no claim of points, only A's scale for comparison
+        worth = f"no points here (on A's scale it would be worth {fraction * task.points:.2f} of {task.points:g})"
     message = (
-        LOSS_FORMAT.format(split=split, loss=loss) + f"{note}; points {fraction * task.points:.2f} of "
-        f"{task.points:g} between the baseline {task.baseline:.4f} and the best {task.best:.4f}; "
+        LOSS_FORMAT.format(split=split, loss=loss) + f"{note}; {worth}; "
         f"train used {run.cpu:.1f} of {task.budget_cpu_seconds:g} CPU seconds"
     )
     if split == "B" and not task.show_b:  # the final ranking's split: measured, kept in the report, not printed

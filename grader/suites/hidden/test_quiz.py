@@ -108,7 +108,7 @@ def test_answer(quiz, question):
     """the answer to the question"""
     value = quiz.value(question.id)
     if value is None:
-        checks.not_implemented(f"{question.id} is still None (the question is in quiz.py's comments)")
+        checks.not_implemented(f"{question.id} is still None (the question is in the comment just above it)")
     if isinstance(question.answer, str):
         if not isinstance(value, str):
             checks.fail(
