@@ -52,16 +52,23 @@ def test_gradescope_results_schema(tmp_path):
     assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
 
 
-@pytest.mark.slow
-def test_a_suite_that_cannot_be_collected_is_named(tmp_path):
-    """A broken hidden suite stops the grading with a message naming the file and the error, not a bare exit code"""
+def use_broken_suite(tmp_path, suite: str) -> str:
+    """Python lines that point the runner at a copy of the suites in which ``suite`` does not parse."""
     suites = tmp_path / "suites"
     shutil.copytree(REPO / "grader" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
-    (suites / "hidden" / "test_m1_attention.py").write_text("def broken(:\n")
-    script = f"""
+    (suites / "hidden" / suite).write_text("def broken(:\n")
+    return f"""
 from pathlib import Path
 import grader.runner as runner
 runner.SUITES, runner.HIDDEN = Path({str(suites)!r}), Path({str(suites / "hidden")!r})
+"""
+
+
+@pytest.mark.slow
+def test_a_suite_that_cannot_be_collected_is_named(tmp_path):
+    """A broken hidden suite stops the grading with a message naming the file and the error, not a bare exit code"""
+    script = f"""
+{use_broken_suite(tmp_path, "test_m1_attention.py")}
 try:
     runner.grade(Path({str(SOLUTIONS)!r}), ["m1"])
 except runner.GraderError as e:
@@ -100,15 +107,10 @@ def test_side_by_side_gives_the_report_of_one_process(tmp_path):
 @pytest.mark.slow
 def test_a_failing_grading_process_side_by_side_is_the_graders_error(tmp_path):
     """When the second process's suite cannot run, `grade` says the grader failed (exit 1), naming it."""
-    suites = tmp_path / "suites"
-    shutil.copytree(REPO / "grader" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
-    (suites / "hidden" / "test_m2_model.py").write_text("def broken(:\n")
     script = f"""
+{use_broken_suite(tmp_path, "test_m2_model.py")}
 import sys
-from pathlib import Path
-import grader.runner as runner
 from grader.cli import main
-runner.SUITES, runner.HIDDEN = Path({str(suites)!r}), Path({str(suites / "hidden")!r})
 sys.argv = ["grade", "check", {str(SOLUTIONS)!r}, "-m", "m1", "-m", "m2", "-j", "2"]
 main()
 """
