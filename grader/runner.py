@@ -139,9 +139,9 @@ def grade_side_by_side(
     from this one once torch is loaded, so it loads once; the report is the one ``grade`` gives, checks in
     the order of the milestones.
     """
+    started = time.monotonic()
     import torch  # noqa: F401 - loaded before the fork, so that every grading process has it already
 
-    started = time.monotonic()
     children: list[tuple[int, int]] = []
     try:
         for group in groups[1:]:  # the children connect first: the server copies itself once all have
