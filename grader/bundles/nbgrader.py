@@ -166,6 +166,19 @@ def tests(milestone: str, points: float) -> dict:
 CONTEXT_DECORATORS = ("torch.no_grad()", "torch.inference_mode()")
 
 
+def unanswered(node: ast.stmt) -> str | None:
+    """The name of a top-level ``NAME = None`` (a question left for the student), else None."""
+    if (
+        isinstance(node, ast.Assign)
+        and len(node.targets) == 1
+        and isinstance(node.targets[0], ast.Name)
+        and isinstance(node.value, ast.Constant)
+        and node.value.value is None
+    ):
+        return node.targets[0].id
+    return None
+
+
 def answer_source(stub: str, solution: str) -> str:
     """The stub's own code, each stubbed body replaced by the reference's between solution markers.
 
@@ -210,19 +223,12 @@ def answer_source(stub: str, solution: str) -> str:
         t.id: n for n in ref_tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)
     }
     for node in stub_tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant)
-            and node.value.value is None
-            and node.targets[0].id in ref_values
-        ):  # an answer to give: the quiz
+        if (name := unanswered(node)) and name in ref_values:  # an answer to give: the quiz
             replace.append(
                 (
                     node.lineno,
                     _end(node),
-                    _marked(_lines(ref_lines, ref_values[node.targets[0].id]), _one_line(stub_lines, node)),
+                    _marked(_lines(ref_lines, ref_values[name]), _one_line(stub_lines, node)),
                 )
             )
         elif isinstance(node, ast.Import | ast.ImportFrom) and SIBLING_IMPORT.match(stub_lines[node.lineno - 1]):

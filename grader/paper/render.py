@@ -17,7 +17,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from grader.bundles.nbgrader import PROJECT, answer, answer_source, markdown, notebook_text, released
+from grader.bundles.nbgrader import PROJECT, answer, answer_source, markdown, notebook_text, released, unanswered
 from grader.milestones import GRADABLE, STUDENT_MODULES
 from grader.paper.bank import Drawn, with_statements
 from grader.paper.config import RULES, Paper
@@ -147,17 +147,11 @@ def split(code: str) -> list[tuple[str | None, str]]:
     lines = code.splitlines()
     starts: list[tuple[int, str]] = []
     for node in ast.parse(code).body:
-        if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Name)
-            and isinstance(node.value, ast.Constant)
-            and node.value.value is None
-        ):
+        if name := unanswered(node):
             first = node.lineno - 1
             while first > 0 and (not lines[first - 1].strip() or lines[first - 1].startswith("#")):
                 first -= 1
-            starts.append((first, node.targets[0].id))
+            starts.append((first, name))
     cuts = [0] + [s for s, _ in starts] + [len(lines)]
     keys: list[str | None] = [None] + [k for _, k in starts]
     cells = []

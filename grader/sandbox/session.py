@@ -150,6 +150,10 @@ class MilestoneView:
             "keep": keep,
             "meta": meta,
         }
+        return self._request(header, args, kwargs)
+
+    def _request(self, header: dict, args: tuple, kwargs: dict) -> Any:
+        """Send a request to the worker; a name the submission does not define is a MissingName."""
         try:
             return self.worker().request(header, args, kwargs)
         except StudentError as e:
@@ -167,12 +171,7 @@ class MilestoneView:
         """Call the milestone's function ``name`` (without gradients), counting the tensor operations it
         dispatches: the worker's ``{"ops": int, "names": [str, ...]}``, unchecked (see grader/suites/rules.py)."""
         header = {"op": Request.COUNT_OPS, "module": self.module, "name": name}
-        try:
-            return self.worker().request(header, args, kwargs)
-        except StudentError as e:
-            if e.type == ErrorKind.MISSING_NAME:
-                raise MissingName(e.message) from None
-            raise
+        return self._request(header, args, kwargs)
 
     def function(self, name: str) -> Remote:
         """A handle on the milestone's function ``name`` (for probes such as ``input_grad``)."""

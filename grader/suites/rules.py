@@ -123,6 +123,10 @@ class NoLoops(Rule):
         return None
 
 
+# The library attention an exercise that is the attention itself must not call (by plain name).
+LIBRARY_ATTENTION = ("scaled_dot_product_attention", "MultiheadAttention", "multi_head_attention_forward")
+
+
 class NoCalls(Rule):
     """None of ``banned`` (plain names: ``scaled_dot_product_attention``) is called, in the source or at run time."""
 

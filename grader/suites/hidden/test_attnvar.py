@@ -65,9 +65,7 @@ RULES = (
         "(B, n_heads, T, head_size); one batched matmul then scores every head and every position"
     ),
     rules.NoCalls(
-        "scaled_dot_product_attention",
-        "MultiheadAttention",
-        "multi_head_attention_forward",
+        *rules.LIBRARY_ATTENTION,
         name="no-library-attention",
         says="no library attention",
         advice="This exercise is the attention itself: scores = q @ k^T / sqrt(head_size), -inf above the "

@@ -27,9 +27,7 @@ def arguments(fn: str, heads: int, t: int) -> tuple:
 RULES = (
     rules.NoLoops(advice="process every head and every position at once, with batched tensor operations"),
     rules.NoCalls(
-        "scaled_dot_product_attention",
-        "MultiheadAttention",
-        "multi_head_attention_forward",
+        *rules.LIBRARY_ATTENTION,
         name="no-library-attention",
         says="no library attention",
         advice="compute the attention yourself",
