@@ -184,8 +184,8 @@ def run(args: argparse.Namespace, meter: CpuMeter) -> None:
         f"{os.getloadavg()[0]:.1f} at start; CPU counted by {meter.how}"
     )
     timed = meter.timed
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch)
         subs = submissions(args.n, tmp / "class")
         results = {
             "grade batch": timed(
@@ -234,6 +234,25 @@ def run(args: argparse.Namespace, meter: CpuMeter) -> None:
     for name, (wall, _) in results.items():
         if name != "grade batch":
             print(f"grade batch vs {name}: {wall / base:.1f}x the throughput")
+    if "nbgrader autograde" in results:
+        ceilings(args, results, sandbox, (results["grade batch"][1] - own["grade batch"]) / args.n + sandbox)
+
+
+def ceilings(args: argparse.Namespace, results: dict, sandbox: float, share: float) -> None:
+    """The most any batch could do on these submissions, next to nbgrader: their own code kept every core busy.
+
+    Upper bounds: the submissions' CPU (what the suites make their code run) over the cores, with the
+    grader's share at nothing, or at only the sandbox's set-up (which isolation cannot do without).
+    """
+    cores = min(args.workers, len(os.sched_getaffinity(0)))
+    own = results["grade batch"][1] / args.n - share  # the submissions' CPU s per submission
+    nbgrader = 60 * args.n / results["nbgrader autograde"][0]
+    for what, cpu in (("nothing", own), ("only the sandbox's set-up", own + sandbox)):
+        most = 60 * cores / cpu
+        print(
+            f"ceiling, the grader's share at {what}: {most:.0f} submissions/min on {cores} cores, "
+            f"{most / nbgrader:.1f}x nbgrader's"
+        )
 
 
 if __name__ == "__main__":

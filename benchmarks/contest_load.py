@@ -301,8 +301,8 @@ def main() -> None:
     args = parser.parse_args()
     print(cpu_line(), flush=True)
     print(f"{args.students} students x {args.per_student} uploads, {args.workers} workers", flush=True)
-    with tempfile.TemporaryDirectory() as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = Path(scratch)
         files = tmp / "files"
         for kind, data in variants().items():
             (files / kind).mkdir(parents=True)
@@ -311,10 +311,10 @@ def main() -> None:
         counts = audit(folder, uploads)
         batch_seconds, db = run_batch(args, tmp, uploads, files)
         counts["wrong (batch)"] = batch_wrong(db)
-    graded = [u for u in uploads if u.verdict_at is not None]
-    waits = [u.verdict_at - u.uploaded_at for u in graded]
-    span = max((u.verdict_at for u in graded), default=0) - min((u.uploaded_at for u in uploads), default=0)
-    first = min((u.verdict_at for u in graded), default=float("nan")) - min((u.uploaded_at for u in uploads), default=0)
+    graded = [(u, u.verdict_at) for u in uploads if u.verdict_at is not None]
+    waits = [at - u.uploaded_at for u, at in graded]
+    span = max((at for _, at in graded), default=0) - min((u.uploaded_at for u in uploads), default=0)
+    first = min((at for _, at in graded), default=float("nan")) - min((u.uploaded_at for u in uploads), default=0)
     contest_rate = len(graded) / span if span > 0 else 0.0
     batch_rate = len(uploads) / batch_seconds
     board_p95 = 1000 * percentile(board.latencies, 95)

@@ -54,7 +54,17 @@ def subfolder(name: str) -> Path:
     """A folder of the cache for a library's own files (Hypothesis's), or a private temporary one if it is off:
     never the folder the grader was started in, which may be a student's or a course's."""
     where = folder()
-    return where / name if where is not None else Path(tempfile.mkdtemp(prefix=f"gptkit-{name}-"))
+    return where / name if where is not None else _scratch(name)
+
+
+_SCRATCH: dict[str, tempfile.TemporaryDirectory] = {}  # held until exit, when each removes its folder
+
+
+def _scratch(name: str) -> Path:
+    """One temporary folder per process and name, removed when the process exits."""
+    if name not in _SCRATCH:
+        _SCRATCH[name] = tempfile.TemporaryDirectory(prefix=f"gptkit-{name}-")
+    return Path(_SCRATCH[name].name)
 
 
 @functools.cache

@@ -46,6 +46,7 @@ def gradescope_json(row: dict, checks: list[dict]) -> dict[str, Any]:
                 message=c["message"],
                 internal_error=bool(c["internal_error"]),
                 counted=bool(c["counted"]),
+                case=c.get("case_id") or "",
             )
             for c in mine
         ],

@@ -30,7 +30,7 @@ CREATE INDEX IF NOT EXISTS attempts_by_student ON attempts (student);
 CREATE TABLE IF NOT EXISTS checks (
     student TEXT NOT NULL, milestone TEXT NOT NULL, name TEXT NOT NULL, score REAL NOT NULL,
     max_score REAL NOT NULL, passed INTEGER NOT NULL, message TEXT NOT NULL, seconds REAL,
-    internal_error INTEGER NOT NULL DEFAULT 0, attempt INTEGER, counted INTEGER NOT NULL DEFAULT 1);
+    internal_error INTEGER NOT NULL DEFAULT 0, attempt INTEGER, counted INTEGER NOT NULL DEFAULT 1, case_id TEXT);
 CREATE INDEX IF NOT EXISTS checks_by_student ON checks (student);
 """
 # The columns of a submission's row, the same in ``attempts`` (which adds its id).
@@ -60,6 +60,7 @@ ADDED = (
     ("submissions", "attempt", "INTEGER"),
     ("checks", "attempt", "INTEGER"),
     ("checks", "counted", "INTEGER NOT NULL DEFAULT 1"),
+    ("checks", "case_id", "TEXT"),  # a parametrized check's case ("" for a plain check; NULL in older books)
 )
 
 
@@ -128,6 +129,7 @@ class Gradebook:
                 c.get("seconds"),
                 int(bool(c.get("internal_error"))),
                 int(bool(c.get("counted", True))),
+                c.get("case"),
             )
             for m in (report or {}).get("milestones", [])
             for c in m["checks"]
@@ -159,7 +161,7 @@ class Gradebook:
             )
             self.db.executemany(
                 "INSERT INTO checks (student, milestone, name, score, max_score, passed, message, seconds, "
-                "internal_error, counted, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "internal_error, counted, case_id, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [(*c, attempt) for c in checks],
             )
         return attempt

@@ -30,9 +30,14 @@ def points(x: float | None) -> float | None:
     return None if x is None else round(float(x), 2)
 
 
-def check_name(name: str) -> str:
-    """A check's name without its parametrized case id (only a trailing ' [...]': brackets inside stay)."""
-    return _CASE.sub("", name)
+def check_name(name: str, case: str | None = None) -> str:
+    """A check's name without its parametrized case id ``case`` (the gradebook's ``case_id``).
+
+    Where the case is not known (a gradebook from before it was kept), a trailing ' [...]' is taken for it:
+    brackets inside stay."""
+    if case is None:
+        return _CASE.sub("", name)
+    return name.removesuffix(f" [{case}]") if case else name
 
 
 def likely_cause(message: str) -> str | None:
@@ -146,7 +151,7 @@ def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
     for c in checks:
         if set_aside(c):
             continue
-        key = (c["milestone"], check_name(c["name"]))  # the parametrized cases of one check together
+        key = (c["milestone"], check_name(c["name"], c.get("case_id")))  # the parametrized cases of one check together
         seen.setdefault(key, set()).add(c["student"])
         if not c["passed"]:
             failed.setdefault(key, set()).add(c["student"])
@@ -164,7 +169,7 @@ def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
     for c in checks:
         if c["passed"] or set_aside(c) or c["student"] in stub:
             continue
-        phrase = likely_cause(c["message"]) or f"{check_name(c['name'])} (no cause given)"
+        phrase = likely_cause(c["message"]) or f"{check_name(c['name'], c.get('case_id'))} (no cause given)"
         key = (c["milestone"], cause_key(phrase))
         students.setdefault(key, set()).add(c["student"])
         wordings.setdefault(key, Counter())[phrase] += 1

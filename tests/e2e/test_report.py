@@ -145,6 +145,12 @@ def test_check_names_keep_their_brackets():
     assert check_name("no cases") == "no cases"
 
 
+def test_a_known_case_id_is_cut_exactly():
+    assert check_name("pick x then y [0]", "") == "pick x then y [0]", "a plain check keeps a name ending in brackets"
+    assert check_name("cut [a] [b [c]]", "b [c]") == "cut [a]"
+    assert check_name("cut [3-9]", "3-9") == "cut"
+
+
 def test_points_and_labels():
     assert points(58.181818) == 58.18 and points(2 / 3) == 0.67 and points(None) is None and points(9) == 9.0
     label = (
@@ -251,6 +257,18 @@ def test_every_attempt_is_kept_and_the_latest_reported(tmp_path):
         "alice,2.0,2.0,graded,2.0",
         "bob,1.0,1.0,graded,1.0",
     ]
+
+
+def test_the_gradebook_keeps_each_checks_case_and_the_rates_group_by_it(tmp_path):
+    book = Gradebook(tmp_path / "grades.sqlite")
+    try:
+        plain = dict(check("index x[0] [0]", False, "wrong"), case="")  # a plain check whose name ends in brackets
+        cases = [dict(check(f"shapes [B{b}]", b == 1, "wrong"), case=f"B{b}") for b in (1, 2)]
+        record(book, "alice", plain, *cases)
+        assert [c["case_id"] for c in book.checks()] == ["", "B1", "B2"]
+        assert failure_rates(book.checks()) == [(("m1", "index x[0] [0]"), 1.0), (("m1", "shapes"), 1.0)]
+    finally:
+        book.close()
 
 
 def test_an_old_gradebook_gets_its_results_as_first_attempts(tmp_path):

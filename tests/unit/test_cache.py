@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -112,6 +114,18 @@ def test_off_means_no_folder_and_no_files(tmp_path, monkeypatch):
     cache.stored("key", compute)
     cache.stored("key", compute)
     assert compute.calls == 2 and cache.folder() is None
+
+
+def test_with_the_cache_off_a_library_gets_one_temporary_folder_removed_at_exit(tmp_path, monkeypatch):
+    monkeypatch.setenv(cache.VARIABLE, "off")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    script = (
+        "from grader import cache; a = cache.subfolder('hypothesis'); b = cache.subfolder('hypothesis'); "
+        "assert a == b and a.is_dir(), (a, b); print(a)"
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True).stdout
+    assert Path(out.strip()).parent == tmp_path
+    assert list(tmp_path.iterdir()) == [], "the temporary folder outlived the process that made it"
 
 
 def test_an_unwritable_folder_costs_only_the_cache(tmp_path, monkeypatch):
