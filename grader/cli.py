@@ -126,7 +126,7 @@ def check(
     if fmt == "text":
         from grader.table import render_text
 
-        text = render_text(report, verbose=verbose, color=output is None)
+        text = render_text(report, verbose=verbose, color=output is None, paper=sitting)
         if sitting:
             text += "\n\n" + sitting.summary(report, graded)
     elif fmt == "json" and sitting:

@@ -27,12 +27,13 @@ def milestone_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, 
 def limits(
     timeout: float | None = None, memory_mb: int | None = None, submission_timeout: float | None = None
 ) -> Limits:
-    """The sandbox's Limits for the limit options' values, the default's where None (and a call into the code
-    gets at most the default's time)."""
+    """The sandbox's Limits for the limit options' values, the default's where None. One call into the code
+    may take the default's 20 s, or half the check's time where that is more, but never more than the check's
+    time: a hang shows sooner than the whole check's limit, and a longer timeout lets a slow call through."""
     timeout = DEFAULT.test_seconds if timeout is None else timeout
     memory = DEFAULT.memory_bytes if memory_mb is None else memory_mb << 20
     return Limits(
-        call_seconds=min(DEFAULT.call_seconds, timeout),
+        call_seconds=min(timeout, max(DEFAULT.call_seconds, timeout / 2)),
         test_seconds=timeout,
         memory_bytes=memory,
         submission_seconds=submission_timeout,
@@ -68,7 +69,8 @@ def limit_options(f: F) -> F:
         type=click.FloatRange(1, 600),
         default=DEFAULT.test_seconds,
         show_default=True,
-        help="Seconds each check may take in the submission's code before it counts as hung.",
+        help="Seconds each check may take in the submission's code before it counts as hung (one call into "
+        f"the code: up to {DEFAULT.call_seconds:g} s, or half the timeout above {2 * DEFAULT.call_seconds:g} s).",
     )(f)
 
 

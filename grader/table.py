@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
@@ -10,17 +11,27 @@ from rich.table import Table
 from grader.milestones import GRADABLE
 from grader.results import Report
 
+if TYPE_CHECKING:
+    from grader.paper.sitting import Sitting
 
-def render_text(report: Report, verbose: bool = False, color: bool = True) -> str:
+
+def render_text(report: Report, verbose: bool = False, color: bool = True, paper: Sitting | None = None) -> str:
+    """The table. For a paper's grading (``paper``, or the paper notebook the report is of) the rows are the
+    paper's parts in its order, with no Total row: the paper's summary gives the total, in the paper's points."""
+    if paper is None:
+        from grader.paper.sitting import paper_of
+
+        paper = paper_of(report)
+    milestones = paper.order(report.milestones) if paper else report.milestones
     title = f"Grading {report.submission}" + (
         ": PUBLIC checks only (your instructor's grader runs more)" if report.public else ""
     )
-    table = Table(title=title, title_justify="left")
-    table.add_column("Milestone")
-    table.add_column("Points", justify="right")
+    table = Table()
+    table.add_column("Part" if paper else "Milestone")
+    table.add_column("Grader's points" if paper else "Points", justify="right")
     table.add_column("Checks", justify="right")
     table.add_column("First failing check", overflow="fold")
-    for m in report.milestones:
+    for m in milestones:
         checks = [c for c in report.of(m) if c.counted]
         score, max_score = report.score(m)
         failed = [c for c in checks if not c.passed]
@@ -33,13 +44,15 @@ def render_text(report: Report, verbose: bool = False, color: bool = True) -> st
             f"{len(checks) - len(failed)}/{len(checks)}" + (f" (+{aside} not counted)" if aside else ""),
             first,
         )
-    score, max_score = report.score()
-    table.add_section()
-    table.add_row("[bold]Total[/]", f"[bold]{score:g} / {max_score:g}[/]", "", "")
+    if paper is None:  # a paper's total is in its own points, in its summary (Sitting.summary)
+        score, max_score = report.score()
+        table.add_section()
+        table.add_row("[bold]Total[/]", f"[bold]{score:g} / {max_score:g}[/]", "", "")
     buffer = io.StringIO()
     console = Console(file=buffer, force_terminal=color, no_color=not color, width=110)
+    console.print(title, highlight=False, markup=False, style="italic")  # a table title would wrap at its width
     console.print(table)
-    for m in report.milestones:
+    for m in milestones:
         failed = [c for c in report.of(m) if not c.passed and c.counted]
         for c in failed if verbose else failed[:1]:
             console.print(f"[bold]{m}[/] ✗ ", end="")

@@ -4,18 +4,23 @@ One resident process keeps torch, pytest and a warm fork server loaded; it polls
 submission's files (mtime and size, no extra dependency) and, once a save has settled,
 regrades the chosen milestones that read the changed files, through the same workers,
 isolation and limits as ``grade check``: every grading forks fresh workers from the
-warm server. A submission that hangs or crashes its worker gets its verdict and the
+warm server. Each grading reads one copy of the files, taken as it starts; a save
+while it runs stops it (a hang need not run out its time) and the newer files are
+graded instead. A submission that hangs or crashes its worker gets its verdict and the
 watching goes on; a fork server that died is replaced. Ctrl-C closes everything.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import sys
+import tempfile
+import threading
 import time
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -42,6 +47,21 @@ class Stop:
     this process) passes on; the flag tells a grading that pytest cut short from the grader's failure."""
 
     asked = False
+
+
+class NewerSave:
+    """A save while a grading runs: a thread sends ``SIGNAL`` to the main thread, whose handler stops the
+    grading the way Ctrl-C would (KeyboardInterrupt, which pytest passes on), but only while ``grading``:
+    a signal that arrives once the grading is over is ignored."""
+
+    SIGNAL = signal.SIGUSR1
+    grading = False
+    seen = False
+
+
+def _newer_save(signum: int, frame: object) -> None:
+    if NewerSave.grading:
+        raise KeyboardInterrupt
 
 
 def snapshot(path: Path) -> Snapshot:
@@ -116,8 +136,9 @@ def affected(path: Path, chosen: list[str], changed: Iterable[str]) -> list[str]
 class Watcher:
     """The resident grader: one warm fork server, replaced if it dies."""
 
-    def __init__(self, submission: Path, chosen: Limits, public: bool, verbose: bool):
+    def __init__(self, submission: Path, chosen: Limits, public: bool, verbose: bool, once: bool = False):
         self.submission, self.limits, self.public, self.verbose = submission, chosen, public, verbose
+        self.once = once  # grade once, as `grade check`: a save meanwhile does not stop it
         self.server: ForkServer | None = None
         self.color = sys.stdout.isatty()
 
@@ -143,8 +164,11 @@ class Watcher:
 
         for attempt in range(2):  # a second time only if the fork server died while grading
             try:
-                with prepared(self.submission) as folder:
+                with self.copy() as copied, prepared(copied) as folder, self.stopped_by_a_save():
                     report = grade(folder, milestones, self.limits, self.fork_server(), public=self.public)
+                if NewerSave.seen:
+                    self.superseded()
+                    return None
                 report.submission = str(self.submission)
                 if Stop.asked:
                     raise KeyboardInterrupt
@@ -154,6 +178,9 @@ class Watcher:
             except (GraderError, OSError, EOFError) as e:
                 if Stop.asked:
                     raise KeyboardInterrupt from None
+                if NewerSave.seen:  # pytest, stopped by the save, says the suites did not run
+                    self.superseded()
+                    return None
                 if self.server_died() and attempt == 0:
                     continue
                 click.echo(f"grade: the grader itself failed: {e}", err=True)
@@ -166,6 +193,54 @@ class Watcher:
                 click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
             return report
         return None
+
+    def superseded(self) -> None:
+        click.echo("saved again while grading: stopped; grading the newer files")
+        self.close()  # it was cut short, perhaps mid-request: a fresh server for the next grading
+
+    @contextlib.contextmanager
+    def copy(self) -> Iterator[Path]:
+        """The files as they are now, in a folder of their own: every worker of one grading reads the same."""
+        from grader.sandbox.client import copy_submission
+
+        if not self.submission.is_dir():
+            yield self.submission  # a notebook is read once, as grading starts
+            return
+        with tempfile.TemporaryDirectory(prefix="gptkit-watch-") as tmp:
+            copy_submission(self.submission, Path(tmp) / self.submission.name)
+            yield Path(tmp) / self.submission.name
+
+    @contextlib.contextmanager
+    def stopped_by_a_save(self) -> Iterator[None]:
+        """Grading that a save of the files stops (``NewerSave``); a thread looks at the files meanwhile."""
+        before, done = snapshot(self.submission), threading.Event()
+        main = threading.main_thread().ident
+        assert main is not None
+
+        def look() -> None:
+            while not done.wait(POLL_SECONDS):
+                if snapshot(self.submission) != before:
+                    NewerSave.seen = True
+                    if NewerSave.grading:
+                        signal.pthread_kill(main, NewerSave.SIGNAL)
+                    return
+
+        NewerSave.seen = False
+        if self.once:
+            yield
+            return
+        looking = threading.Thread(target=look, daemon=True)
+        looking.start()
+        try:
+            NewerSave.grading = True
+            yield
+        except KeyboardInterrupt:
+            if Stop.asked or not NewerSave.seen:
+                raise
+        finally:
+            NewerSave.grading = False
+            done.set()
+            looking.join()
 
     def close(self) -> None:
         if self.server is not None:
@@ -219,8 +294,9 @@ def watch(
         except SittingError as e:
             raise click.UsageError(str(e)) from None
     chosen = list(milestones or MILESTONES)
-    watcher = Watcher(submission, limits(timeout, memory_mb), public, verbose)
+    watcher = Watcher(submission, limits(timeout, memory_mb), public, verbose, once)
     previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous[NewerSave.SIGNAL] = signal.signal(NewerSave.SIGNAL, _newer_save)
     code = 0
     try:
         if submission.is_dir():

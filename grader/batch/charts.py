@@ -23,6 +23,12 @@ def wrap(label: str, width: int = 48, lines: int = 3) -> str:
     return "\n".join(parts)
 
 
+def best_first(rows: list[dict], students: set[str]) -> list[str]:
+    """``students`` by score / max_score, best first, ties by name (one without a graded row last)."""
+    share = {r["student"]: value for r in rows if (value := fraction(r)) is not None}
+    return sorted(students, key=lambda s: (-share.get(s, -1.0), s))
+
+
 def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     """Write the four charts into ``folder``; returns their paths."""
     import matplotlib
@@ -45,7 +51,7 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     # Students x milestones: each cell the share of that milestone's points.
     shares = milestone_shares(checks)
     ids = list(shares)
-    students = sorted({s for m in ids for s in shares[m]}, key=lambda s: (-sum(shares[m].get(s, 0) for m in ids), s))
+    students = best_first(rows, {s for m in ids for s in shares[m]})
     # At least 6.5 in wide: the title, over one or two milestones, would run into the colour bar's label.
     fig, ax = plt.subplots(figsize=(max(6.5, 2.2 + 1.1 * len(ids)), 1.4 + 0.3 * max(len(students), 1)))
     grid = [[shares[m].get(s, float("nan")) for m in ids] for s in students]
@@ -104,12 +110,16 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     # The most failed checks, stubs left out.
     rates = failure_rates([c for c in checks if c["student"] not in stub])[:SHOWN]
     fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(rates), 1)))
-    ax.barh(range(len(rates)), [100 * r for _, r in rates][::-1], color="tab:purple")
+    shares = [100 * r for _, r in rates][::-1]
+    ax.barh(range(len(rates)), shares, color="tab:purple")
     ax.set_yticks(range(len(rates)), [wrap(f"{m}: {n}") for (m, n), _ in rates][::-1], fontsize=8)
+    for y, share in enumerate(shares):
+        ax.text(share, y, f" {share:.0f}%", va="center", fontsize=8)
     ax.set(
         xlabel=f"students failing it (%, of {considered} graded{apart})",
         title="Most often failed checks",
-        xlim=(0, 100),
+        xlim=(0, 112),  # room for the label of a bar at 100%
+        xticks=range(0, 101, 20),
     )
     if not rates:
         nothing(ax, "no check failed")

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 import os
 import shlex
+from collections import Counter
 from pathlib import Path
 
 import click
 
 from grader.batch.exports import csv_text, gradescope_json
+from grader.batch.gradebook import EMPTY
 from grader.batch.summary import class_lines, failure_causes, failure_rates, milestone_means, stubs
 from grader.files import write_atomically
 from grader.milestones import GRADABLE, MILESTONES
@@ -61,6 +63,8 @@ def batch(
     submitted/STUDENT/ASSIGNMENT/ layout. Each graded submission is committed at once;
     a rerun skips those whose files and milestones are unchanged and that this very
     grading code graded (suites, checks, sandbox, reference): a changed suite regrades all.
+    Graded on some milestones (-m), a student keeps the others' results from the same
+    files and grader. A student's folder with nothing to grade is recorded as such.
     """
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
@@ -70,7 +74,7 @@ def batch(
     from grader.batch.run import grade_all
 
     db = db or submissions / "grades.sqlite"
-    found = discover(submissions, skip=(db,))
+    found = discover(submissions, skip=(db,), empty=True)
     if not found:
         raise click.UsageError(f"no submissions found in {submissions}")
     chosen = limits(timeout, memory_mb, submission_timeout)
@@ -86,12 +90,11 @@ def batch(
     saved = 0
     with Progress(*columns, console=Console(stderr=True)) as bar:
         task = bar.add_task("grading", total=len(found), rate="")
+        gradable = len([f for f in found if f.problem is None])
 
         def planned(todo: int, skipped: int) -> None:
             if skipped:  # a resumed batch: the bar counts what is left
-                bar.console.print(
-                    f"{skipped} of {len(found)} already in {db.name} (unchanged): grading the other {todo}"
-                )
+                bar.console.print(f"{skipped} of {gradable} already in {db.name} (unchanged): grading the other {todo}")
             bar.update(task, total=todo)
 
         def advance(_found, _result) -> None:
@@ -102,7 +105,7 @@ def batch(
             bar.update(task, rate=f"{60 * done.completed / max(done.elapsed or 0, 1e-9):.1f}/min")
 
         try:
-            graded, skipped = grade_all(
+            outcome = grade_all(
                 found,
                 book,
                 milestones,
@@ -115,10 +118,10 @@ def batch(
             )
         except KeyboardInterrupt:
             bar.stop()
-            in_book = len({f.student for f in found} & {r["student"] for r in book.rows()})
+            in_book = len({f.student for f in found if f.problem is None} & {r["student"] for r in book.rows()})
             click.echo(
                 f"\ninterrupted: {saved} result{'s' * (saved != 1)} saved by this run ({in_book} of "
-                f"{len(found)} submissions in {db}); run the same command again to resume: what is saved "
+                f"{gradable} submissions in {db}); run the same command again to resume: what is saved "
                 "is not graded again",
                 err=True,
             )
@@ -128,13 +131,59 @@ def batch(
                 client.close()
     try:
         students = {f.student for f in found}
-        rows = [r for r in book.rows() if r["student"] in students]
+        everyone = book.rows()
+        rows = [r for r in everyone if r["student"] in students]
         checks = [c for c in book.checks() if c["student"] in students]
     finally:
         book.close()
-    click.echo(f"{graded} graded, {skipped} already in {db} (unchanged)", err=True)
-    for line in class_lines(rows, checks):
+    click.echo(f"{outcome.graded} graded, {outcome.skipped} already in {db} (unchanged)", err=True)
+    lines = class_lines([r for r in rows if r["status"] != EMPTY], checks)
+    if outcome.empty:
+        lines.insert(1, _empty_line(outcome.empty))
+    for line in lines:
         click.echo(line, err=True)
+    if outcome.narrowed:
+        click.echo(f"note: {_narrowed_note(submissions, milestones, outcome.narrowed)}", err=True)
+    if gone := sorted(r["student"] for r in everyone if r["student"] not in students):
+        click.echo(f"note: {_gone_note(submissions, gone)}", err=True)
+
+
+def _names(names: list[str], shown: int = 10) -> str:
+    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
+
+
+def _empty_line(empty: list) -> str:
+    """The students' folders that held nothing to grade, each with why (recorded with 0 points)."""
+    reasons = "; ".join(f"{f.student}: {f.problem}" for f in empty[:10]) + (
+        f"; and {len(empty) - 10} more" if len(empty) > 10 else ""
+    )
+    return (
+        f"{len(empty)} student{'s' * (len(empty) != 1)} with nothing to grade, recorded with 0 points "
+        f"(status {EMPTY!r}): {reasons}"
+    )
+
+
+def _narrowed_note(submissions: Path, milestones: list[str], narrowed: dict[str, str]) -> str:
+    """How many students' grades now cover only the regraded milestones, and why."""
+    n, why = len(narrowed), Counter(narrowed.values())
+    whose = "student's grade now covers" if n == 1 else "students' grades now cover"
+    causes = [f"{why['files']} changed their files" if why["files"] else "", "the grader changed" * bool(why["grader"])]
+    return (
+        f"{n} {whose} only {', '.join(milestones)} "
+        f"({_names(sorted(narrowed))}): {' and '.join(c for c in causes if c)} since the other milestones were "
+        f"graded, so those results were not carried over; run `grade batch {shlex.quote(str(submissions))}` "
+        "without -m to grade everything again"
+    )
+
+
+def _gone_note(submissions: Path, gone: list[str]) -> str:
+    """The students in the gradebook whose submission is no longer in SUBMISSIONS: kept, and said so."""
+    n = len(gone)
+    return (
+        f"{n} student{'s' * (n != 1)} in the gradebook {'have' if n != 1 else 'has'} no submission in "
+        f"{submissions} any more: kept ({_names(gone)}); `grade export` and `grade report` still list "
+        f"{'their rows' if n != 1 else 'its row'}"
+    )
 
 
 @click.command()
@@ -192,7 +241,11 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
     (every check says it is not implemented) are counted apart, out of the failure rates."""
     rows, checks = _load(db)
     graded = [r for r in rows if r["status"] == "graded"]
-    click.echo(f"{len(rows)} submissions, {len(graded)} graded, {len(rows) - len(graded)} with errors")
+    empty = [r for r in rows if r["status"] == EMPTY]
+    click.echo(
+        f"{len(rows)} submissions, {len(graded)} graded, {len(rows) - len(graded) - len(empty)} with errors"
+        + (f", {len(empty)} with nothing to grade ({_names([r['student'] for r in empty])})" if empty else "")
+    )
     if older := _older(rows):
         click.echo(_older_note(db, rows, older))
     if broken := [c for c in checks if c["internal_error"]]:

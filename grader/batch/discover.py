@@ -1,4 +1,10 @@
-"""Find the submissions under a folder: per-student folders, notebooks, zip files, or nbgrader's layout."""
+"""Find the submissions under a folder: per-student folders, notebooks, zip files, or nbgrader's layout.
+
+Every folder in it is a student's (nbgrader's: every assignment folder); so is every notebook (.ipynb) and
+zip file. A student's folder that holds nothing to grade is still found, with a ``problem`` saying why, so
+that no student is silently lost. Not students: other files (notes.txt, the gradebook), and names that begin
+with "." or "_" (.git, __MACOSX).
+"""
 
 from __future__ import annotations
 
@@ -11,13 +17,19 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.milestones import STUDENT_MODULES
+
 MAX_ZIP_BYTES = 50 << 20
+# What a submission must hold, the one wording of it (the reasons below, a zip's error).
+EXERCISE_FILES = f"exercise file ({', '.join(f'{m}.py' for m in STUDENT_MODULES[:2])} ...)"
+NOTHING_TO_GRADE = f"no {EXERCISE_FILES} or notebook found"
 
 
 @dataclass(frozen=True)
 class FoundSubmission:
     student: str  # a folder's or file's name; "student/assignment" in nbgrader's layout with several
-    path: Path  # a folder of exercise files, a notebook, or a zip file
+    path: Path  # a folder of exercise files, a notebook, or a zip file; with a problem, the student's folder
+    problem: str | None = None  # why there is nothing to grade (see nothing_to_grade); None: a submission
 
     def digest(self) -> str:
         """SHA-256 over the submission's files (names and bytes): a changed submission gets a new one."""
@@ -29,31 +41,63 @@ class FoundSubmission:
         return h.hexdigest()
 
 
-def discover(root: Path, skip: tuple[Path, ...] = ()) -> list[FoundSubmission]:
-    """Every submission under ``root``, sorted by student."""
-    if (root / "submitted").is_dir():
-        return _nbgrader(root / "submitted")
+def discover(root: Path, skip: tuple[Path, ...] = (), *, empty: bool = False) -> list[FoundSubmission]:
+    """Every submission under ``root``, sorted by student; with ``empty``, also each student's folder that
+    holds nothing to grade (its ``problem`` says why)."""
+    found = _nbgrader(root / "submitted") if (root / "submitted").is_dir() else _entries(root, skip)
+    return [f for f in found if empty or f.problem is None]
+
+
+def _entries(root: Path, skip: tuple[Path, ...]) -> list[FoundSubmission]:
     found, skipped = [], {s.resolve() for s in skip}
     for entry in sorted(root.iterdir()):
-        if entry.name.startswith((".", "_")) or entry.resolve() in skipped:
+        if _ignored(entry) or entry.resolve() in skipped:
             continue
         if entry.is_file() and entry.suffix in (".ipynb", ".zip"):
             found.append(FoundSubmission(entry.stem, entry))
-        elif entry.is_dir() and (inner := submission_in(entry)) is not None:
-            found.append(FoundSubmission(entry.name, inner))
+        elif entry.is_dir():
+            found.append(_in_folder(entry.name, entry))
     return found
 
 
 def _nbgrader(submitted: Path) -> list[FoundSubmission]:
     found = []
-    for student in sorted(p for p in submitted.iterdir() if p.is_dir()):
-        assignments = sorted(p for p in student.iterdir() if p.is_dir())
+    for student in sorted(p for p in submitted.iterdir() if p.is_dir() and not _ignored(p)):
+        assignments = sorted(p for p in student.iterdir() if p.is_dir() and not _ignored(p))
+        if not assignments:
+            found.append(FoundSubmission(student.name, student, f"no assignment folder in {student.name}/"))
         for a in assignments:
-            inner = submission_in(a)
-            if inner is not None:
-                name = student.name if len(assignments) == 1 else f"{student.name}/{a.name}"
-                found.append(FoundSubmission(name, inner))
+            found.append(_in_folder(student.name if len(assignments) == 1 else f"{student.name}/{a.name}", a))
     return found
+
+
+def _ignored(entry: Path) -> bool:
+    """Not a student's: a hidden or private name (.git, __MACOSX)."""
+    return entry.name.startswith((".", "_"))
+
+
+def _in_folder(student: str, folder: Path) -> FoundSubmission:
+    inner = submission_in(folder)
+    if inner is None:
+        return FoundSubmission(student, folder, nothing_to_grade(folder))
+    return FoundSubmission(student, inner)
+
+
+def nothing_to_grade(folder: Path) -> str:
+    """Why ``folder`` holds no submission (``submission_in`` found none), for the teacher and the student."""
+    entries = sorted(p for p in folder.iterdir() if not _ignored(p))
+    notebooks = [p.name for p in entries if p.suffix == ".ipynb"]
+    folders = [f"{p.name}/" for p in entries if p.is_dir()]
+    if not entries:
+        what = "the folder is empty"
+    elif len(notebooks) > 1:
+        what = f"{len(notebooks)} notebooks ({', '.join(notebooks)}): which one is the submission?"
+    elif len(folders) > 1:
+        what = f"{len(folders)} folders ({', '.join(folders)}): which one is the submission?"
+    else:
+        shown = [p.name + "/" * p.is_dir() for p in entries]
+        what = f"it holds only {', '.join(shown[:5])}{' ...' * (len(shown) > 5)}"
+    return f"{NOTHING_TO_GRADE} ({what})"
 
 
 def submission_in(folder: Path) -> Path | None:
@@ -94,7 +138,7 @@ def unpacked(path: Path) -> Iterator[Path]:
                 target.write_bytes(zf.read(m))
         inner = submission_in(folder)
         if inner is None:
-            raise ValueError(f"{path.name} holds no exercise files and no single notebook")
+            raise ValueError(f"{path.name}: {nothing_to_grade(folder)}")
         yield inner
     finally:
         shutil.rmtree(folder, ignore_errors=True)

@@ -40,8 +40,8 @@ def gradescope_json(row: dict, checks: list[dict]) -> dict[str, Any]:
             CheckResult(
                 name=c["name"],
                 milestone=c["milestone"],
-                score=points(c["score"]) or 0.0,
-                max_score=points(c["max_score"]) or 0.0,
+                score=float(c["score"]),  # not rounded: the tests add up to the score, as the autograder's do
+                max_score=float(c["max_score"]),
                 passed=bool(c["passed"]),
                 message=c["message"],
                 internal_error=bool(c["internal_error"]),

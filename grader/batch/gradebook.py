@@ -6,6 +6,10 @@
 A batch killed at any moment (even ``kill -9``) leaves every committed submission
 whole and nothing half-written: SQLite's journal rolls back an unfinished
 transaction on the next open.
+
+A student graded on some milestones only keeps their latest results for the others, where those came from the
+same files and the same grading code (``record``'s ``keep_others``); a student's folder that held nothing to
+grade gets a row too (``record_empty``), so that no student is missing from the exports.
 """
 
 from __future__ import annotations
@@ -13,7 +17,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
+from collections import Counter
 from pathlib import Path
+
+from grader.milestones import GRADABLE
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -50,6 +57,21 @@ COLUMNS = (
     "graded_at",
     "worker_cpu",
     "grader_hash",
+)
+EMPTY = "nothing to grade"  # the status of a student's folder that held nothing to grade (its error says why)
+# The columns of a check's row, as ``record`` writes them (``attempt`` added).
+CHECK_COLUMNS = (
+    "student",
+    "milestone",
+    "name",
+    "score",
+    "max_score",
+    "passed",
+    "message",
+    "seconds",
+    "internal_error",
+    "counted",
+    "case_id",
 )
 # Columns that later versions added, each appended to an older gradebook's table as it opens. An older row's
 # grader_hash stays NULL: it matches no grader, so the next batch regrades it.
@@ -94,11 +116,34 @@ class Gradebook:
         self.db.close()
 
     def is_current(self, student: str, digest: str, fingerprint: str, milestones: list[str]) -> bool:
-        """Graded already, from these very files, by this grading code (its fingerprint), on these milestones."""
-        row = self.db.execute(
-            "SELECT hash, grader_hash, milestones, status FROM submissions WHERE student = ?", (student,)
-        ).fetchone()
-        return row is not None and row[:3] == (digest, fingerprint, json.dumps(milestones)) and row[3] == "graded"
+        """Graded already, from these very files, by this grading code (its fingerprint), on these milestones
+        (and maybe more)."""
+        row = self._latest(student)
+        return (
+            row is not None
+            and (row["hash"], row["grader_hash"], row["status"]) == (digest, fingerprint, "graded")
+            and set(milestones) <= set(json.loads(row["milestones"]))
+        )
+
+    def _latest(self, student: str) -> sqlite3.Row | None:
+        cursor = self.db.execute("SELECT * FROM submissions WHERE student = ?", (student,))
+        cursor.row_factory = sqlite3.Row
+        return cursor.fetchone()
+
+    def not_kept(self, student: str, digest: str, fingerprint: str, milestones: list[str]) -> str | None:
+        """Why grading the student on ``milestones`` now drops results of other milestones that their latest
+        grading covered ("files": their files changed since; "grader": the grading code did), results that
+        ``record(..., keep_others=True)`` therefore does not carry over; None where it drops nothing."""
+        row = self._latest(student)
+        if row is None or row["status"] != "graded" or self._can_keep(row, digest, fingerprint):
+            return None
+        if not [m for m in json.loads(row["milestones"]) if m not in milestones]:
+            return None
+        return "files" if row["hash"] != digest else "grader"
+
+    @staticmethod
+    def _can_keep(row: sqlite3.Row, digest: str, fingerprint: str) -> bool:
+        return (row["hash"], row["grader_hash"], row["status"]) == (digest, fingerprint, "graded")
 
     def record(
         self,
@@ -111,11 +156,17 @@ class Gradebook:
         error: str | None = None,
         *,
         fingerprint: str,
+        keep_others: bool = False,
     ) -> int:
         """Add this result as the student's latest attempt, all in one transaction; returns the attempt's id.
 
         The student's earlier attempts and their checks stay (``attempts``); ``submissions`` points at this one.
         ``version``: the package's version; ``fingerprint``: the grading code's (grader.fingerprint).
+
+        ``keep_others``: a student graded on some milestones keeps their latest results for the others, if those
+        were graded from the same files (``digest``) by the same grading code: the new attempt holds those
+        checks too, its score, max_score and milestones over them all. Results from other files or another
+        grader are not carried over (``not_kept`` names them).
         """
         checks = [
             (
@@ -134,6 +185,20 @@ class Gradebook:
             for m in (report or {}).get("milestones", [])
             for c in m["checks"]
         ]
+        score, max_score = (report["score"], report["max_score"]) if report else (None, None)
+        previous = self._latest(student) if keep_others and report and not error else None
+        if previous is not None and self._can_keep(previous, digest, fingerprint):
+            kept = [m for m in json.loads(previous["milestones"]) if m not in milestones]
+            carried = self.db.execute(
+                f"SELECT {', '.join(CHECK_COLUMNS)} FROM checks WHERE attempt = ? ORDER BY rowid",
+                (previous["attempt"],),
+            ).fetchall()
+            carried = [c for c in carried if c[1] in kept]
+            order = {m: i for i, m in enumerate(GRADABLE)}
+            checks = sorted(checks + carried, key=lambda c: order.get(c[1], len(order)))  # stable: each one's order
+            milestones = sorted({*milestones, *kept}, key=lambda m: order.get(m, len(order)))
+            score = round(score + sum(c[3] for c in carried if c[9]), 2)
+            max_score = round(max_score + sum(c[4] for c in carried if c[9]), 2)
         values = (
             student,
             source,
@@ -142,8 +207,8 @@ class Gradebook:
             json.dumps(milestones),
             "error" if error else "graded",
             error,
-            report and report["score"],
-            report and report["max_score"],
+            score,
+            max_score,
             len(checks),
             report and report["seconds"],
             report and json.dumps(report["protections"]),
@@ -151,6 +216,68 @@ class Gradebook:
             report and report.get("worker_cpu_seconds"),
             fingerprint,
         )
+        return self._insert(values, checks)
+
+    def record_empty(
+        self,
+        student: str,
+        source: str,
+        digest: str,
+        version: str,
+        milestones: list[str],
+        why: str,
+        *,
+        fingerprint: str,
+    ) -> int | None:
+        """Record a student's folder that held nothing to grade (``why``): status EMPTY, 0 points of the class's
+        maximum on ``milestones`` (``full_marks``). Returns the attempt's id, or None where the student's
+        latest row already says just this (a rerun adds no attempt)."""
+        max_score = self.full_marks(milestones, fingerprint)
+        row = self._latest(student)
+        if row is not None and (row["status"], row["hash"], row["error"], row["milestones"], row["max_score"]) == (
+            EMPTY,
+            digest,
+            why,
+            json.dumps(milestones),
+            max_score,
+        ):
+            return None
+        values = (
+            student,
+            source,
+            digest,
+            version,
+            json.dumps(milestones),
+            EMPTY,
+            why,
+            0.0,
+            max_score,
+            0,
+            0.0,
+            None,
+            time.strftime("%Y-%m-%dT%H:%M:%S"),
+            None,
+            fingerprint,
+        )
+        return self._insert(values, [])
+
+    def full_marks(self, milestones: list[str], fingerprint: str) -> float | None:
+        """The points at stake on ``milestones``, as this grading code graded the class: each milestone's most
+        common total over the students' latest attempts (counted checks). None where one was never graded."""
+        totals: dict[str, Counter] = {}
+        for milestone, points in self.db.execute(
+            "SELECT c.milestone, SUM(c.max_score) FROM checks c JOIN submissions s ON c.student = s.student "
+            "AND c.attempt = s.attempt WHERE s.grader_hash = ? AND s.status = 'graded' AND c.counted "
+            "GROUP BY c.student, c.milestone",
+            (fingerprint,),
+        ):
+            totals.setdefault(milestone, Counter())[round(points, 6)] += 1
+        if not all(m in totals for m in milestones):
+            return None
+        return round(sum(totals[m].most_common(1)[0][0] for m in milestones), 2)
+
+    def _insert(self, values: tuple, checks: list[tuple]) -> int:
+        """A submission's row (``COLUMNS``' values) and its checks (``CHECK_COLUMNS``'), as the latest attempt."""
         marks = ", ".join("?" * len(COLUMNS))
         with self.db:
             attempt = self.db.execute(f"INSERT INTO attempts ({', '.join(COLUMNS)}) VALUES ({marks})", values).lastrowid
@@ -160,8 +287,8 @@ class Gradebook:
                 (*values, attempt),
             )
             self.db.executemany(
-                "INSERT INTO checks (student, milestone, name, score, max_score, passed, message, seconds, "
-                "internal_error, counted, case_id, attempt) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO checks ({', '.join(CHECK_COLUMNS)}, attempt) VALUES "
+                f"({', '.join('?' * (len(CHECK_COLUMNS) + 1))})",
                 [(*c, attempt) for c in checks],
             )
         return attempt

@@ -6,13 +6,16 @@ result is committed as soon as it arrives, so nothing graded is ever lost.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import multiprocessing
 import multiprocessing.util
+import signal
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Executor, ProcessPoolExecutor, as_completed
 from pathlib import Path
+from typing import NamedTuple
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
@@ -82,9 +85,50 @@ def _context() -> multiprocessing.context.BaseContext:
     """Worker processes forked from one that has loaded torch and the grader once (2 s and more each)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
+    from multiprocessing import forkserver
+
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["grader.runner", "grader.suites.fixtures", "torch._dynamo", "hypothesis"])
+    _ignoring_interrupts(forkserver.ensure_running)
     return context
+
+
+def _ignoring_interrupts(start: Callable[[], None]) -> None:
+    """Start a process (Python's fork server) that ignores Ctrl-C, as do the workers it forks: Ctrl-C, which a
+    terminal sends to every process of the batch, is the parent's alone to handle (it stops the workers and
+    says what was saved), and a worker that took it too would print its own KeyboardInterrupt traceback.
+    A signal ignored stays ignored in a child (exec included), and Python then installs no handler for it."""
+    if threading.current_thread() is not threading.main_thread():
+        start()  # only the main thread may set handlers; a server's pool started elsewhere keeps Python's default
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        start()
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def ignore_interrupts() -> None:
+    """In a worker process (the pool's initializer, for a start method other than the fork server's): leave
+    Ctrl-C to the parent (see _ignoring_interrupts)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@contextlib.contextmanager
+def _interrupts_deferred() -> Iterator[None]:
+    """Ctrl-C while the pool starts its workers (its submit does) takes effect once they have started: a worker
+    half started when it came would be known to no one, and, ignoring Ctrl-C, would outlive the batch."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught and callable(previous):
+        previous(signal.SIGINT, None)  # Python's own handler: raises KeyboardInterrupt
 
 
 def _stop_forkserver() -> None:
@@ -99,10 +143,22 @@ def _stop_forkserver() -> None:
 
 def _stop_workers(executor: Executor) -> None:
     """Ctrl-C: drop the queued submissions and end the worker processes now (their results are not saved)."""
+    # Private, and taken first: shutdown forgets them. The workers ignore Ctrl-C, so they must be ended here
+    # (3.14 has terminate_workers).
+    processes = list((getattr(executor, "_processes", None) or {}).values())
     executor.shutdown(wait=False, cancel_futures=True)
-    for process in list((getattr(executor, "_processes", None) or {}).values()):  # private; 3.14 has terminate_workers
+    for process in processes:
         if process.is_alive():
             process.terminate()
+
+
+class Outcome(NamedTuple):
+    """What ``grade_all`` did."""
+
+    graded: int  # submissions graded now
+    skipped: int  # current already (of the submissions; the entries with nothing to grade are apart)
+    narrowed: dict[str, str]  # student: why their grade covers fewer milestones than before ("files", "grader")
+    empty: list[FoundSubmission]  # the students' folders that held nothing to grade, each recorded as such
 
 
 def grade_all(
@@ -116,30 +172,40 @@ def grade_all(
     progress: Callable[[FoundSubmission, dict], None] = lambda f, r: None,
     fingerprint: str | None = None,
     planned: Callable[[int, int], None] = lambda todo, skipped: None,
-) -> tuple[int, int]:
-    """Grade what is not already current in ``book``; returns (graded, skipped).
+) -> Outcome:
+    """Grade what is not already current in ``book``.
 
     ``planned(todo, skipped)`` is called once, before any grading: how many will be graded and how many are
     current already (a resumed batch's progress counts what is left). ``progress`` after each one is saved.
     On KeyboardInterrupt, what was saved stays saved; the workers are stopped without waiting for them.
 
-    Current: graded from the same files, on the same milestones, by grading code with the same fingerprint
-    (``fingerprint``, default this grader's: grader.fingerprint), so a changed suite regrades everything.
-    On a cluster, the workers must run the same code as this process.
+    Current: graded from the same files, on these milestones (and maybe more), by grading code with the same
+    fingerprint (``fingerprint``, default this grader's: grader.fingerprint), so a changed suite regrades
+    everything. On a cluster, the workers must run the same code as this process.
+
+    A student graded on some milestones keeps their other milestones' results where their files and the
+    grader are the same (Gradebook.record's ``keep_others``); where not, ``Outcome.narrowed`` names them.
+    An entry with a ``problem`` (nothing to grade) is recorded as such after the others, 0 points of theirs.
     """
     fingerprint = fingerprint or grader_fingerprint()
+    empty = [f for f in found if f.problem is not None]
+    found = [f for f in found if f.problem is None]
     digests = {f.student: f.digest() for f in found}
     todo = [f for f in found if regrade or not book.is_current(f.student, digests[f.student], fingerprint, milestones)]
     planned(len(todo), len(found) - len(todo))
+    narrowed: dict[str, str] = {}
     own = executor is None
-    executor = executor or ProcessPoolExecutor(workers, mp_context=_context())
+    # Nothing to grade: no fork server to start (and wait for, as it preloads torch).
+    context = _context() if todo else None
+    executor = executor or ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_interrupts)
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
     server = ForkServer(limits, clients=min(workers, len(todo))) if own and todo else None
     try:
-        futures = {
-            executor.submit(grade_one, str(f.path), milestones, limits, server.address if server else None): f
-            for f in todo
-        }
+        with _interrupts_deferred() if own else contextlib.nullcontext():
+            futures = {
+                executor.submit(grade_one, str(f.path), milestones, limits, server.address if server else None): f
+                for f in todo
+            }
         for future in as_completed(futures):
             f = futures[future]
             try:
@@ -147,6 +213,8 @@ def grade_all(
             except Exception as e:  # noqa: BLE001 - a worker process that died (memory, signal)
                 result = {"error": f"the grading process died: {type(e).__name__}: {e}"}
             error = result.get("error")
+            if not error and (why := book.not_kept(f.student, digests[f.student], fingerprint, milestones)):
+                narrowed[f.student] = why
             book.record(
                 f.student,
                 str(f.path),
@@ -156,6 +224,7 @@ def grade_all(
                 None if error else result,
                 error,
                 fingerprint=fingerprint,
+                keep_others=True,
             )
             progress(f, result)
     except KeyboardInterrupt:
@@ -168,4 +237,9 @@ def grade_all(
             _stop_forkserver()
         if server:
             server.close()
-    return len(todo), len(found) - len(todo)
+    for f in empty:
+        assert f.problem is not None
+        book.record_empty(
+            f.student, str(f.path), f.digest(), __version__, milestones, f.problem, fingerprint=fingerprint
+        )
+    return Outcome(len(todo), len(found) - len(todo), narrowed, empty)

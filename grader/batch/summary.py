@@ -18,6 +18,9 @@ _CAUSE = re.compile(r"(?:likely cause|hint)\s*:\s*", re.IGNORECASE)
 _NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?", re.IGNORECASE)
 # A segment that only reports values ("got 0.42, expected 1 (...)") names no cause.
 _VALUES_ONLY = re.compile(r"^(?:got|expected|shape|value|values)\b", re.IGNORECASE)
+# Nor one that sends the student to other checks ("see the check ...", "this end-to-end check runs all your
+# files together", "this check uses your TinyGPT too"): the cause is in those checks' own messages.
+_REFERRAL = re.compile(r"^(?:see the check|this (?:end-to-end )?check (?:runs|uses)|if milestone)", re.IGNORECASE)
 
 
 def set_aside(c: dict) -> bool:
@@ -63,7 +66,7 @@ def likely_cause(message: str) -> str | None:
     phrase = re.split(r": |; |\. (?=[A-Z])", phrase, maxsplit=1)[0].strip().rstrip(".;,")
     if len(re.findall(r"[A-Za-z]{2,}", phrase)) < 2:  # too little text to be a cause ("got 3")
         return None
-    return phrase
+    return None if _REFERRAL.match(phrase) else phrase
 
 
 def cause_key(phrase: str) -> str:
@@ -161,15 +164,17 @@ def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
 def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
     """Failures grouped by likely cause: (milestone, cause, students who hit it), most students first.
 
-    A failure whose message names no cause is grouped under its check's name instead. Untouched stubs and
-    checks the grader could not grade are left out. The label of a group is its most frequent wording."""
+    A failure whose message names no cause is left out: the failure rates list its check. So are untouched
+    stubs and checks the grader could not grade. The label of a group is its most frequent wording."""
     stub = stubs(checks)
     students: dict[tuple[str, str], set[str]] = {}
     wordings: dict[tuple[str, str], Counter] = {}
     for c in checks:
         if c["passed"] or set_aside(c) or c["student"] in stub:
             continue
-        phrase = likely_cause(c["message"]) or f"{check_name(c['name'], c.get('case_id'))} (no cause given)"
+        phrase = likely_cause(c["message"])
+        if phrase is None:
+            continue
         key = (c["milestone"], cause_key(phrase))
         students.setdefault(key, set()).add(c["student"])
         wordings.setdefault(key, Counter())[phrase] += 1

@@ -126,14 +126,12 @@ def locate(root: Path) -> tuple[Path, str]:
     or the same in the one folder inside it (a dragged-in ``exercises/``; Gradescope's ``__MACOSX`` and
     hidden folders do not count). Failing that, ``root`` itself: each check then names the file it misses.
     """
-    from grader.batch.discover import submission_in  # grade batch's rule, shared rather than copied
+    from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
 
     found = submission_in(root)
     if found is None:
-        return root, (
-            "Your submission holds no exercise file (.py) and no single notebook (.ipynb), "
-            "nor one folder holding them: each check below names the file it could not find."
-        )
+        why = nothing_to_grade(root)
+        return root, f"Your submission: {why}. Each check below names the file it could not find."
     if found == root:
         return root, ""
     where = found.relative_to(root).as_posix() + ("/" if found.is_dir() else "")

@@ -8,10 +8,13 @@ exit status 2, never a traceback: the coach is not expected to read Python.
 from __future__ import annotations
 
 import csv
+import errno
 import io
 import os
 import secrets
+import socket
 from pathlib import Path
+from typing import IO
 
 import click
 
@@ -21,12 +24,14 @@ from grader.contest.feedback import guarded_tasks
 from grader.contest.policy import contest_end
 from grader.contest.roster import RosterError, read_roster
 from grader.files import atomic_path
+from grader.milestones import GRADABLE
 from grader.options import dask_client, limit_options, limits, scheduler_option
 
 CONTEST_FILE = "contest.toml"
 ROSTER = "roster.csv"
 TOKENS = "tokens.csv"
 ADMIN_TOKEN = "admin.token"
+SERVE_LOCK = "serve.lock"  # held (flock) by the one `grade contest serve` of the folder while it runs
 
 
 class ContestCommandError(click.ClickException):
@@ -67,7 +72,8 @@ def init(folder: Path) -> None:
             f"{', '.join(str(p) for p in existing)} already exist(s): not overwritten (edit it, or remove it first)"
         )
     folder.mkdir(parents=True, exist_ok=True)
-    targets[0].write_text(templates.text("contest.toml"), encoding="utf-8")
+    example = templates.text("contest.toml").replace("@TASK_IDS@", ", ".join(GRADABLE))  # every task, one source
+    targets[0].write_text(example, encoding="utf-8")
     targets[1].write_text(templates.text("contest-roster.csv.tmpl"), encoding="utf-8")
     click.echo(
         f"wrote {targets[0]} and {targets[1]}: edit them, then run `grade contest check {folder}` "
@@ -109,7 +115,7 @@ def tokens(folder: Path, rotate: bool = False) -> None:
 @contest.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 def check(folder: Path) -> None:
-    """Check FOLDER/contest.toml (and the roster, if there is one) and summarize the rules."""
+    """Check FOLDER/contest.toml (and the roster, if there is one) and summarise the rules."""
     _folder(folder)
     try:
         rules = load(folder / CONTEST_FILE)
@@ -211,8 +217,12 @@ def serve(
         raise ContestCommandError(
             f"the contest server needs {e.name}: pip install 'gptkit' with its dependencies"
         ) from None
-    client = dask_client(scheduler) if scheduler else None
+    lock = _lock(folder)  # before anything is opened: a second server must not grade the same uploads
+    listening: socket.socket | None = None
+    client = None
     try:
+        listening = _listen(host, port)  # bound before "serving" is printed: a busy port is one line, no traceback
+        client = dask_client(scheduler) if scheduler else None
         try:
             app = create_app(
                 folder,
@@ -225,10 +235,58 @@ def serve(
             raise ContestCommandError(str(e)) from None
         graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
-        uvicorn.run(app, host=host, port=port, log_level="info")
+        try:
+            uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run(sockets=[listening])
+        except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C is how a coach stops it
+            pass
     finally:
+        if listening is not None:
+            listening.close()
         if client is not None:
             client.close()
+        if lock is not None:
+            lock.close()
+
+
+def _lock(folder: Path) -> IO[bytes] | None:
+    """Hold FOLDER/serve.lock (an exclusive flock, released when the process ends, even killed), or refuse: two
+    servers on one folder would grade the same uploads twice. None where the system has no flock (Windows)."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows
+        return None
+    handle = open(folder / SERVE_LOCK, "ab")
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise ContestCommandError(
+            f"another `grade contest serve` is running on {folder} (it holds {folder / SERVE_LOCK}): stop it "
+            "first; two servers on one folder would grade the same uploads twice"
+        ) from None
+    return handle
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A socket bound to HOST:PORT for the server, or a one-line refusal (a busy port, an unknown address)."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        listening = socket.socket(family, kind, proto)
+    except (OSError, UnicodeError) as e:
+        raise ContestCommandError(f"cannot listen on {host}:{port}: {e}") from None
+    try:
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listening.bind(address)
+        listening.listen(2048)  # here, not in uvicorn: on Linux a bind can pass where the listen then fails
+    except OSError as e:
+        listening.close()
+        busy = (
+            " (another program uses the port: stop it, or choose another with --port)"
+            if e.errno == errno.EADDRINUSE
+            else ""
+        )
+        raise ContestCommandError(f"cannot listen on {host}:{port}: {e.strerror}{busy}") from None
+    return listening
 
 
 @contest.command("export")

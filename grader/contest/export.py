@@ -17,6 +17,7 @@ from typing import Any
 from grader import __version__
 from grader.batch.gradebook import Gradebook
 from grader.contest.config import Contest
+from grader.contest.feedback import scaled  # the one conversion to contest points, as the feedback's
 from grader.contest.policy import task_score
 from grader.contest.store import Row, Store
 from grader.files import atomic_path
@@ -36,11 +37,6 @@ def counted(contest: Contest, rows: list[Row]) -> dict[str, Row]:
             if submission is pick:
                 chosen[task.id] = row
     return chosen
-
-
-def scaled(entry: dict[str, Any], scale: float) -> dict[str, Any]:
-    """A milestone's or a check's result with its score and max_score in contest points."""
-    return {**entry, "score": entry["score"] * scale, "max_score": entry["max_score"] * scale}
 
 
 def combined_report(contest: Contest, chosen: dict[str, Row]) -> dict[str, Any]:

@@ -3,7 +3,8 @@
 The filtered view is built up from nothing, field by field, never by deleting from the report: a field the
 grader adds later then stays hidden until someone decides it may be shown. Under ``score``, ``passfail`` and
 ``none`` no check name or message leaves this module, since those would tell the student what the hidden checks
-test. Scores are in the contest's points for each task (``policy.task_points``).
+test. Scores are in the contest's points for each task (``policy.task_points``), a check's too (``scaled``):
+a task's checks add up to its score, never to the grader's own points for its milestone.
 
 A task whose milestone runs with the grader's own solution of another task in its worker (``m2`` with the
 grader's ``m1`` while ``m1`` is a task too) gets at most ``score`` while the student's window is open. The
@@ -24,6 +25,17 @@ from grader.milestones import GRADABLE
 # The fields of a check a student sees under ``full``. Not the traceback: it is the grader's own failure, and
 # it quotes the hidden suite's source; the coach sees it in the full report.
 CHECK_FIELDS = ("name", "score", "max_score", "passed", "message", "counted")
+
+
+def scaled(entry: dict[str, Any], scale: float, digits: int | None = None) -> dict[str, Any]:
+    """A milestone's or a check's result with its score and max_score in contest points: ``scale`` is the task's
+    points over the grader's points at stake for its milestone; ``digits``: rounded to that many."""
+
+    def points(value: Any) -> float:
+        value = float(value or 0) * scale
+        return value if digits is None else round(value, digits)
+
+    return {**entry, "score": points(entry.get("score")), "max_score": points(entry.get("max_score"))}
 
 
 def policy_at(contest: Contest, state: WindowState) -> Feedback:
@@ -84,7 +96,9 @@ def filter_report(
             )
         elif policy is Feedback.FULL:
             shown = [c for c in milestone.get("checks", []) if not (task.id in sealed and split_check(c) == "B")]
-            entry["checks"] = [{key: check.get(key) for key in CHECK_FIELDS} for check in shown]
+            stake = float(milestone.get("max_score", 0))
+            scale = task.points / stake if stake > 0 else 0.0  # the grader's points -> the task's, as its score
+            entry["checks"] = [scaled({key: check.get(key) for key in CHECK_FIELDS}, scale, 4) for check in shown]
         tasks.append(entry)
     view["tasks"] = tasks
     if policy is Feedback.FULL:

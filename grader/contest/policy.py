@@ -7,6 +7,7 @@ no sleeps. What a student may see of a report is in ``feedback``, the scoreboard
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -103,8 +104,20 @@ def contest_end(contest: Contest) -> datetime | None:
 
 
 def _minutes(span: timedelta) -> str:
-    seconds = max(0, round(span.total_seconds()))
-    return f"{seconds} s" if seconds < 120 else f"{seconds // 60} min"
+    """A wait as a student reads it, rounded up: 0.4 s is "1 s", never "0 s" (which would invite a refused retry)."""
+    seconds = max(1, math.ceil(span.total_seconds()))
+    return f"{seconds} s" if seconds < 120 else f"{math.ceil(seconds / 60)} min"
+
+
+def closed_reason(state: WindowState) -> str | None:
+    """Why a student in ``state`` may not submit now (for the server's refusal and `grade submit` alike); None
+    while their window is open."""
+    if state.phase is Phase.NOT_STARTED:
+        opens = f": it opens at {state.start.isoformat()}" if state.start else ": log in to start it"
+        return f"your contest window has not started{opens}"
+    if state.phase is Phase.ENDED:
+        return "your contest window has ended: submissions are closed"
+    return None
 
 
 def may_submit(
@@ -121,12 +134,9 @@ def may_submit(
     task = contest.task(task_id)
     if task is None:
         return Decision(False, f"{task_id} is not a task of this contest: the tasks are {_ids(contest)}")
-    state = window_state(contest, student, now, first_login)
-    if state.phase is Phase.NOT_STARTED:
-        opens = f": it opens at {state.start.isoformat()}" if state.start else ": log in to start it"
-        return Decision(False, f"your contest window has not started{opens}")
-    if state.phase is Phase.ENDED:
-        return Decision(False, "your contest window has ended: submissions are closed")
+    closed = closed_reason(window_state(contest, student, now, first_login))
+    if closed:
+        return Decision(False, closed)
     graded = sorted((s for s in history if s.task == task_id and s.status is Status.GRADED), key=lambda s: s.time)
     if task.max_submissions is not None and len(graded) >= task.max_submissions:
         return Decision(False, f"you have used all {task.max_submissions} graded submissions to {task_id}")

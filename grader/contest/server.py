@@ -18,6 +18,7 @@ import hmac
 import io
 import json
 import logging
+import math
 import re
 import threading
 import zipfile
@@ -28,26 +29,28 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
 from grader.batch.exports import csv_text, gradescope_json
 from grader.batch.gradebook import Gradebook
 from grader.contest.commands import ADMIN_TOKEN, CONTEST_FILE, ROSTER, TOKENS
-from grader.contest.config import Contest, Scoring, load
+from grader.contest.config import Board, Contest, Scoring, load
 from grader.contest.export import write_gradebook
 from grader.contest.feedback import visible_report
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import finals_allowed, is_metric, leaderboard
-from grader.contest.policy import Phase, may_select, may_submit, window_state
+from grader.contest.policy import Phase, closed_reason, contest_end, may_select, may_submit, window_of, window_state
 from grader.contest.roster import read_roster
-from grader.contest.scoreboard import Standings, coach_view, student_view
+from grader.contest.scoreboard import Standings, coach_view, freeze_time, student_view
 from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row, Store
-from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, allowed_files, check_upload, write
+from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, allowed_files, check_upload, too_big, write
 from grader.milestones import GRADABLE
 from grader.paper.config import SECRET_FILE
 from grader.paper.variants import read_or_make_secret, seed_of
@@ -58,6 +61,9 @@ COOKIE = "contest_token"
 COACH = "coach"
 CHARTS = "charts"  # DIR/charts/: grade report's charts of the session, drawn anew on each visit of /coach/charts
 CHART_NAME = re.compile(r"[a-z][a-z-]*\.png")
+REFUSAL_SHOWN = timedelta(minutes=5)  # how long a student's page shows their latest refused upload
+FREEZE_LIFTED = "freeze_lifted"  # the setting: when the coach lifted the contest's scheduled freeze
+UNKNOWN_TOKEN = "this token is not one of this contest's"  # the API's 401 and the login form's message
 
 
 def utc_now() -> datetime:
@@ -93,6 +99,24 @@ def _iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat(timespec="seconds")
 
 
+def _clock(moment: str | datetime | None, now: datetime) -> Markup | str:
+    """A time as the pages show it: short, in UTC ("13:40:00 UTC"; "12-02 09:00 UTC" on another day than
+    ``now``'s), the full ISO time on hover; "" for None. A value that is not a time is shown as it is."""
+    if not moment:
+        return ""
+    try:
+        at = moment if isinstance(moment, datetime) else datetime.fromisoformat(moment)
+        utc = at.astimezone(timezone.utc)
+    except (TypeError, ValueError):
+        return str(moment)
+    short = (
+        utc.strftime("%H:%M:%S UTC")
+        if utc.date() == now.astimezone(timezone.utc).date()
+        else utc.strftime("%m-%d %H:%M UTC")
+    )
+    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(at.isoformat(timespec="seconds"), short)
+
+
 def create_app(
     contest_dir: Path | str,
     clock: Callable[[], datetime] = utc_now,
@@ -116,6 +140,7 @@ def create_app(
     recent: dict[str, deque[datetime]] = defaultdict(deque)
     templates = Environment(loader=PackageLoader("grader.templates", "contest"), autoescape=select_autoescape(["html"]))
     state: dict[str, Any] = {"queue": None}
+    templates.filters["clock"] = lambda moment: _clock(moment, clock())
 
     # The paper's own secret: the numbers `grade paper render PAPER --student NAME` writes are those graded here.
     paper_folder = base.paper.folder if base.paper and base.paper.folder else folder
@@ -149,16 +174,55 @@ def create_app(
 
     # --- The rules with the coach's changes ------------------------------------------------------------------
 
-    def rules() -> Contest:
-        extend = timedelta(minutes=float(store.setting("extend_minutes") or 0))
+    def extend_minutes() -> float:
+        """The minutes the coach added to the whole window; a stored value that is not a finite number (written
+        by an older server, or by hand) is ignored with a warning: it must never take the contest down."""
+        text = store.setting("extend_minutes")
+        try:
+            minutes = float(text or 0)
+        except ValueError:
+            minutes = math.nan
+        if not math.isfinite(minutes):
+            log.warning("ignoring the stored extension %r: it is not a number of minutes", text)
+            return 0.0
+        return minutes
+
+    def extra_minutes() -> dict[str, float]:
+        """The minutes the coach added to each student's window, the ones that are not finite numbers ignored."""
+        extra: dict[str, float] = {}
+        for name, minutes in store.extra_minutes().items():
+            if isinstance(minutes, (int, float)) and math.isfinite(minutes):
+                extra[name] = float(minutes)
+            else:
+                log.warning("ignoring the stored extra time %r of %s: it is not a number of minutes", minutes, name)
+        return extra
+
+    def rules(extend: float | None = None, extra_minutes_of: dict[str, float] | None = None) -> Contest:
+        """The contest with the coach's changes: those stored, or ``extend`` and ``extra_minutes_of`` (the
+        changes a coach asks for, to check them before they are stored)."""
+        added = timedelta(minutes=extend_minutes() if extend is None else extend)
         window = base.window
-        if extend:
-            hard_end = window.hard_end + extend if window.hard_end else None
-            window = dataclasses.replace(window, duration=window.duration + extend, hard_end=hard_end)
+        if added:
+            hard_end = window.hard_end + added if window.hard_end else None
+            window = dataclasses.replace(window, duration=window.duration + added, hard_end=hard_end)
         extra = dict(base.extra_time)
-        for student, minutes in store.extra_minutes().items():
-            extra[student] = extra.get(student, timedelta(0)) + timedelta(minutes=minutes)
+        for name, minutes in (extra_minutes() if extra_minutes_of is None else extra_minutes_of).items():
+            extra[name] = extra.get(name, timedelta(0)) + timedelta(minutes=minutes)
         return dataclasses.replace(base, window=window, extra_time=extra)
+
+    def empty_window(contest: Contest) -> str | None:
+        """Why ``contest`` leaves the whole window, or a student's, with its end at or before its start; None if
+        every window still has some time."""
+        if contest.window.duration <= timedelta(0):
+            return "the contest's window would end at or before its start"
+        logins = store.first_logins()
+        for name in dict.fromkeys([*students, *contest.extra_time]):
+            span = window_of(contest, name, logins.get(name))
+            if contest.window.duration + contest.extra_time.get(name, timedelta(0)) <= timedelta(0) or (
+                span is not None and span[1] <= span[0]
+            ):
+                return f"{name}'s window would end at or before its start"
+        return None
 
     # --- Who is asking -----------------------------------------------------------------------------------------
 
@@ -182,7 +246,8 @@ def create_app(
     def anyone(request: Request) -> Who:
         who = identify(request)
         if who is None:
-            raise HTTPException(401, "log in with your contest token first")
+            given = request.headers.get("authorization", "")[:7].lower() == "bearer " or request.cookies.get(COOKIE)
+            raise HTTPException(401, UNKNOWN_TOKEN if given else "log in with your contest token first")
         return who
 
     def student(who: Who = Depends(anyone)) -> Who:
@@ -287,16 +352,42 @@ def create_app(
             grouped[row.student].append(row.as_policy(contest))
         return grouped
 
+    def manual_freeze() -> datetime | None:
+        """When the coach froze the board by hand (it stays so until they unfreeze it); None if they did not. A
+        stored value that is not a time is ignored with a warning."""
+        text = store.setting("frozen_at")
+        try:
+            return datetime.fromisoformat(text) if text else None
+        except ValueError:
+            log.warning("ignoring the stored freeze %r: it is not a time", text)
+            return None
+
+    def freeze_state(contest: Contest, now: datetime) -> dict[str, Any]:
+        """The freeze of the students' board, for the coach: in effect now (``at``, ``by`` "coach" or
+        "schedule", ``lifts``: when, None for a hand freeze, which lasts until the coach unfreezes), or coming
+        (``scheduled``: when the contest's own freeze begins), or neither."""
+        at = manual_freeze()
+        if at is not None:
+            return {"frozen": True, "at": _iso(at), "by": "coach", "lifts": None, "scheduled": None}
+        scheduled, end = freeze_time(contest), contest_end(contest)
+        over = end is not None and now >= end
+        if scheduled is None or over or store.setting(FREEZE_LIFTED) is not None:
+            return {"frozen": False, "at": None, "by": None, "lifts": None, "scheduled": None}
+        if scheduled <= now:
+            return {"frozen": True, "at": _iso(scheduled), "by": "schedule", "lifts": _iso(end), "scheduled": None}
+        return {"frozen": False, "at": None, "by": None, "lifts": _iso(end), "scheduled": _iso(scheduled)}
+
     def board(who: Who, contest: Contest) -> Standings:
         submissions = all_submissions(contest)
         if who.coach:
             return coach_view(contest, submissions, students)
-        frozen = store.setting("frozen_at")
-        if frozen:  # the coach froze the board by hand: it stays so until they unfreeze it
-            at = datetime.fromisoformat(frozen)
+        at = manual_freeze()
+        if at is not None:  # the coach froze the board by hand: it stays so until they unfreeze it
             before = {name: [s for s in subs if s.time < at] for name, subs in submissions.items()}
             standings = student_view(contest, who.name, clock(), before, students)
             return standings if standings.hidden else dataclasses.replace(standings, frozen_at=at)
+        if contest.scoreboard is Board.FROZEN and store.setting(FREEZE_LIFTED) is not None:
+            contest = dataclasses.replace(contest, scoreboard=Board.PUBLIC)  # the coach lifted the scheduled freeze
         return student_view(contest, who.name, clock(), submissions, students)
 
     def board_json(standings: Standings, live: bool) -> dict[str, Any]:
@@ -332,7 +423,7 @@ def create_app(
         who = check_token(token)
         if who is None:
             store.event(clock(), None, "login refused", f"an unknown token from {_client(request)}")
-            page = render("login.html", message="That token is not one of this contest's: check it and try again.")
+            page = render("login.html", message=f"{UNKNOWN_TOKEN.capitalize()}: check it and try again.")
             page.status_code = 401
             return page
         response = RedirectResponse("/coach" if who.coach else "/me", status_code=303)
@@ -378,6 +469,7 @@ def create_app(
             "start": _iso(window.start),
             "end": _iso(window.end),
             "remaining_seconds": round(window.remaining.total_seconds()),
+            "closed": closed_reason(window),  # why the student may not submit now; None while open
             "tasks": tasks,
             "submissions": [view(r, contest) for r in reversed(rows)],
             "paper": base.paper is not None,
@@ -386,7 +478,9 @@ def create_app(
     @app.get("/me", response_class=HTMLResponse)
     def me(request: Request, who: Who = Depends(student)) -> Response:
         data = me_data(who)
-        refusals = [e for e in store.events(who.name, limit=5) if e["kind"] == "refused"]
+        # The latest refusal, while it is news (REFUSAL_SHOWN): older ones are in the coach's log, not on the page.
+        latest = [e for e in store.events(who.name, limit=20) if e["kind"] == "refused"][:1]
+        refusals = [e for e in latest if clock() - datetime.fromisoformat(e["at"]) < REFUSAL_SHOWN]
         selectable = {t.id for t in rules().tasks if t.scoring is Scoring.SELECTED or is_metric(t.id)}
         waiting = any(s["status"] == QUEUED for s in data["submissions"])
         return render("me.html", **data, refusals=refusals, selectable=selectable, waiting=waiting)
@@ -394,7 +488,7 @@ def create_app(
     @app.get("/paper.ipynb")
     def paper_notebook(who: Who = Depends(student)) -> Response:
         """On a paper: the student's own notebook, with their numbers (the ones they are graded on)."""
-        from grader.paper.render import RenderError, build
+        from grader.paper.render import RenderError, build, notebook_name
 
         if base.paper is None:
             raise HTTPException(404, "this contest is not on a paper: there is no notebook to download")
@@ -402,7 +496,9 @@ def create_app(
             notebook = build(base.paper, who.name, paper_options(who.name)["seed"])
         except RenderError as e:
             raise HTTPException(500, f"the notebook could not be made: {e}") from None
-        attachment = {"Content-Disposition": f'attachment; filename="{base.paper.id}.ipynb"'}
+        name = notebook_name(base.paper.id, who.name)  # the name `grade paper render` gives it
+        ascii_name = name.encode("ascii", "replace").decode().replace("?", "_")  # a header is latin-1: RFC 6266
+        attachment = {"Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"}
         return Response(json.dumps(notebook, indent=1), media_type="application/x-ipynb+json", headers=attachment)
 
     @app.get("/api/me")
@@ -433,7 +529,7 @@ def create_app(
         if length is None or not length.isdigit():
             raise await refuse(who, task, 411, "the upload needs a Content-Length")
         if int(length) > MAX_UPLOAD_BYTES:
-            raise await refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
+            raise await refuse(who, task, 413, too_big(int(length)))
         if rate_limited(who.name, now):
             raise await refuse(who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
         rows, first_login = await run_in_threadpool(lambda: (history(who.name), store.first_login(who.name)))
@@ -450,7 +546,7 @@ def create_app(
                 data = await value.read()
                 total += len(data)
                 if total > MAX_UPLOAD_BYTES:
-                    raise await refuse(who, task, 413, f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB")
+                    raise await refuse(who, task, 413, too_big(total))
                 files.append((value.filename or "", data))
         try:
             checked = check_upload(task, files)
@@ -535,9 +631,9 @@ def create_app(
             submissions=[view(r, contest, full=True) for r in reversed(store.all(reports=False))],
             people=people,
             events=store.events(limit=50),
-            frozen_at=store.setting("frozen_at"),
+            freeze=freeze_state(contest, now),
             leaderboards=leaderboards(who, contest),
-            extend=float(store.setting("extend_minutes") or 0),
+            extend=extend_minutes(),
             queued=len(store.queued()),
             now=_iso(now),
         )
@@ -549,7 +645,8 @@ def create_app(
             "scoreboard": board_json(coach_view(contest, all_submissions(contest), students), True),
             "submissions": [view(r, contest, full=True) for r in store.all(reports=False)],  # reports: one by one
             "frozen_at": store.setting("frozen_at"),
-            "extend_minutes": float(store.setting("extend_minutes") or 0),
+            "freeze": freeze_state(contest, clock()),
+            "extend_minutes": extend_minutes(),
         }
 
     async def minutes_of(request: Request) -> tuple[float, dict]:
@@ -558,6 +655,8 @@ def create_app(
             minutes = float(str(form.get("minutes", "")))
         except ValueError:
             raise HTTPException(400, "minutes must be a number") from None
+        if not math.isfinite(minutes):  # nan, inf: float() takes them, a window cannot
+            raise HTTPException(400, "minutes must be a number") from None
         if not minutes or abs(minutes) > 24 * 60:
             raise HTTPException(400, "minutes must be a non-zero number of minutes, at most a day")
         return minutes, dict(form)
@@ -565,7 +664,10 @@ def create_app(
     @app.post("/coach/extend")
     async def extend(request: Request, who: Who = Depends(coach)) -> Response:
         minutes, _ = await minutes_of(request)
-        total = float(store.setting("extend_minutes") or 0) + minutes
+        total = extend_minutes() + minutes
+        why = empty_window(rules(extend=total))
+        if why:
+            raise HTTPException(400, f"{minutes:g} min is too short a change: {why}")
         store.set_setting("extend_minutes", str(total))
         store.event(clock(), None, "extend", f"the window extended by {minutes:g} min (in all {total:g} min)")
         return done(request, "/coach", {"extend_minutes": total})
@@ -576,6 +678,11 @@ def create_app(
         name = str(form.get("student", "")).strip()
         if name not in students:
             raise HTTPException(400, f"{name!r} is not a student of this contest")
+        wanted = extra_minutes()
+        wanted[name] = wanted.get(name, 0.0) + minutes
+        why = empty_window(rules(extra_minutes_of=wanted))
+        if why:
+            raise HTTPException(400, f"{minutes:g} min is too short a change: {why}")
         total = store.add_extra_minutes(name, minutes)
         store.event(clock(), name, "extra time", f"{minutes:g} min more (added by the coach: {total:g} min in all)")
         return done(request, "/coach", {"student": name, "added_minutes": total})
@@ -584,8 +691,16 @@ def create_app(
     async def void(sid: int, request: Request, who: Who = Depends(coach)) -> Response:
         form = await request.form(max_files=0, max_fields=5)
         undo = str(form.get("undo", "")) not in ("", "0", "false")
-        if not store.set_voided(sid, not undo):
+        row = store.get(sid)
+        if row is None:
             raise HTTPException(404, f"no submission {sid}")
+        if not undo and row.status not in (GRADED, QUEUED):
+            raise HTTPException(
+                409,
+                f"submission {sid} is {row.status}: it counts for nothing already; only a graded "
+                "or queued submission can be voided",
+            )
+        store.set_voided(sid, not undo)
         store.event(clock(), None, "unvoid" if undo else "void", f"submission {sid}")
         return done(request, "/coach", {"id": sid, "voided": not undo})
 
@@ -671,13 +786,20 @@ def create_app(
         at = store.setting("frozen_at") or clock().isoformat()
         store.set_setting("frozen_at", at)
         store.event(clock(), None, "freeze", f"the students' scoreboard frozen as of {at}")
-        return done(request, "/coach", {"frozen_at": at})
+        return done(request, "/coach", {"frozen_at": at, "freeze": freeze_state(rules(), clock())})
 
     @app.post("/coach/unfreeze")
     def unfreeze(request: Request, who: Who = Depends(coach)) -> Response:
+        """Lift the freeze in effect: the coach's own, and the contest's scheduled one if it has begun (it does
+        not come back; a freeze by hand still can)."""
+        contest, now = rules(), clock()
+        before = freeze_state(contest, now)
         store.set_setting("frozen_at", None)
-        store.event(clock(), None, "unfreeze", "the students' scoreboard follows the contest's rules again")
-        return done(request, "/coach", {"frozen_at": None})
+        if freeze_state(contest, now)["by"] == "schedule":
+            store.set_setting(FREEZE_LIFTED, now.isoformat())
+        lifted = "the scheduled freeze lifted: " if before["frozen"] and store.setting(FREEZE_LIFTED) else ""
+        store.event(now, None, "unfreeze", f"{lifted}the students' scoreboard is live again")
+        return done(request, "/coach", {"frozen_at": None, "freeze": freeze_state(contest, now)})
 
     return app
 

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from grader.contest.uploads import MAX_UPLOAD_BYTES, too_big
 from grader.milestones import GRADABLE
 
 POLL_SECONDS = 2.0
@@ -106,20 +107,27 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
 @click.option(
     "--token",
     envvar="GPTKIT_CONTEST_TOKEN",
-    required=True,
-    help="Your contest token (or set GPTKIT_CONTEST_TOKEN, which keeps it out of your shell history).",
+    show_envvar=True,
+    help="Your contest token; needed, here or (better: it stays out of your shell history) in $GPTKIT_CONTEST_TOKEN.",
 )
 @click.option("-m", "--task", required=True, type=click.Choice(list(GRADABLE)), help="The task to submit to.")
 @click.option("--no-wait", is_flag=True, help="Upload and exit, without waiting for the grade.")
 @click.option("--wait-seconds", type=click.FloatRange(1), default=1800, show_default=True, hidden=True)
-def submit(path: Path, server: str, token: str, task: str, no_wait: bool, wait_seconds: float) -> None:
+def submit(path: Path, server: str, token: str | None, task: str, no_wait: bool, wait_seconds: float) -> None:
     """Submit PATH (a folder: the task's exercise files in it; or a .py, .ipynb or .zip file) to a contest
     server, wait for the grade and print the feedback the contest shows."""
+    if not token:
+        raise click.UsageError("give your contest token: --token TOKEN, or set GPTKIT_CONTEST_TOKEN")
     files = _files(path, task)
+    for f in files:
+        if f.stat().st_size == 0:
+            raise SubmitError(f"{f.name} is empty: save your work in it first (nothing was uploaded)")
+    body, kind = _multipart(files)
+    if len(body) > MAX_UPLOAD_BYTES:  # the server would refuse it (413), and may cut the connection mid-upload
+        raise SubmitError(f"{', '.join(f.name for f in files)}: {too_big(len(body))}, the contest's limit")
     me = _call(server, token, "/api/me")  # opens a personal window, as logging in on the web page does
     if me.get("phase") != "open":
-        raise SubmitError(f"your contest window is {me.get('phase')}: submissions are closed")
-    body, kind = _multipart(files)
+        raise SubmitError(me.get("closed") or f"your contest window is {me.get('phase')}: submissions are closed")
     accepted = _call(server, token, f"/submit/{task}", body, kind)
     click.echo(f"uploaded {', '.join(f.name for f in files)}: submission {accepted['id']}, queued", err=True)
     if no_wait:

@@ -21,6 +21,11 @@ MAX_FILES = 20  # files in one request
 NOTEBOOK = "submission.ipynb"
 
 
+def too_big(size: int) -> str:
+    """Why an upload of ``size`` bytes is refused (the server's 413 and `grade submit`'s check alike)."""
+    return f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB ({size / (1 << 20):.1f} MB)"
+
+
 class UploadError(ValueError):
     """An upload that is not a valid submission; the message is for the student."""
 
@@ -108,6 +113,8 @@ def check_upload(task: str, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
             )
         if name in kept:
             raise UploadError(f"{name} is uploaded twice")
+        if not data.strip():
+            raise UploadError(f"{name} is empty: upload the file with your work in it")
         try:
             data.decode("utf-8")
         except UnicodeDecodeError:

@@ -8,13 +8,15 @@
 
 from __future__ import annotations
 
-import re
+import difflib
 from pathlib import Path
 
 import click
 
 from grader.milestones import GRADABLE
 from grader.paper.config import PAPER_FILE, RULES, SECRET_FILE, Paper, PaperFileError, load
+
+ROSTER = "roster.csv"  # beside paper.toml, as beside contest.toml: the students --student must be one of
 
 
 class PaperCommandError(click.ClickException):
@@ -69,6 +71,38 @@ def summary(sheet: Paper, folder: Path) -> str:
     return "\n".join(lines)
 
 
+def on_roster(student: str, roster: Path) -> str:
+    """``student`` as the roster spells it: the same id but for letter case and spaces (``student_key``, which
+    the seed is drawn from); a name not on it is refused, with the roster's closest names."""
+    from grader.contest.roster import RosterError, read_roster
+    from grader.paper.variants import student_key
+
+    try:
+        names = read_roster(roster)
+    except RosterError as e:
+        raise PaperCommandError(str(e)) from None
+    by_key: dict[str, str] = {}
+    for name in names:
+        if student_key(name) in by_key:  # one seed for two students: they would share their numbers
+            raise PaperCommandError(
+                f"{roster}: {by_key[student_key(name)]!r} and {name!r} differ only in letter case or spaces, so they "
+                "would get the same numbers: tell them apart on the roster"
+            )
+        by_key[student_key(name)] = name
+    if student_key(student) in by_key:
+        return by_key[student_key(student)]
+    close = difflib.get_close_matches(student_key(student), list(by_key), n=3, cutoff=0.6)
+    hint = (
+        "did you mean " + " or ".join(repr(by_key[k]) for k in close) + "?"
+        if close
+        else f"no name there is close to it ({len(names)} students)"
+    )
+    raise PaperCommandError(
+        f"--student {student!r} is not on the roster {roster}: {hint} A name not on the roster would get numbers "
+        "that no contest grades; give --roster for another roster"
+    )
+
+
 @paper.command()
 @click.argument("path", metavar="PAPER", type=click.Path(path_type=Path))
 @click.option("--student", help="The student's id (as on the roster): their numbers. Without: the lesson's.")
@@ -83,10 +117,23 @@ def summary(sheet: Paper, folder: Path) -> str:
     help=f"The paper's secret, from which each student's numbers are drawn (default: PAPER/{SECRET_FILE}; "
     "made, owner-only, when missing).",
 )
+@click.option(
+    "--roster",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help=f"The roster (a CSV with a student column, as a contest's) --student must be on (default: PAPER/{ROSTER} "
+    "if there is one; without a roster the name is not checked).",
+)
 @click.option("--force", is_flag=True, help="Overwrite the notebook if it exists.")
-def render(path: Path, student: str | None, out: Path | None, secret_file: Path | None, force: bool = False) -> None:
+def render(
+    path: Path,
+    student: str | None,
+    out: Path | None,
+    secret_file: Path | None,
+    roster: Path | None = None,
+    force: bool = False,
+) -> None:
     """Write the notebook of PAPER for one student: the rules, then each part's statement and cells."""
-    from grader.paper.render import RenderError, build, write
+    from grader.paper.render import RenderError, build, notebook_name, write
     from grader.paper.variants import read_or_make_secret, seed_of
 
     sheet = _load(path)
@@ -95,6 +142,14 @@ def render(path: Path, student: str | None, out: Path | None, secret_file: Path 
         student = student.strip()
         if not student or len(student) > 100 or not student.isprintable():
             raise PaperCommandError("--student should be the student's id: printable, 1 to 100 characters")
+        roster = roster or (_folder(path) / ROSTER if (_folder(path) / ROSTER).is_file() else None)
+        if roster is not None:
+            student = on_roster(student, roster)
+        else:
+            click.echo(
+                f"note: no roster ({_folder(path) / ROSTER}, or --roster): {student!r} is not checked against one",
+                err=True,
+            )
         secret_path = secret_file or _folder(path) / SECRET_FILE
         made = not secret_path.exists()
         try:
@@ -110,8 +165,7 @@ def render(path: Path, student: str | None, out: Path | None, secret_file: Path 
                 err=True,
             )
         seed = seed_of(secret, sheet.id, student)
-    name = re.sub(r"[^\w.-]", "_", student) if student is not None else "lesson"
-    out = out or Path(f"{sheet.id}-{name}.ipynb")
+    out = out or Path(notebook_name(sheet.id, student))
     if out.exists() and not force:
         raise PaperCommandError(f"{out} exists: choose another --out, or --force to overwrite it")
     try:

@@ -301,7 +301,11 @@ class Session:
         if policy is None:
             policy = Feedback.FULL if attempt.why in ("late", "ended") else self.policy()
         guarded = {} if self.over else guarded_tasks(self.contest)
-        return filter_report(self.contest, attempt.report or {}, policy, guarded)
+        view = filter_report(self.contest, attempt.report or {}, policy, guarded)
+        if "tasks" in view:  # the report lists them in the lesson's order; the student reads the paper's
+            order = {p.id: i for i, p in enumerate(self.paper.parts)}
+            view["tasks"] = sorted(view["tasks"], key=lambda t: order.get(t["id"], len(order)))
+        return view
 
     def attempt_lines(self, attempt: Attempt) -> list[str]:
         """What to print after ``attempt``: the visible feedback, whether it counts, the time left."""

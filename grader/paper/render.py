@@ -14,6 +14,7 @@ from __future__ import annotations
 import ast
 import importlib
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,13 @@ def build(paper: Paper, student: str | None = None, seed: int | None = None, pro
         "nbformat": 4,
         "nbformat_minor": 5,
     }
+
+
+def notebook_name(paper_id: str, student: str | None) -> str:
+    """The file name of ``student``'s notebook of the paper (the lesson's without one): what ``grade paper render``
+    writes and a contest on the paper hands out, one name for one notebook."""
+    name = re.sub(r"[^\w.-]", "_", student.strip()) if student is not None else "lesson"
+    return f"{paper_id}-{name}.ipynb"
 
 
 def write(notebook: dict, path: Path) -> None:

@@ -42,6 +42,11 @@ class Sitting:
             raise SittingError(f"this paper's notebook has no part {', '.join(extra)}; its parts are {', '.join(ids)}")
         return [m for m in ids if m in chosen]
 
+    def order(self, milestones: list[str]) -> list[str]:
+        """``milestones`` in the paper's order (those that are not its parts last, as given)."""
+        ids = [p.id for p in self.parts]
+        return [m for m in ids if m in milestones] + [m for m in milestones if m not in ids]
+
     @property
     def variant(self) -> Variant:
         return Variant(self.seed)
@@ -126,6 +131,18 @@ def sitting_of(path: Path) -> Sitting | None:
     if paper is None:
         return None
     return parse(paper, f"{path}: metadata gptkit.paper")
+
+
+def paper_of(report: Report) -> Sitting | None:
+    """The paper a report was graded on, where it says so itself: its submission is a paper's notebook, graded
+    with that notebook's numbers on some of its parts. None for anything else (a folder, a lesson grading)."""
+    try:
+        sitting = sitting_of(Path(report.submission))
+    except SittingError:
+        return None
+    if sitting is None or report.variant != sitting.seed or not report.milestones:
+        return None
+    return sitting if set(report.milestones) <= {p.id for p in sitting.parts} else None
 
 
 def parse(paper: object, where: str = "gptkit.paper") -> Sitting:

@@ -1,8 +1,9 @@
 """Per-student variants: the numbers in a paper's questions, drawn from a seed that only the coach can derive.
 
-A student's seed is HMAC-SHA256(secret, paper id + NUL + student id): neighbours get different numbers, and
-without the secret nobody can compute anyone's. Each question draws from its own generator, seeded by the
-student's seed and the question's id, so adding or reordering questions changes no other question's numbers.
+A student's seed is HMAC-SHA256(secret, paper id + NUL + student id), the id case-folded and stripped
+(``student_key``): neighbours get different numbers, and without the secret nobody can compute anyone's. Each
+question draws from its own generator, seeded by the student's seed and the question's id, so adding or
+reordering questions changes no other question's numbers.
 With no seed (a student grading alone, the release) every question keeps the lesson's numbers.
 """
 
@@ -21,9 +22,17 @@ from typing import Any
 SECRET_BYTES = 32
 
 
+def student_key(student: str) -> str:
+    """The student's id as their seed is drawn from it: without surrounding spaces, inner runs of spaces as one,
+    case-folded, so that "Ada Lovelace", "ada lovelace" and " Ada  Lovelace " are one student with one seed.
+    An id that is already so ("alice", "ada lovelace") keeps the seed it had before ids were normalised."""
+    return " ".join(student.split()).casefold()
+
+
 def seed_of(secret: str, paper: str, student: str) -> int:
-    """The student's seed for ``paper``: 63 bits of the HMAC, an int any JSON or TOML holds."""
-    digest = hmac.new(secret.encode(), f"{paper}\0{student}".encode(), hashlib.sha256).digest()
+    """The student's seed for ``paper``: 63 bits of the HMAC, an int any JSON or TOML holds. Every seed comes
+    from here (a render, ``grade check --paper --student``, the contest server), by ``student_key``."""
+    digest = hmac.new(secret.encode(), f"{paper}\0{student_key(student)}".encode(), hashlib.sha256).digest()
     return int.from_bytes(digest[:8], "big") >> 1
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checks import fail, index_text, observed, tensor
+from .checks import fail, finite, index_text, observed, tensor
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
 Perturb = Callable[[torch.Tensor, int], torch.Tensor]
@@ -44,7 +44,10 @@ def token_perturbation(vocab: int) -> Perturb:
 
 
 def _out(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str) -> torch.Tensor:
-    return tensor(forward(x), what, shape)
+    """The output, which must be finite: every comparison with NaN is False, so NaN would pass as no change."""
+    out = tensor(forward(x), what, shape)
+    finite(out, what, ("batch", "position", "channel"))
+    return out
 
 
 def no_future_leak(

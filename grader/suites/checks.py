@@ -8,6 +8,7 @@ code returned in the worker.
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, NoReturn, TypeVar
 
@@ -113,6 +114,8 @@ def index_text(index: Sequence[int], axes: Sequence[str]) -> str:
 def finite(value: torch.Tensor, what: str, axes: Sequence[str] = BTC, hint: str = "") -> None:
     bad = ~torch.isfinite(value)
     if bad.any():
+        if value.dim() == 0:
+            fail(f"{what} is {value.item()}, not a finite number" + (f"; {hint}" if hint else ""))
         index = tuple(int(i) for i in bad.nonzero()[0])
         fail(
             f"{what} holds {value[index].item()} at {index_text(index, axes)} ({int(bad.sum())} non-finite values)"
@@ -166,13 +169,21 @@ def number(value: Any, what: str, integer: bool = False) -> float:
             f"{what} should be a plain Python {'int' if integer else 'number'}, but your code returned "
             f"{describe(value)}" + (": use .item() on a tensor" if isinstance(value, torch.Tensor) else "")
         )
-    if integer and not float(value).is_integer():
+    if isinstance(value, float) and not math.isfinite(value):
+        fail(f"{what} should be a finite number, but it is {value!r}")
+    if integer and isinstance(value, float) and not value.is_integer():  # float(an int) may overflow
         fail(f"{what} should be a whole number (a count), but it is {value!r}")
     return value
 
 
+def differs(got: float, want: float, tol: float) -> bool:
+    """``got`` is not within ``tol`` of ``want``. Written so that NaN differs from everything: every comparison
+    with NaN is False, so ``abs(got - want) > tol`` would let a NaN pass."""
+    return not abs(got - want) <= tol
+
+
 def relative_close(actual: float, expected: float, what: str, rtol: float, hint: str = "") -> None:
-    if abs(actual - expected) > rtol * abs(expected):
+    if differs(actual, expected, rtol * abs(expected)):
         fail(
             f"{what} is {actual:.6g}, expected {expected:.6g} (within {rtol:.0e} relative)"
             + (f"; {hint}" if hint else "")

@@ -44,6 +44,11 @@ def describe(value: Any) -> str:
     return f"a {type(value).__name__} ({shown(value)})"
 
 
+# Where an unanswered question is, in the quiz and kvmemory alike: its comment is just above it, in the exercise
+# file or, in a paper's notebook (grade paper render), in the same cell.
+ABOVE = "the question is in the comment just above it"
+
+
 @dataclass(frozen=True)
 class Verdict:
     """How an answer fared: ``correct``; ``unanswered`` when it is still ``None``; else ``message`` says why not."""

@@ -123,6 +123,18 @@ BUGGY = [
         (MERGE, "out = out.contiguous().view(B, T, d)"),
     ),
     bug("m1-softmax-over-queries", "m1", "dim=-1", M1, (SOFTMAX, "weights = F.softmax(scores, dim=-2)")),
+    # over a leading axis: dim 0 or -3 is the batch or the heads for batched inputs (3-D: the same axis), and
+    # dim=1 is the keys for 2-D inputs, the queries for 3-D ones and the heads for 4-D ones
+    bug("m1-softmax-over-dim0", "m1", "dim=0", M1, (SOFTMAX, "weights = F.softmax(scores, dim=0)")),
+    bug("m1-softmax-over-dim-3", "m1", "dim=-3", M1, (SOFTMAX, "weights = F.softmax(scores, dim=-3)")),
+    bug("m1-softmax-over-dim1", "m1", "dim=1", M1, (SOFTMAX, "weights = F.softmax(scores, dim=1)")),
+    bug(
+        "m1-scores-divided-by-d_k",
+        "m1",
+        "divided by d_k, not sqrt(d_k)",
+        M1,
+        (SCALE, "scores = q @ k.transpose(-2, -1) / d_k"),
+    ),
     bug(
         "m1-diagonal-masked",
         "m1",

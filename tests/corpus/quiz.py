@@ -10,6 +10,8 @@ BUGGY = [
     bug("block-without-biases", "quiz", "add the biases", QUIZ, ("Q5 = 198_272", "Q5 = 196_608")),
     bug("chinchilla-without-20", "quiz", "D = 20 N is missing", QUIZ, ("Q7 = 1e10", "Q7 = 4.47e10")),
     bug("not-a-number", "quiz", "should be a number", QUIZ, ("Q6 = 51_463_168", 'Q6 = "about 51 million"')),
+    # every comparison with NaN is False: a NaN answer must not pass a tolerance test
+    bug("nan-answer", "quiz", "should be a finite number", QUIZ, ("Q5 = 198_272", 'Q5 = float("nan")')),
 ]
 
 CORRECT = [

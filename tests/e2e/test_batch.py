@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from grader.batch.discover import discover, unpacked
-from grader.fingerprint import ROOT_VARIABLE
+from grader.batch.discover import NOTHING_TO_GRADE, FoundSubmission, discover, unpacked
+from grader.batch.gradebook import EMPTY, Gradebook
+from grader.fingerprint import ROOT_VARIABLE, fingerprint_of
 from helpers import EXERCISES, REPO, SOLUTIONS, cli
 
 QUICK = ("-m", "m1", "-m", "m4")
@@ -81,6 +82,34 @@ def committed(db: Path) -> int:
         return 0
 
 
+def m4_report(score: float) -> dict:
+    """A report of m4 alone, worth 9 points, ``score`` of them won (what Gradebook.record stores)."""
+    checks = [
+        {"name": name, "score": score / 2, "max_score": 4.5, "passed": score == 9, "message": "", "seconds": 0.1}
+        for name in ("each new token is the argmax", "stops at max_new_tokens")
+    ]
+    return {
+        "score": score,
+        "max_score": 9,
+        "seconds": 1.0,
+        "protections": [],
+        "milestones": [{"id": "m4", "checks": checks}],
+    }
+
+
+def graded_already(db: Path, root: Path, kit: Path, students: dict[str, float]) -> None:
+    """Record each of ``students`` (name: m4 score) as graded on m4 by the grader in ``kit`` from the files in
+    ``root/NAME`` now (a name without a folder: from files since removed), so that a batch grades none again."""
+    book = Gradebook(db)
+    try:
+        for name, score in students.items():
+            folder = root / name
+            digest = FoundSubmission(name, folder).digest() if folder.exists() else "gone"
+            book.record(name, str(folder), digest, "0.2.0", ["m4"], m4_report(score), fingerprint=fingerprint_of(kit))
+    finally:
+        book.close()
+
+
 # ---------------------------------------------------------------- finding submissions
 
 
@@ -94,6 +123,34 @@ def test_discovers_folders_notebooks_zips(tmp_path):
     (root / ".hidden").mkdir()
     found = {f.student: f.path.relative_to(root).as_posix() for f in discover(root)}
     assert found == {"alice": "alice", "bob": "bob/inner", "carol": "carol.ipynb", "dave": "dave.zip"}
+
+
+def test_a_students_folder_with_nothing_to_grade_is_found_with_why(tmp_path):
+    """No student is silently lost: each folder is a student's, and one that holds nothing to grade says why.
+    Other files (notes, the gradebook) and hidden or private names are not students."""
+    root = tmp_path / "class"
+    reference(root / "alice")
+    (root / "empty").mkdir()
+    (root / "readme").mkdir()
+    (root / "readme" / "README.md").write_text("my work is on my laptop")
+    (root / "two_notebooks").mkdir()
+    for name in ("a", "b"):
+        notebook_of(SOLUTIONS, root / "two_notebooks" / f"{name}.ipynb")
+        reference(root / "two_folders" / name)
+    for name in (".git", "_private", "__MACOSX"):
+        (root / name).mkdir()
+    (root / "notes.txt").write_text("not a student")
+    (root / "grades.sqlite").write_bytes(b"")
+    found = {f.student: f.problem for f in discover(root, empty=True)}
+    assert found == {
+        "alice": None,
+        "empty": f"{NOTHING_TO_GRADE} (the folder is empty)",
+        "readme": f"{NOTHING_TO_GRADE} (it holds only README.md)",
+        "two_notebooks": f"{NOTHING_TO_GRADE} (2 notebooks (a.ipynb, b.ipynb): which one is the submission?)",
+        "two_folders": f"{NOTHING_TO_GRADE} (2 folders (a/, b/): which one is the submission?)",
+    }, found
+    assert NOTHING_TO_GRADE.startswith("no exercise file (m1_attention.py"), NOTHING_TO_GRADE
+    assert [f.student for f in discover(root)] == ["alice"], "without empty=True: the submissions alone"
 
 
 def test_discovers_nbgrader_layout(tmp_path):
@@ -143,20 +200,47 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     assert "1 graded, 3 already" in proc.stderr, proc.stderr
     assert rows(db)["bob"]["score"] == 9 and rows(db)["alice"] == first["alice"]
 
+    # Regrading m4 alone keeps each student's m1 results: the same files, the same grader.
     proc = batch(str(root), "--regrade", "-m", "m4")
-    assert "4 graded, 0 already" in proc.stderr and rows(db)["alice"]["max_score"] == 9, proc.stderr
+    assert "4 graded, 0 already" in proc.stderr and "note:" not in proc.stderr, proc.stderr
+    regraded = rows(db)
+    assert {s: (r["score"], r["max_score"], json.loads(r["milestones"])) for s, r in regraded.items()} == {
+        "alice": (36, 36, ["m1", "m4"]),
+        "bob": (9, 36, ["m1", "m4"]),
+        "carol": (36, 36, ["m1", "m4"]),
+        "dave": (36, 36, ["m1", "m4"]),
+    }, regraded
+    assert all(r["checks_stored"] == r["n_checks"] == first[s]["n_checks"] for s, r in regraded.items())
+    proc = batch(str(root), "-m", "m4")
+    assert "0 graded, 4 already" in proc.stderr, "m4 is current in grades that cover m1 and m4"
 
     out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
     proc = cli("export", str(db), "--csv", str(out), "--gradescope", str(gradescope))
     assert proc.returncode == 0, proc.stderr
-    assert out.read_text().splitlines()[:2] == ["student,score,max_score,status,m4", "alice,9.0,9.0,graded,9.0"]
+    assert out.read_text().splitlines()[:3] == [
+        "student,score,max_score,status,m1,m4",
+        "alice,36.0,36.0,graded,27.0,9.0",
+        "bob,9.0,36.0,graded,0.0,9.0",
+    ]
     results = json.loads((gradescope / "bob" / "results.json").read_text())
-    assert results["score"] == 9 and all(t["tags"] == ["m4"] and t["status"] == "passed" for t in results["tests"])
+    m4 = [t for t in results["tests"] if t["tags"] == ["m4"]]
+    assert results["score"] == 9 and m4 and all(t["status"] == "passed" for t in m4), results
+    assert {t["tags"][0] for t in results["tests"]} == {"m1", "m4"}, results
 
     proc = cli("report", str(db), "--png", str(tmp_path / "charts"))
     assert proc.returncode == 0 and "4 submissions, 4 graded" in proc.stdout, proc.stderr
     for chart in ("score-distribution.png", "check-failure-rates.png"):
         assert (tmp_path / "charts" / chart).read_bytes().startswith(b"\x89PNG")
+
+    # Files changed since: their m1 results are stale, not carried over, and the batch says so.
+    (root / "bob" / "m4_generate.py").write_text((SOLUTIONS / "m4_generate.py").read_text() + "\n# edited\n")
+    proc = batch(str(root), "-m", "m4")
+    assert "1 graded, 3 already" in proc.stderr, proc.stderr
+    assert (
+        "note: 1 student's grade now covers only m4 (bob): 1 changed their files since the other milestones "
+        "were graded, so those results were not carried over" in proc.stderr
+    ), proc.stderr
+    assert (rows(db)["bob"]["score"], rows(db)["bob"]["max_score"]) == (9, 9)
 
 
 @pytest.mark.slow
@@ -233,6 +317,112 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(tmp_path):
     rerun = batch(str(root), "--workers", "1", "-m", "m1")
     assert rerun.returncode == 0 and f"{4 - saved} graded, {saved} already" in rerun.stderr, rerun.stderr
     assert len(rows(db)) == 4
+
+
+def test_batch_records_the_students_with_nothing_to_grade(tmp_path, pinned_grader):
+    """An empty folder, or one with a README alone, is a row with 0 points of the class's 9, its error saying why,
+    listed by the batch's summary, the CSV and the report; a rerun adds no attempt for it."""
+    root = tmp_path / "class"
+    reference(root / "alice")
+    (root / "empty").mkdir()
+    (root / "readme").mkdir()
+    (root / "readme" / "README.md").write_text("my work is on my laptop")
+    db = root / "grades.sqlite"
+    graded_already(db, root, pinned_grader, {"alice": 9})
+    proc = batch(str(root), "-m", "m4")
+    assert proc.returncode == 0 and "0 graded, 1 already" in proc.stderr, proc.stderr
+    assert (
+        f"2 students with nothing to grade, recorded with 0 points (status '{EMPTY}'): "
+        f"empty: {NOTHING_TO_GRADE} (the folder is empty); readme: {NOTHING_TO_GRADE} (it holds only README.md)"
+    ) in proc.stderr, proc.stderr
+    book = rows(db)
+    assert {s: (r["status"], r["score"], r["max_score"]) for s, r in book.items()} == {
+        "alice": ("graded", 9, 9),
+        "empty": (EMPTY, 0, 9),
+        "readme": (EMPTY, 0, 9),
+    }, book
+    assert book["empty"]["error"] == f"{NOTHING_TO_GRADE} (the folder is empty)"
+
+    out = tmp_path / "grades.csv"
+    proc = cli("export", str(db), "--csv", str(out))
+    assert proc.returncode == 0 and "(3 submissions)" in proc.stderr, proc.stderr
+    assert out.read_text().splitlines()[1:] == [
+        "alice,9.0,9.0,graded,9.0",
+        f"empty,0.0,9.0,{EMPTY},",
+        f"readme,0.0,9.0,{EMPTY},",
+    ]
+    proc = cli("report", str(db))
+    assert "3 submissions, 1 graded, 0 with errors, 2 with nothing to grade (empty, readme)" in proc.stdout, proc.stdout
+
+    assert batch(str(root), "-m", "m4").returncode == 0
+    with sqlite3.connect(db) as con:
+        assert con.execute("SELECT COUNT(*) FROM attempts WHERE student = 'empty'").fetchone() == (1,), (
+            "nothing changed: no new attempt"
+        )
+    con.close()
+
+
+def test_batch_says_which_students_of_the_gradebook_have_no_submission_any_more(tmp_path, pinned_grader):
+    """A student whose folder was removed keeps their row (nothing is lost), and the batch says so."""
+    root = tmp_path / "class"
+    reference(root / "alice")
+    db = root / "grades.sqlite"
+    graded_already(db, root, pinned_grader, {"alice": 9, "bob": 4.5, "carol": 0})  # bob's and carol's folders: gone
+    proc = batch(str(root), "-m", "m4")
+    assert proc.returncode == 0 and "0 graded, 1 already" in proc.stderr, proc.stderr
+    assert (
+        f"note: 2 students in the gradebook have no submission in {root} any more: kept (bob, carol)" in proc.stderr
+    ), proc.stderr
+    proc = cli("export", str(db), "--csv", str(tmp_path / "grades.csv"))
+    assert [line.split(",")[0] for line in (tmp_path / "grades.csv").read_text().splitlines()[1:]] == [
+        "alice",
+        "bob",
+        "carol",
+    ], "their rows are kept"
+
+
+def in_group(pgid: int, text: str) -> bool:
+    """Whether a process of group ``pgid`` runs a command line holding ``text`` (Linux's /proc)."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+            if int(fields[2]) == pgid and text in (stat.parent / "cmdline").read_text():
+                return True
+        except (OSError, IndexError, ValueError):
+            continue  # a process that ended meanwhile
+    return False
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("when", ["while the workers start", "while grading"])
+def test_ctrl_c_in_a_terminal_prints_no_traceback(tmp_path, when):
+    """A terminal's Ctrl-C goes to every process of the batch: Python's fork server and the workers leave it to
+    the batch, which alone answers (no KeyboardInterrupt traceback from another process), and stops them all."""
+    root = tmp_path / "class"
+    for i in range(4):
+        reference(root / f"s{i}")
+    db = root / "grades.sqlite"
+    command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "2", "-m", "m1"]
+    proc = subprocess.Popen(
+        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (1 <= committed(db) < 4) if when == "while grading" else in_group(proc.pid, "multiprocessing.forkserver"):
+            break
+        time.sleep(0.05)
+    os.killpg(proc.pid, signal.SIGINT)  # what a terminal sends: to the whole process group
+    try:
+        _, stderr = proc.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        raise AssertionError("the batch did not stop within 60 s of Ctrl-C") from None
+    saved = committed(db)
+    assert saved < 4, "the interrupt came too late to test anything"
+    assert proc.returncode == 130 and "Traceback" not in stderr, stderr
+    assert f"interrupted: {saved} result{'s' * (saved != 1)} saved by this run" in stderr, stderr
+    time.sleep(1)
+    assert not in_group(proc.pid, "python"), "a process of the batch outlived it"
 
 
 @pytest.mark.parametrize("args,phrase", [(["--workers", "0"], "--workers"), ([], "no submissions found")])

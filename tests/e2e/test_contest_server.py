@@ -7,6 +7,7 @@ refusals, fast. The slow ones start the grading queue (the sandboxed batch path)
 from __future__ import annotations
 
 import csv
+import html
 import io
 import json
 import os
@@ -266,7 +267,8 @@ def test_a_browser_logs_in_uploads_and_sees_full_feedback(folder):
     page = client.get("/me").text
     assert "7.98 / 30" in page and "causal_mask(T) is the lower-triangular matrix of ones" in page
     bad = client.post("/submit/m1", files=[("files", ("notes.txt", b"hi", "text/plain"))])
-    assert bad.status_code == 400 and "<strong>400</strong>" in bad.text and "notes.txt" in bad.text
+    assert bad.status_code == 400 and "notes.txt" in bad.text
+    assert "400:" not in bad.text and "<strong>400</strong>" not in bad.text, "the page shows the message, not a code"
     assert "Refused at" in client.get("/me").text
     board = client.get("/scoreboard")
     assert board.status_code == 200 and "<td>ada</td>" in board.text
@@ -556,6 +558,9 @@ def test_a_student_downloads_their_own_notebook_of_the_paper(folder):
     meta = {who: r.json()["metadata"]["gptkit"]["paper"] for who, r in books.items()}
     assert meta["ada"]["student"] == "ada" and meta["ada"]["seed"] != meta["alan"]["seed"]
     assert "Q_NUM1" in json.dumps(books["ada"].json()["cells"])
+    assert books["ada"].headers["content-disposition"].startswith('attachment; filename="paper1-ada.ipynb"'), (
+        "the name `grade paper render` gives the notebook"
+    )
     assert client.get("/paper.ipynb", headers=auth(folder, "coach")).status_code == 403
 
 
@@ -585,3 +590,272 @@ def test_a_contest_on_a_paper_grades_a_filled_notebook_with_the_students_own_num
     assert tasks["alan"]["score"] < 20
     failed = [c["name"] for c in tasks["alan"]["checks"] if not c["passed"]]
     assert failed and all("Q_NUM" in name for name in failed), failed
+
+
+# --- The coach's changes are checked before they are stored ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("minutes", ["nan", "NaN", "inf", "-inf"])
+def test_extending_by_a_value_that_is_not_a_number_is_400_and_stores_nothing(folder, minutes):
+    client = TestClient(create_app(folder, Clock()))
+    coach = auth(folder, "coach")
+    extend = client.post("/coach/extend", data={"minutes": minutes}, headers=coach)
+    assert extend.status_code == 400 and extend.json()["detail"] == "minutes must be a number"
+    extra = client.post("/coach/extra-time", data={"student": "ada", "minutes": minutes}, headers=coach)
+    assert extra.status_code == 400 and extra.json()["detail"] == "minutes must be a number"
+    assert Store(folder).setting("extend_minutes") is None and Store(folder).extra_minutes() == {}
+    assert client.get("/api/me", headers=auth(folder, "ada")).status_code == 200
+
+
+def test_a_bad_stored_extension_is_ignored_and_every_page_still_answers(folder, caplog):
+    """A value an older server stored (or a hand edit) must not take the contest down, now or after a restart."""
+    Store(folder).set_setting("extend_minutes", "nan")
+    client = TestClient(create_app(folder, Clock()))
+    ada, coach = auth(folder, "ada"), auth(folder, "coach")
+    for path, who in [("/me", ada), ("/api/me", ada), ("/scoreboard", ada), ("/coach", coach), ("/api/coach", coach)]:
+        assert client.get(path, headers=who).status_code == 200, path
+    assert client.get("/api/me", headers=ada).json()["remaining_seconds"] == 50 * 60  # the window as in the file
+    assert "ignoring the stored extension 'nan'" in caplog.text
+    assert client.post("/coach/extend", data={"minutes": "5"}, headers=coach).json()["extend_minutes"] == 5
+
+
+def test_a_negative_extension_that_would_empty_the_window_is_refused(folder):
+    client = TestClient(create_app(folder, Clock()))
+    coach = auth(folder, "coach")
+    refused = client.post("/coach/extend", data={"minutes": "-1000"}, headers=coach)
+    assert refused.status_code == 400 and "end at or before its start" in refused.json()["detail"]
+    assert client.post("/coach/extend", data={"minutes": "-60"}, headers=coach).status_code == 400  # exactly empty
+    assert Store(folder).setting("extend_minutes") is None
+    assert client.post("/coach/extend", data={"minutes": "-5"}, headers=coach).json()["extend_minutes"] == -5
+    assert client.get("/api/me", headers=auth(folder, "ada")).json()["remaining_seconds"] == 45 * 60
+
+
+def test_negative_extra_time_that_would_empty_a_students_window_is_refused(folder):
+    client = TestClient(create_app(folder, Clock()))
+    coach = auth(folder, "coach")
+    refused = client.post("/coach/extra-time", data={"student": "ada", "minutes": "-100"}, headers=coach)
+    assert refused.status_code == 400 and "ada's window would end at or before its start" in refused.json()["detail"]
+    assert Store(folder).extra_minutes() == {}
+    fine = client.post("/coach/extra-time", data={"student": "ada", "minutes": "-10"}, headers=coach)
+    assert fine.status_code == 200 and fine.json()["added_minutes"] == -10
+    # the window and ada's extra time together: shortening the window by 55 min leaves ada none
+    assert client.post("/coach/extend", data={"minutes": "-55"}, headers=coach).status_code == 400
+
+
+def test_a_wrong_bearer_token_is_told_so_and_no_token_is_asked_to_log_in(folder):
+    from grader.contest.server import UNKNOWN_TOKEN
+
+    client = TestClient(create_app(folder, Clock()))
+    wrong = client.get("/api/me", headers={"Authorization": "Bearer WRONG"})
+    assert wrong.status_code == 401 and wrong.json()["detail"] == UNKNOWN_TOKEN
+    assert client.get("/api/me").json()["detail"] == "log in with your contest token first"
+    form = client.post("/login", data={"token": "WRONG"})
+    assert form.status_code == 401 and UNKNOWN_TOKEN.capitalize() in html.unescape(form.text)
+
+
+# --- Uploads: empty files, big files, and what `grade submit` says ------------------------------------------------
+
+
+@pytest.fixture
+def live(folder):
+    """The app on loopback (uvicorn in a thread, no grading) with a clock the test sets: for `grade submit`."""
+    import threading
+
+    import uvicorn
+
+    clock = Clock()
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(folder, clock), host="127.0.0.1", port=port, lifespan="off", log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 10
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "the test server did not start"
+    yield f"http://127.0.0.1:{port}", clock
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def grade_submit(*args: str, token: str | None = None):
+    from grader.contest.submit import submit
+
+    env = {"GPTKIT_CONTEST_TOKEN": token} if token else {}
+    return CliRunner().invoke(submit, list(args), env=env)
+
+
+def test_an_empty_exercise_file_is_refused_and_costs_no_submission(folder):
+    client = TestClient(create_app(folder, Clock()))
+    empty = upload(client, folder, "ada", "m2", [("m2_model.py", b"")])
+    assert empty.status_code == 400 and empty.json()["detail"].startswith("m2_model.py is empty")
+    tasks = client.get("/api/me", headers=auth(folder, "ada")).json()["tasks"]
+    assert next(t for t in tasks if t["id"] == "m2")["used"] == 0
+    m2 = [("m2_model.py", (SOLUTIONS / "m2_model.py").read_bytes())]
+    assert upload(client, folder, "ada", "m2", m2).status_code == 202, "the one m2 submission is still there"
+    with pytest.raises(UploadError, match="m1_attention.py is empty"):
+        check_upload("m1", [("w.zip", zipped({"m1_attention.py": b""}))])
+
+
+def test_grade_submit_refuses_an_empty_file_before_uploading(tmp_path):
+    (tmp_path / "m2_model.py").write_bytes(b"")
+    result = grade_submit(str(tmp_path), "--server", "http://127.0.0.1:9", "-m", "m2", token="t")
+    assert result.exit_code == 2 and "m2_model.py is empty" in result.output, result.output
+
+
+def test_grade_submit_refuses_a_file_over_the_limit_before_uploading(tmp_path):
+    from grader.contest.uploads import MAX_UPLOAD_BYTES
+
+    big = tmp_path / "m1_attention.py"
+    big.write_bytes(b"#" * (MAX_UPLOAD_BYTES + 1))
+    result = grade_submit(str(big), "--server", "http://127.0.0.1:9", "-m", "m1", token="t")
+    assert result.exit_code == 2 and f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB" in result.output
+    assert "cannot reach" not in result.output, "a refusal the client can foresee is not a network error"
+
+
+def test_the_servers_413_names_the_limit(folder):
+    from grader.contest.uploads import MAX_UPLOAD_BYTES
+
+    client = TestClient(create_app(folder, Clock()))
+    big = upload(client, folder, "ada", "m1", [("m1_attention.py", b"#" * (MAX_UPLOAD_BYTES + 1))])
+    assert big.status_code == 413 and f"over {MAX_UPLOAD_BYTES >> 20} MB" in big.json()["detail"]
+
+
+def test_grade_submit_passes_on_the_servers_reason_when_the_window_is_closed(folder, live):
+    url, clock = live
+    clock.now = START - timedelta(minutes=5)
+    early = grade_submit(str(SOLUTIONS), "--server", url, "-m", "m1", token=tokens(folder)["ada"])
+    assert early.exit_code == 2 and "has not started: it opens at 2026-03-14T09:00" in early.output, early.output
+    clock.now = START + timedelta(minutes=61)
+    late = grade_submit(str(SOLUTIONS), "--server", url, "-m", "m1", token=tokens(folder)["ada"])
+    assert "your contest window has ended: submissions are closed" in late.output, late.output
+    assert " is ended" not in late.output and " is not started" not in early.output
+
+
+def test_grade_submit_with_a_wrong_token_is_told_the_token_is_unknown(folder, live):
+    from grader.contest.server import UNKNOWN_TOKEN
+
+    url, _ = live
+    result = grade_submit(str(SOLUTIONS), "--server", url, "-m", "m1", "--token", "WRONG")
+    assert result.exit_code == 2 and f"(401): {UNKNOWN_TOKEN}" in result.output, result.output
+
+
+def test_grade_submit_help_says_the_token_may_come_from_the_environment():
+    result = grade_submit("--help")
+    assert "GPTKIT_CONTEST_TOKEN" in result.output and "[required]" not in result.output.split("--token")[1][:200]
+    missing = grade_submit(".", "--server", "http://127.0.0.1:9", "-m", "m1")
+    assert missing.exit_code == 2 and "GPTKIT_CONTEST_TOKEN" in missing.output
+
+
+# --- The pages on a phone, the freeze on the coach's page, and less noise -------------------------------------------
+
+
+def tables_in_scroll_boxes(page: str) -> bool:
+    """Every <table> of the page sits directly in a <div class="scroll"> (overflow-x: auto): none runs off a phone."""
+    return page.count("<table") == len(re.findall(r'<div class="scroll"[^>]*>\s*(?:\{[^}]*\}\s*)?<table', page))
+
+
+def test_every_table_scrolls_in_its_own_box_and_times_are_short(folder):
+    clock = Clock()
+    client = TestClient(create_app(folder, clock))
+    ada, coach = auth(folder, "ada") | {"Accept": "text/html"}, auth(folder, "coach") | {"Accept": "text/html"}
+    sid = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    report = json.loads((REPO / "tests" / "unit" / "data" / "graded-m1-m2.json").read_text())
+    assert Store(folder).finish(sid, clock.now, report)
+    for path, who in [("/me", ada), ("/scoreboard", ada), ("/coach", coach), ("/scoreboard", coach)]:
+        page = client.get(path, headers=who).text
+        assert "<table" in page and tables_in_scroll_boxes(page), f"{path}: a table outside a scroll box"
+        assert "+00:00<" not in page and "T09:10:00+00:00</td>" not in page, f"{path}: a raw ISO time is shown"
+    me = client.get("/me", headers=ada).text
+    assert '<time datetime="2026-03-14T09:10:00+00:00" title="2026-03-14T09:10:00+00:00">09:10:00 UTC</time>' in me
+    assert '<strong class="nowrap">7.98 / 30</strong>' in me
+    css = (REPO / "grader" / "templates" / "contest" / "base.html").read_text()
+    assert ".scroll { overflow-x: auto;" in css and "white-space: nowrap" in css
+
+
+def test_a_time_on_another_day_shows_its_date():
+    from grader.contest.server import _clock
+
+    now = datetime(2026, 12, 1, 13, 40, tzinfo=timezone.utc)
+    assert ">13:40:00 UTC<" in _clock("2026-12-01T13:40:00+00:00", now)
+    assert ">12-02 09:00 UTC<" in _clock("2026-12-02T10:00:00+01:00", now)
+    assert _clock(None, now) == "" and _clock("soon", now) == "soon"
+
+
+FROZEN_CONTEST = CONTEST.replace('mode = "public"', 'mode = "frozen"\nfreeze_minutes = 15')
+
+
+def test_the_coach_sees_the_scheduled_freeze_coming_and_in_effect(folder):
+    (folder / "contest.toml").write_text(FROZEN_CONTEST)
+    clock = Clock(minutes=30)
+    client = TestClient(create_app(folder, clock))
+    coach = auth(folder, "coach")
+    coming = client.get("/api/coach", headers=coach).json()["freeze"]
+    assert not coming["frozen"] and coming["scheduled"] == "2026-03-14T09:45:00+00:00"
+    assert "freezes at" in client.get("/coach", headers=coach).text
+    clock.now = START + timedelta(minutes=50)
+    assert client.get("/api/scoreboard", headers=auth(folder, "ada")).json()["frozen_at"]
+    freeze = client.get("/api/coach", headers=coach).json()["freeze"]
+    assert freeze == {
+        "frozen": True,
+        "at": "2026-03-14T09:45:00+00:00",
+        "by": "schedule",
+        "lifts": "2026-03-14T10:00:00+00:00",
+        "scheduled": None,
+    }
+    page = html.unescape(client.get("/coach", headers=coach).text)
+    assert "frozen as of" in page and "scheduled freeze" in page and "it lifts at" in page and "Unfreeze" in page
+
+
+def test_unfreeze_lifts_the_scheduled_freeze_for_the_students(folder):
+    (folder / "contest.toml").write_text(FROZEN_CONTEST)
+    clock = Clock(minutes=50)
+    client = TestClient(create_app(folder, clock))
+    coach, ada = auth(folder, "coach"), auth(folder, "ada")
+    late = upload(client, folder, "alan", "m1", reference()).json()["id"]
+    report = {"milestones": [{"id": "m1", "title": "t", "score": 27, "max_score": 27, "checks": []}]}
+    assert Store(folder).finish(late, clock.now, report)
+    frozen = client.get("/api/scoreboard", headers=ada).json()
+    assert frozen["frozen_at"] and all(r["total"] == 0 for r in frozen["rows"])
+    lifted = client.post("/coach/unfreeze", headers=coach).json()
+    assert lifted["frozen_at"] is None and not lifted["freeze"]["frozen"]
+    board = client.get("/api/scoreboard", headers=ada).json()
+    assert board["frozen_at"] is None and board["rows"][0] == {**board["rows"][0], "student": "alan", "total": 30}
+    assert client.post("/coach/freeze", headers=coach).json()["freeze"]["by"] == "coach", "a hand freeze still works"
+    assert client.get("/api/scoreboard", headers=ada).json()["frozen_at"]
+
+
+def test_the_student_page_shows_only_the_latest_recent_refusal(folder):
+    clock = Clock()
+    client = TestClient(create_app(folder, clock), headers={"Accept": "text/html"})
+    ada = auth(folder, "ada")
+    for _ in range(3):
+        upload(client, folder, "ada", "m1", [("notes.txt", b"hi")])
+        clock.now += timedelta(seconds=10)
+    assert client.get("/me", headers=ada).text.count("Refused at") == 1
+    clock.now += timedelta(minutes=10)
+    assert "Refused at" not in client.get("/me", headers=ada).text, "an old refusal is not news"
+
+
+def test_none_yet_has_no_empty_table_under_it(folder):
+    client = TestClient(create_app(folder, Clock()), headers={"Accept": "text/html"})
+    page = client.get("/me", headers=auth(folder, "ada")).text
+    mine = page.split("Your submissions")[1]
+    assert "None yet." in mine and "<table" not in mine.split("<script>")[0]
+    assert 'id="submissions"' in page, "the page's poller looks for it"
+
+
+def test_a_rejected_submission_cannot_be_voided_and_has_no_void_button(folder):
+    client = TestClient(create_app(folder, Clock()))
+    coach = auth(folder, "coach")
+    rejected = upload(client, folder, "ada", "m1", [("notes.txt", b"hi")])
+    assert rejected.status_code == 400
+    sid = Store(folder).all()[0].id
+    refused = client.post(f"/coach/void/{sid}", headers=coach)
+    assert refused.status_code == 409 and "only a graded or queued submission" in refused.json()["detail"]
+    assert not Store(folder).get(sid).voided
+    assert f'action="/coach/void/{sid}"' not in client.get("/coach", headers=coach).text
+    queued = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    assert client.post(f"/coach/void/{queued}", headers=coach).json()["voided"]
+    assert client.post(f"/coach/void/{queued}", data={"undo": "1"}, headers=coach).json()["voided"] is False

@@ -6,13 +6,14 @@ were drawn for him."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
 
 from grader.paper.variants import Variant, seed_of
 from grader.suites.hidden import kv_questions
-from helpers import cli, fill_paper_notebook
+from helpers import EXERCISES, cli, fill_paper_notebook
 
 pytestmark = pytest.mark.slow  # each `grade check` starts the isolated workers (several seconds on two cores)
 
@@ -90,5 +91,29 @@ def test_the_text_report_gives_the_papers_points(sitting):
     assert proc.returncode == 0, proc.stderr
     assert "paper: Paper for two (student alice)" in proc.stdout
     assert "quiz" in proc.stdout and "10.00 / 10" in proc.stdout and "(of the paper's 30)" in proc.stdout
+    assert "Total" not in proc.stdout, "one total, in the paper's points: the summary's, not the grader's"
     bad = cli("check", str(sitting["alice-filled"]), "-m", "m1")
     assert bad.returncode == 2 and "no part m1" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def unanswered(report: dict, question: str) -> str:
+    return next(c["message"] for c in report["all"] if c["name"].endswith(f"[{question}]"))
+
+
+def test_an_unanswered_question_in_the_notebook_points_to_its_cell_not_to_the_exercise_file(sitting):
+    message = unanswered(check(sitting["alice"], "-m", "kvmemory"), "Q_NUM3")
+    assert message.endswith("Q_NUM3 is still None (the question is in the comment just above it)"), (
+        "a paper's notebook has no m11_kvmemory.py: the question's comment is in the cell, as for the quiz\n" + message
+    )
+
+
+def test_an_unanswered_question_in_a_folder_names_the_exercise_file(tmp_path):
+    folder = tmp_path / "work"
+    shutil.copytree(EXERCISES, folder)
+    out = tmp_path / "folder.json"
+    proc = cli("check", str(folder), "-m", "kvmemory", "--format", "json", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    report["all"] = [c for m in report["milestones"] for c in m["checks"]]
+    message = unanswered(report, "Q_NUM3")
+    assert message.endswith("(the question is in the comment just above it, in m11_kvmemory.py)"), message

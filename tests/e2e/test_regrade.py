@@ -20,7 +20,7 @@ import pytest
 
 from grader.batch.gradebook import Gradebook
 from grader.fingerprint import PROJECT, ROOT_VARIABLE, fingerprint_of, grader_fingerprint
-from helpers import EXERCISES, REPO, SOLUTIONS, cli
+from helpers import CORE, EXERCISES, REPO, SOLUTIONS, cli
 
 SUITE = Path("grader/suites/hidden/test_m1_attention.py")
 # The gradebook of grader 0.1.0, before fingerprints and internal errors were stored.
@@ -226,3 +226,65 @@ def test_an_old_gradebook_is_migrated_and_counts_as_older(tmp_path):
 
     proc = cli("export", str(db), "--csv", str(tmp_path / "grades.csv"), env=with_root(kit))
     assert proc.returncode == 0 and "1 of 2 submissions was graded by an older grader" in proc.stderr, proc.stderr
+
+
+# ---------------------------------------------------------------- grading some milestones again
+
+
+def milestone_report(**scores: tuple[float, float]) -> dict:
+    """A report with one check per milestone: ``m1=(score, max_score)``."""
+    return {
+        "score": sum(got for got, _ in scores.values()),
+        "max_score": sum(top for _, top in scores.values()),
+        "seconds": 1.0,
+        "protections": [],
+        "milestones": [
+            {
+                "id": m,
+                "checks": [{"name": f"{m} check", "score": got, "max_score": top, "passed": got == top, "message": ""}],
+            }
+            for m, (got, top) in scores.items()
+        ],
+    }
+
+
+def test_regrading_some_milestones_keeps_the_others_only_from_the_same_files_and_grader(tmp_path):
+    """A student graded again on m4 alone keeps their m1 to m3 results if those came from the same files and the
+    same grader: their grade still covers all four. Otherwise those results are stale: the grade covers m4 alone,
+    and ``not_kept`` says why, for the batch to tell the teacher."""
+    book = Gradebook(tmp_path / "grades.sqlite")
+    try:
+        everything = milestone_report(m1=(27, 27), m2=(50, 100), m3=(0, 75), m4=(9, 9))
+        for student in ("alice", "bob", "carol"):
+            book.record(student, f"/class/{student}", "files", "0.2.0", list(CORE), everything, fingerprint="grader")
+        assert book.not_kept("alice", "files", "grader", ["m4"]) is None
+        assert book.not_kept("bob", "edited", "grader", ["m4"]) == "files"
+        assert book.not_kept("carol", "files", "fixed", ["m4"]) == "grader"
+        assert book.not_kept("bob", "edited", "grader", list(CORE)) is None, "nothing dropped"
+
+        m4_again = milestone_report(m4=(4.5, 9))
+        for student, digest, fingerprint in (
+            ("alice", "files", "grader"),
+            ("bob", "edited", "grader"),
+            ("carol", "files", "fixed"),
+        ):
+            book.record(
+                student,
+                f"/class/{student}",
+                digest,
+                "0.2.0",
+                ["m4"],
+                m4_again,
+                fingerprint=fingerprint,
+                keep_others=True,
+            )
+        latest = {r["student"]: r for r in book.rows()}
+        checks = [(c["milestone"], c["score"]) for c in book.checks() if c["student"] == "alice"]
+    finally:
+        book.close()
+    assert (latest["alice"]["score"], latest["alice"]["max_score"], latest["alice"]["n_checks"]) == (81.5, 211, 4)
+    assert json.loads(latest["alice"]["milestones"]) == list(CORE)
+    assert checks == [("m1", 27), ("m2", 50), ("m3", 0), ("m4", 4.5)], "m4's new result, the others kept, in order"
+    for student in ("bob", "carol"):
+        assert (latest[student]["score"], latest[student]["max_score"]) == (4.5, 9), "stale results are not kept"
+        assert json.loads(latest[student]["milestones"]) == ["m4"]

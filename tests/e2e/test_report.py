@@ -8,6 +8,7 @@ Most tests here build gradebooks with Gradebook.record (no grading: fast); one g
 from __future__ import annotations
 
 import csv
+import json
 import shutil
 import sqlite3
 from pathlib import Path
@@ -15,9 +16,18 @@ from pathlib import Path
 import pytest
 
 from corpus import BUGGY
-from grader.batch.charts import CAUSES, HEATMAP, HISTOGRAM, RATES, wrap
-from grader.batch.gradebook import Gradebook
-from grader.batch.summary import cause_key, check_name, failure_causes, failure_rates, is_stub, likely_cause, points
+from grader.batch.charts import CAUSES, HEATMAP, HISTOGRAM, RATES, best_first, wrap
+from grader.batch.gradebook import EMPTY, Gradebook
+from grader.batch.summary import (
+    cause_key,
+    check_name,
+    failure_causes,
+    failure_rates,
+    is_stub,
+    likely_cause,
+    milestone_shares,
+    points,
+)
 from grader.fingerprint import ROOT_VARIABLE
 from helpers import EXERCISES, REPO, SOLUTIONS, cli
 
@@ -143,6 +153,23 @@ def test_check_names_keep_their_brackets():
     )
     assert check_name("pick x [0] then y") == "pick x [0] then y", "only a trailing case id is a case id"
     assert check_name("no cases") == "no cases"
+
+
+def test_a_message_that_sends_the_student_to_other_checks_names_no_cause():
+    lesson = (
+        "the loss at step 5 is 57.1234, the lesson prints 3.4078: this end-to-end check runs all your files "
+        "together; fix the failing checks of m1 to m3 first, they say where"
+    )
+    assert likely_cause(lesson) is None
+    assert likely_cause("the weights are not 0 even for ordinary inputs: see the check 'weights are 0'") is None
+    assert likely_cause("logits differ: this check uses your TinyGPT too") is None
+
+
+def test_failures_without_a_cause_are_not_listed_as_causes():
+    failed = [{**check("shapes", False, "got (2, 3), expected (3, 2)"), "student": s, "case_id": ""} for s in "ab"] + [
+        {**check("mask", False, "wrong. Likely cause: the mask is upper-triangular"), "student": "a"}
+    ]
+    assert failure_causes(failed) == [("m1", "the mask is upper-triangular", 1)]
 
 
 def test_a_known_case_id_is_cut_exactly():
@@ -320,6 +347,73 @@ def test_export_rounds_to_points_and_report_keeps_full_names(tmp_path):
     for name in (HEATMAP, CAUSES, HISTOGRAM, RATES):
         data = (tmp_path / "charts" / name).read_bytes()
         assert data.startswith(b"\x89PNG") and len(data) > 5000, name
+
+
+def test_the_heatmap_puts_the_best_score_first(tmp_path):
+    """Best students first means by score / max_score, not by the sum of each milestone's share: alice's one
+    full small milestone does not outrank bob's 5 of 12 points (ties by name; a student with no graded row last)."""
+    book = Gradebook(tmp_path / "grades.sqlite")
+    try:
+        record(book, "alice", check("a", True), check("b", False, max_score=10, milestone="m2"))  # 1 of 11
+        record(
+            book,
+            "bob",
+            check("a", True),
+            check("c", False),  # m1 half done
+            check("b", True, score=4, max_score=10, milestone="m2"),
+        )  # 5 of 12, but shares 0.5 + 0.4 < alice's 1.0 + 0
+        record(
+            book, "carol", check("a", True), check("c", False), check("b", True, score=4, max_score=10, milestone="m2")
+        )
+        rows, checks = book.rows(), book.checks()
+    finally:
+        book.close()
+    shares = milestone_shares(checks)
+    assert sum(m["alice"] for m in shares.values()) > sum(m["bob"] for m in shares.values()), "the trap is set"
+    assert best_first(rows, {"alice", "bob", "carol", "dave"}) == ["bob", "carol", "alice", "dave"]
+
+
+def test_gradescope_export_keeps_each_tests_points_whole(tmp_path):
+    """The tests of a full-marks student add up to their score, as the autograder's own results.json does: no
+    test rounded to 2 decimals (three thirds of a point would make 0.99)."""
+    db = tmp_path / "grades.sqlite"
+    book = Gradebook(db)
+    try:
+        record(book, "alice", *(check(f"third {i}", True, score=1 / 3, max_score=1 / 3) for i in range(3)))
+    finally:
+        book.close()
+    proc = cli("export", str(db), "--gradescope", str(tmp_path / "gradescope"))
+    assert proc.returncode == 0, proc.stderr
+    results = json.loads((tmp_path / "gradescope" / "alice" / "results.json").read_text())
+    assert results["score"] == 1
+    assert sum(t["score"] for t in results["tests"]) == pytest.approx(1, abs=1e-9), results["tests"]
+    assert sum(t["max_score"] for t in results["tests"]) == pytest.approx(1, abs=1e-9), results["tests"]
+
+
+def test_report_and_export_list_the_students_with_nothing_to_grade(tmp_path):
+    """A student's folder that held nothing to grade is a row of its own: 0 points of the class's maximum, its
+    status and error saying why, in the CSV and the report (grade batch records it)."""
+    db = tmp_path / "grades.sqlite"
+    book = Gradebook(db)
+    try:
+        record(book, "alice", check("shapes", True), check("mask", True))
+        why = "no exercise file (m1_attention.py, m2_model.py ...) or notebook found (the folder is empty)"
+        book.record_empty("bob", "/class/bob", "empty", "0.2.0", ["m1"], why, fingerprint="f" * 16)
+        assert book.record_empty("bob", "/class/bob", "empty", "0.2.0", ["m1"], why, fingerprint="f" * 16) is None
+        assert [(r["student"], r["status"], r["score"], r["max_score"], r["error"]) for r in book.rows()] == [
+            ("alice", "graded", 2, 2, None),
+            ("bob", EMPTY, 0, 2, why),
+        ]
+    finally:
+        book.close()
+    proc = cli("export", str(db), "--csv", str(tmp_path / "grades.csv"), "--gradescope", str(tmp_path / "gs"))
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "grades.csv").read_text().splitlines()[2] == f"bob,0.0,2.0,{EMPTY},"
+    assert json.loads((tmp_path / "gs" / "bob" / "results.json").read_text())["output"] == why
+    proc = cli("report", str(db))
+    assert proc.returncode == 0 and "2 submissions, 1 graded, 0 with errors, 1 with nothing to grade (bob)" in (
+        proc.stdout
+    ), proc.stdout
 
 
 # ---------------------------------------------------------------- a real class

@@ -168,6 +168,31 @@ def test_watch_regrades_on_save_survives_hangs_and_crashes_and_stops_cleanly(sub
 
 
 @pytest.mark.slow
+def test_a_save_while_grading_stops_the_grading_and_grades_the_newer_files(submission: Path) -> None:
+    """A hang would hold the grading for the call's limit (20 s by default): the fix saved meanwhile is
+    graded at once instead."""
+    target = submission / "m1_attention.py"
+    watching = Watching(str(submission), "-m", "m1")
+    try:
+        watching.verdict(timeout=180)
+        save(target, HANG + REFERENCE)
+        deadline = time.monotonic() + 30
+        while "saved: regrading m1" not in "".join(watching.lines[watching.seen :]):
+            assert time.monotonic() < deadline, "".join(watching.lines)
+            time.sleep(0.05)
+        time.sleep(1.0)  # the worker is in the loop now
+        fixed_at = time.monotonic()
+        save(target, REFERENCE)
+        stopped = watching.verdict(timeout=30)
+        assert "saved again while grading: stopped" in stopped and "no answer within" not in stopped, stopped
+        fixed = watching.verdict(timeout=60)
+        assert "27 / 27" in fixed and "✗" not in fixed, fixed
+        assert time.monotonic() - fixed_at < 15, "the fix waited for the hang to run out its time"
+    finally:
+        watching.stop()
+
+
+@pytest.mark.slow
 def test_watch_once_grades_like_check(submission: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "grader", "watch", str(submission), "-m", "m1", "--once"],

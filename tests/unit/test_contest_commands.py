@@ -112,3 +112,50 @@ def test_check_refuses_extra_time_for_a_student_not_on_the_roster(folder):
 
 def test_check_without_a_contest_file_is_refused(tmp_path):
     refused(grade("check", str(tmp_path)), "contest.toml: `grade contest init` writes an example")
+
+
+# --- `grade contest serve`: one server per folder, and a busy port said in one line ----------------------------------
+
+
+@pytest.fixture
+def busy_port():
+    """A port something else listens on: a server that tried to run there would stop at once."""
+    import socket
+
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn's own: then a second bind passes
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        yield s.getsockname()[1]
+
+
+def test_serve_refuses_a_second_server_on_the_same_folder(folder, busy_port):
+    import fcntl
+
+    assert grade("tokens", str(folder)).exit_code == 0
+    with open(folder / "serve.lock", "ab") as held:  # the first server's lock
+        fcntl.flock(held.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        result = grade("serve", str(folder), "--port", str(busy_port), "--workers", "1")
+    refused(result, "another `grade contest serve` is running on")
+    assert "twice" in result.output and "serving" not in result.output
+
+
+def test_serve_on_a_busy_port_says_so_in_one_line_and_never_says_serving(folder, busy_port):
+    assert grade("tokens", str(folder)).exit_code == 0
+    result = grade("serve", str(folder), "--port", str(busy_port), "--workers", "1")
+    refused(result, f"cannot listen on 127.0.0.1:{busy_port}")
+    assert "serving" not in result.output and "--port" in result.output
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    # the folder is not left locked by the refused server
+    again = grade("serve", str(folder), "--port", str(busy_port), "--workers", "1")
+    assert "another `grade contest serve`" not in again.output
+
+
+def test_init_lists_every_task_the_grader_knows(folder):
+    from grader.milestones import GRADABLE
+
+    text = (folder / "contest.toml").read_text()
+    line = next(line for line in text.splitlines() if line.startswith("# The tasks: exercise ids"))
+    assert all(task in line for task in GRADABLE), line
+    assert {"attnvar", "kvmemory", "lmbudget"} <= set(line.split("(")[1].rstrip(").").split(", "))
+    assert "@" not in text and 'paper = "../papers/practice-1" (relative to this contest folder)' in text

@@ -130,6 +130,19 @@ def test_a_graded_submission_sooner_than_the_interval_is_refused_with_the_wait()
     assert not decision.allowed and "wait 30 s more" in decision.reason
 
 
+def test_a_wait_under_a_second_is_rounded_up_never_shown_as_0_s():
+    decision = may_submit(contest(CAPPED), "ann", "m1", minutes(2) - timedelta(seconds=0.4), [graded("m1", 1)])
+    assert not decision.allowed and "wait 1 s more" in decision.reason, decision.reason
+    later = may_submit(contest(CAPPED), "ann", "m1", minutes(1) + timedelta(seconds=0.6), [graded("m1", 1)])
+    assert "wait 60 s more" in later.reason, "59.4 s to wait is 60 s, not 59: the student must not retry too soon"
+
+
+def test_a_long_wait_is_rounded_up_to_the_minute():
+    rules = contest("[tasks.m1]\npoints = 10\nmin_interval = 600\n")
+    decision = may_submit(rules, "ann", "m1", minutes(1) + timedelta(seconds=30), [graded("m1", 1)])
+    assert "wait 10 min more" in decision.reason, decision.reason  # 9 min 30 s
+
+
 def test_the_interval_runs_from_the_last_graded_submission_not_a_failed_one():
     history = [graded("m1", 1), Submission("m1", minutes(2), Status.FAILED)]
     assert may_submit(contest(CAPPED), "ann", "m1", minutes(2.1), history).allowed

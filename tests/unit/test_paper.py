@@ -4,6 +4,8 @@ stub, the rendered notebook and its metadata, and the `grade paper` commands (no
 from __future__ import annotations
 
 import ast
+import hashlib
+import hmac
 import json
 import stat
 from pathlib import Path
@@ -19,7 +21,7 @@ from grader.paper.bank import comment, stub_comment, with_statements
 from grader.paper.config import RULES, PaperFileError, load, parse
 from grader.paper.sitting import Sitting, SittingError, sitting_of
 from grader.paper.sitting import parse as parse_sitting
-from grader.paper.variants import LESSON, Variant, seed_of
+from grader.paper.variants import LESSON, Variant, seed_of, student_key
 from grader.suites.hidden import kv_questions
 
 REPO = Path(__file__).resolve().parents[2]
@@ -71,6 +73,16 @@ def test_seeds_differ_between_students_and_papers_and_are_stable():
     assert seed_of(SECRET, "practice-2", "student0") != seeds[0]
     assert seed_of("1" * 64, "practice-1", "student0") != seeds[0]
     assert all(0 <= s < 2**63 for s in seeds)
+
+
+def test_a_seed_does_not_depend_on_letter_case_or_spaces_and_normalised_ids_keep_theirs():
+    ada = seed_of(SECRET, "practice-1", "Ada Lovelace")
+    for spelling in ("ada lovelace", " Ada Lovelace ", "ADA  LOVELACE", "\tada lovelace\n"):
+        assert seed_of(SECRET, "practice-1", spelling) == ada, f"{spelling!r} is Ada Lovelace: her seed, her numbers"
+    assert student_key(" Ada  Lovelace ") == "ada lovelace"
+    for normalised in ("alice", "ada lovelace", "student0"):  # the seed they had before ids were normalised
+        digest = hmac.new(SECRET.encode(), f"practice-1\0{normalised}".encode(), hashlib.sha256).digest()
+        assert seed_of(SECRET, "practice-1", normalised) == int.from_bytes(digest[:8], "big") >> 1
 
 
 def test_drawn_numbers_are_stable_differ_and_keep_every_mistake_apart():
@@ -245,6 +257,37 @@ def test_a_rendered_notebook_is_read_back_as_its_sitting(tmp_path):
     assert sitting_of(plain) is None and sitting_of(tmp_path) is None
 
 
+def test_the_table_of_a_paper_notebook_has_the_papers_order_and_only_the_papers_total(tmp_path):
+    from grader.results import CheckResult, Report
+    from grader.table import render_text
+
+    paper = load(PRACTICE)  # m1, attnvar, kvmemory, sampling, quiz: not the lesson's order
+    seed = seed_of(SECRET, paper.id, "alice")
+    path = tmp_path / "alice.ipynb"
+    render.write(render.build(paper, "alice", seed), path)
+    graded = ["m1", "sampling", "attnvar", "quiz", "kvmemory"]  # the lesson's order, as the report lists them
+    checks = [CheckResult(f"{m} works", m, 1.0, 3.0, False, "wrong") for m in graded]
+    report = Report(str(path), checks, variant=seed)
+    text = render_text(report, color=False)
+    rows = [line.split()[1] for line in text.splitlines() if line.startswith("│")]
+    assert [row for row in rows if row in graded] == ["m1", "attnvar", "kvmemory", "sampling", "quiz"], text
+    assert "Total" not in text, "the grader's total (15) would sit beside the paper's (of 100) below it"
+    sitting = sitting_of(path)
+    assert sitting is not None
+    summary = sitting.summary(report, graded)
+    assert [line.split()[0] for line in summary.splitlines()[1:]] == [
+        "m1",
+        "attnvar",
+        "kvmemory",
+        "sampling",
+        "quiz",
+        "total",
+    ]
+    assert "33.33 / 100" in summary
+    report.variant = None  # not graded with the notebook's numbers: not the paper's grading
+    assert "Total" in render_text(report, color=False)
+
+
 @pytest.mark.parametrize(
     "change,key",
     [
@@ -325,6 +368,59 @@ def test_render_makes_an_owner_only_secret_once_and_writes_the_notebook(tmp_path
     assert json.loads(bob.read_text())["metadata"]["gptkit"]["paper"]["seed"] == seed_of("1" * 64, "paper", "bob")
 
 
+def test_render_refuses_a_name_not_on_the_roster_and_names_the_close_ones(tmp_path, monkeypatch):
+    folder = tmp_path / "practice-1"
+    folder.mkdir()
+    (folder / "paper.toml").write_text((PRACTICE / "paper.toml").read_text())
+    (folder / "paper.secret").write_text(SECRET + "\n")
+    (folder / "roster.csv").write_text("student,email\nAda Lovelace,ada@example.org\nAlan Turing,alan@example.org\n")
+    monkeypatch.chdir(tmp_path)
+    typo = CliRunner().invoke(main, ["paper", "render", str(folder), "--student", "Ada Lovlace"])
+    assert typo.exit_code == 2, typo.output
+    assert "'Ada Lovlace' is not on the roster" in typo.output and "did you mean 'Ada Lovelace'?" in typo.output
+    assert "Traceback" not in typo.output and not list(tmp_path.glob("*.ipynb")), "a typo writes no notebook"
+    far = CliRunner().invoke(main, ["paper", "render", str(folder), "--student", "Grace Hopper"])
+    assert far.exit_code == 2 and "no name there is close to it (2 students)" in far.output, far.output
+    lower = CliRunner().invoke(main, ["paper", "render", str(folder), "--student", " ada lovelace "])
+    assert lower.exit_code == 0, lower.output
+    meta = json.loads((tmp_path / "practice-1-Ada_Lovelace.ipynb").read_text())["metadata"]["gptkit"]["paper"]
+    assert meta["student"] == "Ada Lovelace", "the roster's spelling, in the notebook and its name"
+    assert meta["seed"] == seed_of(SECRET, "practice-1", "Ada Lovelace")
+    elsewhere = tmp_path / "class.csv"
+    elsewhere.write_text("student\nGrace Hopper\n")
+    other = CliRunner().invoke(
+        main, ["paper", "render", str(folder), "--student", "grace hopper", "--roster", str(elsewhere)]
+    )
+    assert other.exit_code == 0, other.output
+    assert (tmp_path / "practice-1-Grace_Hopper.ipynb").is_file()
+
+
+def test_render_refuses_a_roster_with_two_names_that_would_share_a_seed(tmp_path):
+    folder = tmp_path / "paper"
+    folder.mkdir()
+    (folder / "paper.toml").write_text((PRACTICE / "paper.toml").read_text())
+    (folder / "roster.csv").write_text("student\nAda Lovelace\nada  lovelace\n")
+    result = CliRunner().invoke(
+        main, ["paper", "render", str(folder), "--student", "Ada Lovelace", "--out", str(tmp_path / "a.ipynb")]
+    )
+    assert result.exit_code == 2 and "would get the same numbers" in result.output, result.output
+
+
+def test_render_without_a_roster_says_the_name_is_not_checked(tmp_path):
+    folder = tmp_path / "paper"
+    folder.mkdir()
+    (folder / "paper.toml").write_text((PRACTICE / "paper.toml").read_text())
+    out = tmp_path / "x.ipynb"
+    result = CliRunner().invoke(main, ["paper", "render", str(folder), "--student", "zed", "--out", str(out)])
+    assert result.exit_code == 0 and "is not checked against one" in result.output, result.output
+
+
+def test_one_name_for_a_students_notebook():
+    assert render.notebook_name("practice-1", "Ada Lovelace") == "practice-1-Ada_Lovelace.ipynb"
+    assert render.notebook_name("practice-1", " a/b ") == "practice-1-a_b.ipynb"
+    assert render.notebook_name("practice-1", None) == "practice-1-lesson.ipynb"
+
+
 def test_render_without_a_student_needs_no_secret(tmp_path):
     folder = tmp_path / "paper"
     folder.mkdir()
@@ -372,3 +468,18 @@ def test_two_students_statements_and_answers_differ():
     assert [q.answer(q.params(one)) for q in kv_questions.DRAWN] != [
         q.answer(q.params(two)) for q in kv_questions.DRAWN
     ]
+
+
+def test_the_cli_help_spells_summarise_as_the_project_does():
+    import click
+
+    def helps(command: click.Command, path: str):
+        yield path, command.help or ""
+        for param in command.params:
+            yield f"{path} {param.name}", getattr(param, "help", None) or ""
+        if isinstance(command, click.Group):
+            for name, sub in command.commands.items():
+                yield from helps(sub, f"{path} {name}")
+
+    american = [where for where, text in helps(main, "grade") if "summariz" in text.lower()]
+    assert not american, f"the project writes British -ise (summarise, normalise): these say summarize: {american}"

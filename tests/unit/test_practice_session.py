@@ -254,3 +254,34 @@ def test_commands_come_a_line_at_a_time_and_waiting_times_out():
         os.close(read)
         if write >= 0:
             os.close(write)
+
+
+def test_attempt_lines_list_the_parts_in_the_papers_order_not_the_lessons(tmp_path):
+    quiz_first = parse(
+        '\ntitle = "Quiz first"\nminutes = 60\n\n[parts.quiz]\npoints = 40\n\n[parts.m1]\npoints = 60\n', paper_id="q"
+    )
+    s = Session(quiz_first, Clock(), Grades(report(m1=(27, 27), quiz=(4, 8))), tmp_path / "log.jsonl")
+    text = "\n".join(s.attempt_lines(s.attempt()))
+    assert text.index("quiz: 20 / 40") < text.index("m1: 60 / 60"), (
+        "the paper lists quiz first; the report lists m1 first (the lesson's order): the student reads the paper's\n"
+        + text
+    )
+
+
+def test_full_feedback_gives_the_checks_in_the_papers_points_as_their_part(tmp_path):
+    graded = report(m1=(27, 27), quiz=(4, 8))
+    graded["milestones"][1]["checks"] = [  # quiz: three checks of the grader's 8 points, 4 won
+        {"name": f"Q{i}", "score": won, "max_score": stake, "passed": won == stake, "message": "", "counted": True}
+        for i, (won, stake) in enumerate([(3, 3), (1, 3), (0, 2)], 1)
+    ]
+    s = session(tmp_path, Grades(graded), feedback="full")
+    view = s.view(s.attempt())
+    for task in view["tasks"]:
+        checks = task["checks"]
+        assert sum(c["max_score"] for c in checks) == pytest.approx(task["max_score"], abs=1e-3), (
+            f"{task['id']}: its checks are in the grader's points, its score in the paper's\n{task}"
+        )
+        assert sum(c["score"] for c in checks) == pytest.approx(task["score"], abs=0.01), task
+    quiz = next(t for t in view["tasks"] if t["id"] == "quiz")
+    assert (quiz["score"], quiz["max_score"]) == (20, 40)
+    assert [(c["score"], c["max_score"]) for c in quiz["checks"]] == [(15, 15), (5, 15), (0, 10)]

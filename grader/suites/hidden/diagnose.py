@@ -22,7 +22,7 @@ def first_match(
     for explanation, compute in candidates:
         try:
             expected = compute()
-        except RuntimeError:
+        except (RuntimeError, IndexError):  # a variant that does not apply to these shapes
             continue
         if expected.shape == actual.shape and torch.allclose(actual, expected, atol=atol, rtol=1e-4, equal_nan=True):
             return explanation
@@ -42,9 +42,10 @@ def _allowed(T: int, mask: str) -> torch.Tensor:
     return {"tril": ones.tril(), "triu": ones.triu(), "strict": ones.tril(-1)}[mask].bool()
 
 
-def attention(q, k, v, *, mask="tril", scale=True, dim=-1, after=False):
-    T = q.shape[-2]
-    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if scale else 1.0)
+def attention(q, k, v, *, mask="tril", scale="sqrt", dim=-1, after=False):
+    T, d_k = q.shape[-2], q.shape[-1]
+    divisor = {"sqrt": math.sqrt(d_k), "d": float(d_k), None: 1.0}[scale]
+    scores = q @ k.transpose(-2, -1) / divisor
     if after:
         weights = F.softmax(scores, dim=dim) * _allowed(T, mask)
     else:
@@ -52,16 +53,24 @@ def attention(q, k, v, *, mask="tril", scale=True, dim=-1, after=False):
     return weights @ v, weights
 
 
+# Softmax over another axis than the keys: -2 (the queries) first, as for a 2-D input dim=0 is that same axis;
+# then the leading axes of batched inputs, dim=0 and dim=-3 (the same axis for a 3-D input, not for a 4-D one).
+# An index the input lacks raises, and first_match skips that candidate.
 ATTENTION_BUGS: dict[str, dict[str, Any]] = {
     "the mask is upper-triangular (torch.triu): positions attend to the future instead of the past; use torch.tril": {
         "mask": "triu"
     },
     "the diagonal is masked too: a position must attend to itself (tril, not tril(-1))": {"mask": "strict"},
-    "the scores are not divided by sqrt(d_k)": {"scale": False},
+    "the scores are not divided by sqrt(d_k)": {"scale": None},
+    "the scores are divided by d_k, not sqrt(d_k): scale them by 1 / math.sqrt(d_k)": {"scale": "d"},
     "the mask is applied after the softmax, so rows no longer sum to 1: fill blocked scores with -inf before it": {
         "after": True
     },
     "the softmax runs over the wrong dimension: normalise each row over the keys (dim=-1)": {"dim": -2},
+    "the softmax runs over the first dimension (dim=0, a batch or head axis) instead of the keys: normalise "
+    "each row over the keys (dim=-1)": {"dim": 0},
+    "the softmax runs over a leading batch or head dimension (dim=-3) instead of the keys: normalise each row "
+    "over the keys (dim=-1)": {"dim": -3},
 }
 
 
@@ -81,6 +90,7 @@ def self_attention(
     merge="transpose",
     proj=True,
     mask="tril",
+    dim=-1,
 ):
     B, T, d = x.shape
     dh = d // n_heads
@@ -90,9 +100,9 @@ def self_attention(
         q, k, v = (t.view(B, T, n_heads, dh).transpose(1, 2) for t in (q, k, v))
     else:
         q, k, v = (t.reshape(B, n_heads, T, dh) for t in (q, k, v))
-    divisor = {"d_head": math.sqrt(dh), "d": math.sqrt(d), None: 1.0}[scale]
+    divisor = {"d_head": math.sqrt(dh), "d": math.sqrt(d), "d_head_unrooted": float(dh), None: 1.0}[scale]
     scores = (q @ k.transpose(-2, -1) / divisor).masked_fill(~_allowed(T, mask), float("-inf"))
-    out = F.softmax(scores, dim=-1) @ v
+    out = F.softmax(scores, dim=dim) @ v
     out = out.transpose(1, 2).reshape(B, T, d) if merge == "transpose" else out.reshape(B, T, d)
     return F.linear(out, state["proj.weight"], state["proj.bias"]) if proj else out
 
@@ -100,6 +110,9 @@ def self_attention(
 SELF_ATTENTION_BUGS: dict[str, dict[str, Any]] = {
     "the scores are scaled by 1/sqrt(d) instead of 1/sqrt(d_head), d_head = d // n_heads": {"scale": "d"},
     "the scores are not scaled by 1/sqrt(d_head)": {"scale": None},
+    "the scores are divided by d_head, not sqrt(d_head): scale them by 1 / math.sqrt(d_head)": {
+        "scale": "d_head_unrooted"
+    },
     "the heads are split with a plain view to (B, n_heads, T, d_head): view to (B, T, n_heads, d_head), "
     "then transpose(1, 2)": {"split": "view"},
     "the heads are merged without transposing back: transpose(1, 2) before reshaping to (B, T, d)": {"merge": "view"},
@@ -108,6 +121,14 @@ SELF_ATTENTION_BUGS: dict[str, dict[str, Any]] = {
     "k and v are swapped: qkv splits into q, k, v in that order": {"order": (0, 2, 1)},
     "the mask is upper-triangular (torch.triu): use torch.tril": {"mask": "triu"},
     "the output projection proj is never applied": {"proj": False},
+    # the heads' scores are (B, n_heads, T, T): dim=-2 is the queries, 0 the batch, 1 (= -3) the heads
+    "the softmax runs over the wrong dimension (the queries, dim=-2): normalise each row over the keys (dim=-1)": {
+        "dim": -2
+    },
+    "the softmax runs over the batch dimension (dim=0) instead of the keys: normalise each row over the keys "
+    "(dim=-1)": {"dim": 0},
+    "the softmax runs over the heads dimension (dim=1, or -3) instead of the keys: normalise each row over the "
+    "keys (dim=-1)": {"dim": 1},
 }
 
 

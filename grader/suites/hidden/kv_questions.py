@@ -13,9 +13,16 @@ import random
 
 from grader.paper.bank import Drawn, Params
 from grader.paper.variants import Variant
-from grader.suites.questions import MultipleChoice, Question, Text
+from grader.suites.questions import ABOVE, MultipleChoice, Question, Text
 
 MILESTONE, MODULE = "kvmemory", "m11_kvmemory"
+
+
+def where(notebook: bool) -> str:
+    """Where the question is, for a submission that is a notebook or a folder of exercise files."""
+    return ABOVE if notebook else f"{ABOVE}, in {MODULE}.py"
+
+
 DTYPES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "int8": 1}
 GIB = 2**30
 # The dtype mistaken for a wider one: the size a student may take instead (float32 as a C double).

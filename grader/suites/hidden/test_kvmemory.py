@@ -280,9 +280,15 @@ def answer(kvmemory, name: str):
     return value
 
 
+@pytest.fixture(scope="session")
+def notebook(grading_context) -> bool:
+    """Whether the submission is a notebook: grader/submission.py runs its cells from notebook_code.py."""
+    return (grading_context.submission / "notebook_code.py").is_file()
+
+
 @pytest.mark.points(len(QUESTION_IDS))
 @pytest.mark.parametrize("question_id", QUESTION_IDS)
-def test_question(kvmemory, variant, question_id):
+def test_question(kvmemory, variant, notebook, question_id):
     """the answer to the check-yourself question"""
     question = kv_questions.question(question_id, variant)
-    questions.assess(question, answer(kvmemory, question_id), "the question is in m11_kvmemory.py's comments")
+    questions.assess(question, answer(kvmemory, question_id), kv_questions.where(notebook))

@@ -35,7 +35,7 @@ def test_lesson_losses(lesson, ref):
     if not isinstance(losses, list) or len(losses) != 20:
         checks.fail(f"train should return 20 losses, not {checks.describe(losses)}")
     for step, want in LESSON_LOSSES.items():
-        if abs(float(losses[step - 1]) - want) > 2e-4:
+        if checks.differs(float(losses[step - 1]), want, 2e-4):
             checks.fail(
                 f"the loss at step {step} is {float(losses[step - 1]):.4f}, the lesson prints {want}: "
                 "this end-to-end check runs all your files together; fix the failing checks of "

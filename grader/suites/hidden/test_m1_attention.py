@@ -5,6 +5,8 @@ cannot hide): batch 13 or 3, T up to 11 (7 for value checks), d = 24,
 4 heads of 6.
 """
 
+from collections.abc import Callable, Sequence
+
 import pytest
 import torch
 
@@ -15,6 +17,7 @@ from grader.suites.hidden import diagnose
 
 T_MAX, D, HEADS = 11, 24, 4
 BATCHES = (13, 1, 17)  # cycled over T: several batch sizes, none equal to another axis
+BTC = ("batch", "position", "channel")
 LESSON_OUT0 = torch.tensor([-0.0835, -0.0235, 0.1744, 2.2983])
 
 
@@ -30,6 +33,35 @@ def attention(m1, q, k, v) -> tuple[torch.Tensor, torch.Tensor]:
     out = checks.tensor(result[0], "out", v.shape)
     weights = checks.tensor(result[1], "weights", (*q.shape[:-1], q.shape[-2]))
     return out, weights
+
+
+def cause_of(explain: Callable[[], str | None]) -> str | None:
+    """The known bug that reproduces a submission's output, or None (also when it cannot be recomputed:
+    a module whose parameters are named otherwise, say)."""
+    try:
+        return explain()
+    except Exception:
+        return None
+
+
+def finite(value: torch.Tensor, what: str, axes: Sequence[str], explain: Callable[[], str | None]) -> None:
+    """checks.finite, naming the likely cause when a known bug gives the same NaNs."""
+    if not torch.isfinite(value).all():
+        cause = cause_of(explain)
+        checks.finite(value, what, axes, hint=f"likely cause: {cause}" if cause else "")
+
+
+def close(
+    actual: torch.Tensor,
+    expected: torch.Tensor,
+    what: str,
+    axes: Sequence[str],
+    explain: Callable[[], str | None],
+    atol: float = 1e-5,
+) -> None:
+    """checks.assert_close_where, whose likely cause is named for non-finite values too."""
+    finite(actual, what, axes, explain)
+    checks.assert_close_where(actual, expected, what, axes, atol=atol, explain=lambda: cause_of(explain))
 
 
 # ---------------------------------------------------------------- causal_mask
@@ -71,7 +103,7 @@ def test_attention_lesson_example(m1):
     checks.seed(7)
     q, k, v = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
     out, weights = attention(m1, q, k, v)
-    checks.assert_close_where(
+    close(
         weights[0],
         torch.tensor([1.0, 0, 0, 0]),
         "weights[0]",
@@ -79,7 +111,7 @@ def test_attention_lesson_example(m1):
         atol=1e-6,
         explain=lambda: diagnose.explain_attention(weights, q, k, v, 1),
     )
-    checks.assert_close_where(
+    close(
         out[0],
         LESSON_OUT0,
         "out[0]",
@@ -96,14 +128,14 @@ def test_attention_matches_reference(m1, ref, seed, lead):
     q, k, v = qkv(seed, *lead)
     out, weights = attention(m1, q, k, v)
     want_out, want_weights = ref.m1_attention.causal_attention(q, k, v)
-    checks.assert_close_where(
+    close(
         weights,
         want_weights,
         "weights",
         ("batch", "head", "query", "key"),
         explain=lambda: diagnose.explain_attention(weights, q, k, v, 1),
     )
-    checks.assert_close_where(
+    close(
         out,
         want_out,
         "out",
@@ -127,32 +159,41 @@ def test_attention_weights_are_causal(m1):
     """weights are exactly 0 above the diagonal and each row sums to 1"""
     q, k, v = qkv(3, 13)
     _, weights = attention(m1, q, k, v)
-    checks.finite(
-        weights, "weights", ("batch", "query", "key"), hint="a fully masked row gives NaN: is the diagonal allowed?"
-    )
+    cause = cause_of(lambda: diagnose.explain_attention(weights, q, k, v, 1))
+    likely = f". Likely cause: {cause}" if cause else ""
+    bad = ~torch.isfinite(weights)
+    if bad.any():
+        # Only NaN filling whole rows is what a fully masked row gives; a known bug named instead when it fits.
+        whole_rows = torch.equal(bad, bad.all(-1, keepdim=True).expand_as(bad))
+        hint = f"likely cause: {cause}" if cause else ""
+        if not cause and whole_rows:
+            hint = "a fully masked row gives NaN: is the diagonal allowed?"
+        checks.finite(weights, "weights", ("batch", "query", "key"), hint=hint)
     above = weights.triu(1)
     if above.any():
         b, i, j = (int(x) for x in above.nonzero()[0])
         checks.fail(
             f"weights[{b}, {i}, {j}] = {float(weights[b, i, j]):.3g}: query {i} attends to the later key {j}. "
-            "Blocked scores must become exactly 0 after the softmax: fill them with -inf before it (tril mask)"
+            "Blocked scores must become exactly 0 after the softmax: fill them with -inf before it (tril mask)" + likely
         )
     sums = weights.sum(-1)
     if not torch.allclose(sums, torch.ones_like(sums), atol=1e-5):
         b, i = (int(x) for x in ((sums - 1).abs() == (sums - 1).abs().max()).nonzero()[0])
         checks.fail(
-            f"row {i} of weights (batch {b}) sums to {float(sums[b, i]):.4f}, not 1: take the softmax over "
-            "the last dimension, after masking (not before)"
+            f"row {i} of weights (batch {b}) sums to {float(sums[b, i]):.4f}, not 1"
+            + (likely if cause else ": take the softmax over the last dimension, after masking (not before)")
         )
 
 
 def test_attention_large_scores(m1):
     """blocked weights stay exactly 0 even when the scores are huge"""
     q, k, v = qkv(4, 3)
-    if attention(m1, q, k, v)[1].triu(1).any():
+    weights = attention(m1, q, k, v)[1]
+    if weights.triu(1).any():
+        cause = cause_of(lambda: diagnose.explain_attention(weights, q, k, v, 1))
         checks.fail(
             "the weights above the diagonal are not 0 even for ordinary inputs: see the check "
-            "'weights are exactly 0 above the diagonal'"
+            "'weights are exactly 0 above the diagonal'" + (f". Likely cause: {cause}" if cause else "")
         )
     _, weights = attention(m1, q * 1e3, k * 1e3, v)
     checks.finite(weights, "weights for inputs scaled by 1000", ("batch", "query", "key"))
@@ -167,6 +208,8 @@ def test_attention_large_scores(m1):
 def test_attention_no_future_leak(m1):
     """changing keys and values at later positions leaves earlier outputs unchanged"""
     q, k, v = qkv(5, 3)
+    out = attention(m1, q, k, v)[0]
+    finite(out, "causal_attention's out", BTC, lambda: diagnose.explain_attention(out, q, k, v, 0))
 
     def forward(kv: torch.Tensor) -> torch.Tensor:
         return attention(m1, q, kv[..., :5], kv[..., 5:])[0]
@@ -240,10 +283,11 @@ def test_module_matches_reference(m1, ref, d, heads):
     out = checks.tensor(module(x), "the output", (3, 7, d))
     with torch.no_grad():
         want = reference(x)
-    checks.assert_close_where(
+    close(
         out,
         want,
         f"CausalSelfAttention({d}, {heads})",
+        BTC,
         explain=lambda: diagnose.explain_self_attention(out, x, reference.state_dict(), heads),
     )
 
@@ -259,12 +303,19 @@ def test_module_is_causal(m1, check):
     g = torch.Generator().manual_seed(2)
     x, other = torch.randn(3, 7, D, generator=g), torch.randn(3, 7, D, generator=g)
     what = "CausalSelfAttention"
+    output_is_finite(module, x, what)
     if check == "no_future_leak":
         causality.no_future_leak(module, x, perturb_floats, (3, 7, D), what)
     elif check == "prefix_consistent":
         causality.prefix_consistent(module, x, (3, 7, D), what)
     else:
         causality.batch_independent(module, x, other, (3, 7, D), what)
+
+
+def output_is_finite(module, x: torch.Tensor, what: str) -> None:
+    """A NaN output fails here, with its likely cause when a known bug, on the module's own weights, gives it."""
+    out = checks.tensor(module(x), what, tuple(x.shape))
+    finite(out, what, BTC, lambda: diagnose.explain_self_attention(out, x, module.state_dict(), HEADS))
 
 
 def perturb_floats(x: torch.Tensor, t: int) -> torch.Tensor:
@@ -277,13 +328,19 @@ def test_module_gradient_is_causal(m1):
     """the gradient of output t with respect to any later input is exactly 0"""
     module = m1.new("CausalSelfAttention", D, HEADS, seed=3)
     x = torch.randn(3, 7, D, generator=torch.Generator().manual_seed(3))
-    causality.causal_gradient(module.input_grad(x), 7, "CausalSelfAttention")
+    grad = module.input_grad(x)
+    if isinstance(grad, torch.Tensor) and not torch.isfinite(grad).all():
+        # NaN is no sign of a leak: a NaN output says why, else the gradient is reported as it is
+        output_is_finite(module, x, "CausalSelfAttention")
+        checks.finite(grad, "the gradient matrix of CausalSelfAttention", ("output position", "input position"))
+    causality.causal_gradient(grad, 7, "CausalSelfAttention")
 
 
 def test_module_large_inputs(m1):
     """no leak even for inputs scaled by 1000 (a finite mask fill can be overpowered)"""
     module = m1.new("CausalSelfAttention", D, HEADS, seed=4)
     x = torch.randn(3, 7, D, generator=torch.Generator().manual_seed(4)) * 1e3
+    output_is_finite(module, x, "CausalSelfAttention on inputs scaled by 1000")
     causality.no_future_leak(
         module, x, perturb_large, (3, 7, D), "CausalSelfAttention on inputs scaled by 1000", tol=1e-6
     )

@@ -59,7 +59,7 @@ def test_loss_is_mean_cross_entropy(m3, seed, B, T):
     got = loss(m3, logits, targets)
     flat = logits.reshape(-1, V), targets.reshape(-1)
     want = F.cross_entropy(*flat).item()
-    if abs(got - want) > 1e-4 * max(1.0, abs(want)):
+    if checks.differs(got, want, 1e-4 * max(1.0, abs(want))):
         hint = ""
         if abs(got - F.cross_entropy(*flat, reduction="sum").item()) < 1e-3:
             hint = ": that is the sum over positions, the lesson's loss is the mean"
@@ -78,7 +78,7 @@ def test_loss_ignore_index(m3, pad):
     keep = targets != pad
     want = F.cross_entropy(logits[keep], targets[keep]).item()
     got = loss(m3, logits, targets, ignore_index=pad)
-    if abs(got - want) > 1e-4 * max(1.0, want):
+    if checks.differs(got, want, 1e-4 * max(1.0, want)):
         everything = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1)).item()
         hint = (
             ": the padded positions still count; pass ignore_index to the cross-entropy"
@@ -97,7 +97,7 @@ def test_loss_without_ignore_index_counts_everything(m3):
     targets[:, ::2] = 0
     want = F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1)).item()
     got = loss(m3, logits, targets)
-    if abs(got - want) > 1e-4 * max(1.0, want):
+    if checks.differs(got, want, 1e-4 * max(1.0, want)):
         checks.fail(
             f"clm_loss(logits, targets) returned {got:.5f}, expected {want:.5f}: without ignore_index, "
             "no position may be skipped (not even targets equal to 0)"

@@ -248,5 +248,5 @@ def test_library_gpt_initialisation(tying):
                     "matrix from N(0, 0.02^2) with nn.init.normal_(w, std=0.02) (MultiheadAttention's "
                     "in_proj_weight is a bare Parameter, not an nn.Linear)"
                 )
-        elif name.endswith("bias") and value.abs().max() > 0:
+        elif name.endswith("bias") and bool((value != 0).any()):  # NaN != 0 too
             checks.fail(f"{name} is not 0: GPT-2 starts every bias at 0 (nn.init.zeros_)")

@@ -21,10 +21,24 @@ def test_public_worked_example(m1):
         checks.fail(f"causal_attention should return (out, weights), not {checks.describe(pair)}")
     out = checks.tensor(pair[0], "out", (4, 4))
     weights = checks.tensor(pair[1], "weights", (4, 4))
+    checks.finite(weights, "weights", ("query", "key"))
+    sees_the_future(weights)
     checks.assert_close_where(weights[0], torch.tensor([1.0, 0, 0, 0]), "weights[0]", ("column",), atol=1e-4)
     checks.assert_close_where(
         out[0], torch.tensor([-0.0835, -0.0235, 0.1744, 2.2983]), "out[0]", ("column",), atol=1e-3
     )
+
+
+def sees_the_future(weights: torch.Tensor) -> None:
+    """Fails when a query gives weight to a later key: whatever else is wrong, the mask lets the future in."""
+    future = weights.triu(1)
+    if future.any():
+        i, j = (int(x) for x in future.nonzero()[0])
+        checks.fail(
+            f"weights[{i}, {j}] is {float(weights[i, j]):.4f}, but key {j} comes after query {i} and must get "
+            "weight 0: the mask must let each query see itself and earlier keys only (lower-triangular, "
+            "torch.tril), applied to the scores before the softmax"
+        )
 
 
 def test_public_self_attention_shape(m1):
@@ -40,6 +54,8 @@ SCALE_V = torch.tensor([[1.0, 0, 0, 0], [0, 1, 0, 0]])
 SCALED_ROW = [0.2689, 0.7311]  # softmax([0, 2 / sqrt(4)]) = [1, e] / (1 + e)
 UNSCALED_ROW = [0.1192, 0.8808]  # softmax([0, 2]) = [1, e^2] / (1 + e^2)
 OVER_D_ROW = [0.3775, 0.6225]  # softmax([0, 2 / 4])
+# The masked, scaled scores [[0, -inf], [0, 1]] normalised down each column (over the queries) instead.
+OVER_QUERIES = [[0.5, 0.0], [0.5, 1.0]]
 
 
 def test_public_scores_are_scaled(m1):
@@ -50,16 +66,23 @@ def test_public_scores_are_scaled(m1):
     out = checks.tensor(pair[0], "out", (2, 4))
     weights = checks.tensor(pair[1], "weights", (2, 2))
     checks.finite(weights, "weights", ("query", "key"))
+    sees_the_future(weights)
     row = weights[1]
     if not torch.allclose(row, torch.tensor(SCALED_ROW), atol=1e-4):
+        # a cause is named only when that bug gives these very weights
         if torch.allclose(row, torch.tensor(UNSCALED_ROW), atol=1e-4):
-            cause = "that is the softmax of the raw scores [0, 2], unscaled"
+            cause = (
+                "that is the softmax of the raw scores [0, 2], unscaled: are the scores divided by sqrt(d_k) "
+                "before the softmax?"
+            )
         elif torch.allclose(row, torch.tensor(OVER_D_ROW), atol=1e-4):
             cause = "that is the softmax of [0, 2 / 4]: the scale is 1 / sqrt(d_k), not 1 / d_k"
+        elif torch.allclose(weights, torch.tensor(OVER_QUERIES), atol=1e-4):
+            cause = (
+                "each column of weights sums to 1, not each row: the softmax must normalise over the keys, "
+                "the last dimension (dim=-1)"
+            )
         else:
             cause = f"expected {SCALED_ROW}, the softmax of [0, 2 / sqrt(4)]"
-        checks.fail(
-            f"weights[1] is {[round(x, 4) for x in row.tolist()]}: {cause}. Are the scores divided by "
-            "sqrt(d_k) before the softmax?"
-        )
+        checks.fail(f"weights[1] is {[round(x, 4) for x in row.tolist()]}: {cause}")
     checks.assert_close_where(out[1], torch.tensor([*SCALED_ROW, 0, 0]), "out[1]", ("column",), atol=1e-4)

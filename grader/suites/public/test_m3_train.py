@@ -36,10 +36,10 @@ def test_public_lesson_losses(m3):
         checks.fail(f"train(model, data, 20) should return 20 losses, not {checks.describe(losses)}")
     for step, want in LESSON_LOSSES.items():
         got = checks.number(losses[step - 1], f"step {step}'s loss")
-        if abs(got - want) > 2e-3:
+        if checks.differs(got, want, 2e-3):
             checks.fail(
                 f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
-                "TinyGPT too: if milestone 2's checks fail, fix those first)"
+                "TinyGPT and its attention too: if the checks of m1 or m2 fail, fix those first)"
             )
 
 

@@ -30,7 +30,7 @@ def test_public_padding_does_not_count(padding):
 
     alone_long, alone_short, together = loss([LONG]), loss([SHORT]), loss([LONG, SHORT])
     want = (4 * alone_long + alone_short) / 5
-    if abs(together - want) > 1e-4 * max(1.0, abs(want)):
+    if checks.differs(together, want, 1e-4 * max(1.0, abs(want))):
         checks.fail(
             f"padded_loss({LONG}, {SHORT}) is {together:.5f}, but alone (no padding) they give "
             f"{alone_long:.5f} over 4 targets and {alone_short:.5f} over 1, so {want:.5f} over the 5 real "
