@@ -110,11 +110,11 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     # The most failed checks, stubs left out.
     rates = failure_rates([c for c in checks if c["student"] not in stub])[:SHOWN]
     fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(rates), 1)))
-    shares = [100 * r for _, r in rates][::-1]
-    ax.barh(range(len(rates)), shares, color="tab:purple")
+    failing = [100 * r for _, r in rates][::-1]
+    ax.barh(range(len(rates)), failing, color="tab:purple")
     ax.set_yticks(range(len(rates)), [wrap(f"{m}: {n}") for (m, n), _ in rates][::-1], fontsize=8)
-    for y, share in enumerate(shares):
-        ax.text(share, y, f" {share:.0f}%", va="center", fontsize=8)
+    for y, percent in enumerate(failing):
+        ax.text(percent, y, f" {percent:.0f}%", va="center", fontsize=8)
     ax.set(
         xlabel=f"students failing it (%, of {considered} graded{apart})",
         title="Most often failed checks",
