@@ -2,8 +2,10 @@
 
 The test's task file takes the shipped one's settings with a tiny budget; its baseline is the shipped
 baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.3 bits/char
-below it, a little under what the reference recipe gains in 6 CPU seconds (on an AVX512 CPU, 64 windows
-of A: 3.467 -> 3.125 and 3.132 in two runs). Verdicts without a score must be set aside (not counted).
+below it, a little under what the reference recipe gains in 6 CPU seconds on a quiet machine (on an
+AVX512 CPU, 64 windows of A: 3.467 -> 3.125 and 3.132 in two runs). A busy machine gains less in the same
+CPU time (3.204, 3.274 here on a noisy day; 3.310 once in CI), so the reference's test asks for a clear
+gain over the baseline, not for near-full points. Verdicts without a score must be set aside (not counted).
 """
 
 from __future__ import annotations
@@ -110,11 +112,13 @@ def test_baseline_scores_near_zero(tiny_task, tmp_path):
 
 
 @pytest.mark.slow
-def test_reference_scores_near_full(tiny_task, tmp_path):
+def test_reference_scores_well_above_the_baseline(tiny_task, tmp_path):
+    """A grader that took the budget's CPU time for itself, or ran the training on no data, fails here."""
     a, b = graded(tmp_path, (REPO / "solutions" / "lmbudget.py").read_text())
     task = load_task(tiny_task)
-    assert a["passed"] and a["counted"] and a["score"] >= 0.6 * task.points, a
-    assert a["value"] < task.baseline - 0.1 and b["value"] < task.baseline, (a, b)
+    # A quarter of the points is a gain of 0.075 bits/char: half the least gain seen on a busy machine.
+    assert a["passed"] and a["counted"] and a["score"] >= 0.25 * task.points, a
+    assert a["value"] < task.baseline - 0.05 and b["value"] < task.baseline, (a, b)
 
 
 @pytest.mark.slow
