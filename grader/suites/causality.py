@@ -80,6 +80,7 @@ def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...],
         diff = (part - full[:, :t]).abs()
         if diff.max() > atol:
             index = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
+            _blame_a_leak(forward, x, full, t, shape, what, atol)
             fail(
                 f"{what} on the first {t} positions differs from the first {t} positions of the output "
                 f"on all {x.shape[1]}, at {index_text(index, ('batch', 'position', 'channel'))} "
@@ -87,6 +88,24 @@ def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...],
                 "an output must not depend on how many tokens follow it. Are positions counted from 0 "
                 "(arange(t)) and is the mask cut to t x t?"
             )
+
+
+def _blame_a_leak(
+    forward: Forward, x: torch.Tensor, full: torch.Tensor, t: int, shape: tuple[int, ...], what: str, atol: float
+) -> None:
+    """Fails with the leak's hint if the first t outputs change when the inputs after them do.
+
+    A prefix that differs is most often a leak (a triu mask), not a miscounted position: say so first.
+    """
+    other = x.clone()
+    other[:, t:] = x[:, :1]  # every later input replaced by the first one: valid tokens or features alike
+    diff = (_out(forward, other, shape, what)[:, :t] - full[:, :t]).abs()
+    if diff.max() > atol:
+        b, s = (int(i) for i in (diff.flatten(2).amax(-1) == diff.max()).nonzero()[0])
+        fail(
+            f"{what}: position {s} (batch {b}) changes by {float(diff.max()):.3g} when the inputs "
+            f"from position {t} on change; {LEAK_HINT}"
+        )
 
 
 def batch_independent(

@@ -41,7 +41,7 @@ CASES = [
         "m1-mask-triu",
         hidden=("upper-triangular (torch.triu)",),
         public=("lower-triangular, torch.tril",),
-        wrong=(*SCALE_HINTS, "softmax runs over", "diagonal allowed"),
+        wrong=(*SCALE_HINTS, "softmax runs over", "diagonal allowed", "arange(t)"),
     ),
     # NaN from a softmax over the batch or heads: named, and neither the diagonal nor a leak is blamed
     Hints(
