@@ -111,9 +111,29 @@ def index_text(index: Sequence[int], axes: Sequence[str]) -> str:
     return ", ".join(f"{n} {i}" for n, i in zip(names, index))
 
 
-def finite(value: torch.Tensor, what: str, axes: Sequence[str] = BTC, hint: str = "") -> None:
+def likely_cause(explain: Callable[[], str | None] | None) -> str | None:
+    """The known bug that reproduces a submission's output, or None: also when ``explain`` cannot recompute
+    it (a module whose parameters are named otherwise, say), for a hint must never crash a check."""
+    if explain is None:
+        return None
+    try:
+        return explain()
+    except Exception:
+        return None
+
+
+def finite(
+    value: torch.Tensor,
+    what: str,
+    axes: Sequence[str] = BTC,
+    hint: str = "",
+    explain: Callable[[], str | None] | None = None,
+) -> None:
+    """Every value finite; on failure, the first bad place and the hint (or the likely bug, if known)."""
     bad = ~torch.isfinite(value)
     if bad.any():
+        if not hint and (cause := likely_cause(explain)):
+            hint = f"likely cause: {cause}"
         if value.dim() == 0:
             fail(f"{what} is {value.item()}, not a finite number" + (f"; {hint}" if hint else ""))
         index = tuple(int(i) for i in bad.nonzero()[0])
@@ -133,7 +153,7 @@ def assert_close_where(
     explain: Callable[[], str | None] | None = None,
 ) -> None:
     """Same values within tolerance; on failure, the worst place and (if known) the likely bug."""
-    finite(actual, what, axes)
+    finite(actual, what, axes, explain=explain)
     excess = (actual.double() - expected.double()).abs() - (atol + rtol * expected.double().abs())
     if (excess <= 0).all():
         return
@@ -150,7 +170,7 @@ def assert_close_where(
             f"expected {expected[index].item():.6g} ({int((excess > 0).sum())} of {actual.numel()} "
             f"values off by more than {tolerance})"
         )
-    cause = explain() if explain else None
+    cause = likely_cause(explain)
     fail(message + (f". Likely cause: {cause}" if cause else ""))
 
 

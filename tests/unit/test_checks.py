@@ -48,3 +48,22 @@ def test_an_output_of_nan_is_not_taken_for_no_leak():
     x = torch.randint(0, 10, (2, 5))
     with pytest.raises(AssertionError, match="holds nan"):
         no_future_leak(lambda t: torch.full((*t.shape, 3), NAN), x, token_perturbation(10), (2, 5, 3), "logits")
+
+
+def test_a_nan_output_names_the_likely_cause_when_one_is_known():
+    got = torch.tensor([[1.0, NAN]])
+    with pytest.raises(AssertionError, match="likely cause: the mask is upside down"):
+        checks.assert_close_where(
+            got, torch.ones(1, 2), "out", ("row", "column"), explain=lambda: "the mask is upside down"
+        )
+
+
+def test_a_cause_that_cannot_be_computed_is_left_out_not_raised():
+    def explain() -> str:
+        raise KeyError("attn.qkv.weight")  # a module whose parameters are named otherwise
+
+    with pytest.raises(AssertionError) as failure:
+        checks.assert_close_where(torch.zeros(2), torch.ones(2), "out", ("position",), explain=explain)
+    assert "differs from the reference" in str(failure.value) and "ikely cause" not in str(failure.value)
+    with pytest.raises(AssertionError, match="non-finite values\\)$"):
+        checks.finite(torch.tensor([NAN]), "out", ("position",), explain=explain)

@@ -5,8 +5,6 @@ cannot hide): batch 13 or 3, T up to 11 (7 for value checks), d = 24,
 4 heads of 6.
 """
 
-from collections.abc import Callable, Sequence
-
 import pytest
 import torch
 
@@ -33,35 +31,6 @@ def attention(m1, q, k, v) -> tuple[torch.Tensor, torch.Tensor]:
     out = checks.tensor(result[0], "out", v.shape)
     weights = checks.tensor(result[1], "weights", (*q.shape[:-1], q.shape[-2]))
     return out, weights
-
-
-def cause_of(explain: Callable[[], str | None]) -> str | None:
-    """The known bug that reproduces a submission's output, or None (also when it cannot be recomputed:
-    a module whose parameters are named otherwise, say)."""
-    try:
-        return explain()
-    except Exception:
-        return None
-
-
-def finite(value: torch.Tensor, what: str, axes: Sequence[str], explain: Callable[[], str | None]) -> None:
-    """checks.finite, naming the likely cause when a known bug gives the same NaNs."""
-    if not torch.isfinite(value).all():
-        cause = cause_of(explain)
-        checks.finite(value, what, axes, hint=f"likely cause: {cause}" if cause else "")
-
-
-def close(
-    actual: torch.Tensor,
-    expected: torch.Tensor,
-    what: str,
-    axes: Sequence[str],
-    explain: Callable[[], str | None],
-    atol: float = 1e-5,
-) -> None:
-    """checks.assert_close_where, whose likely cause is named for non-finite values too."""
-    finite(actual, what, axes, explain)
-    checks.assert_close_where(actual, expected, what, axes, atol=atol, explain=lambda: cause_of(explain))
 
 
 # ---------------------------------------------------------------- causal_mask
@@ -103,7 +72,7 @@ def test_attention_lesson_example(m1):
     checks.seed(7)
     q, k, v = torch.randn(4, 4), torch.randn(4, 4), torch.randn(4, 4)
     out, weights = attention(m1, q, k, v)
-    close(
+    checks.assert_close_where(
         weights[0],
         torch.tensor([1.0, 0, 0, 0]),
         "weights[0]",
@@ -111,7 +80,7 @@ def test_attention_lesson_example(m1):
         atol=1e-6,
         explain=lambda: diagnose.explain_attention(weights, q, k, v, 1),
     )
-    close(
+    checks.assert_close_where(
         out[0],
         LESSON_OUT0,
         "out[0]",
@@ -128,14 +97,14 @@ def test_attention_matches_reference(m1, ref, seed, lead):
     q, k, v = qkv(seed, *lead)
     out, weights = attention(m1, q, k, v)
     want_out, want_weights = ref.m1_attention.causal_attention(q, k, v)
-    close(
+    checks.assert_close_where(
         weights,
         want_weights,
         "weights",
         ("batch", "head", "query", "key"),
         explain=lambda: diagnose.explain_attention(weights, q, k, v, 1),
     )
-    close(
+    checks.assert_close_where(
         out,
         want_out,
         "out",
@@ -159,7 +128,7 @@ def test_attention_weights_are_causal(m1):
     """weights are exactly 0 above the diagonal and each row sums to 1"""
     q, k, v = qkv(3, 13)
     _, weights = attention(m1, q, k, v)
-    cause = cause_of(lambda: diagnose.explain_attention(weights, q, k, v, 1))
+    cause = checks.likely_cause(lambda: diagnose.explain_attention(weights, q, k, v, 1))
     likely = f". Likely cause: {cause}" if cause else ""
     bad = ~torch.isfinite(weights)
     if bad.any():
@@ -190,7 +159,7 @@ def test_attention_large_scores(m1):
     q, k, v = qkv(4, 3)
     weights = attention(m1, q, k, v)[1]
     if weights.triu(1).any():
-        cause = cause_of(lambda: diagnose.explain_attention(weights, q, k, v, 1))
+        cause = checks.likely_cause(lambda: diagnose.explain_attention(weights, q, k, v, 1))
         checks.fail(
             "the weights above the diagonal are not 0 even for ordinary inputs: see the check "
             "'weights are exactly 0 above the diagonal'" + (f". Likely cause: {cause}" if cause else "")
@@ -209,7 +178,7 @@ def test_attention_no_future_leak(m1):
     """changing keys and values at later positions leaves earlier outputs unchanged"""
     q, k, v = qkv(5, 3)
     out = attention(m1, q, k, v)[0]
-    finite(out, "causal_attention's out", BTC, lambda: diagnose.explain_attention(out, q, k, v, 0))
+    checks.finite(out, "causal_attention's out", BTC, explain=lambda: diagnose.explain_attention(out, q, k, v, 0))
 
     def forward(kv: torch.Tensor) -> torch.Tensor:
         return attention(m1, q, kv[..., :5], kv[..., 5:])[0]
@@ -283,7 +252,7 @@ def test_module_matches_reference(m1, ref, d, heads):
     out = checks.tensor(module(x), "the output", (3, 7, d))
     with torch.no_grad():
         want = reference(x)
-    close(
+    checks.assert_close_where(
         out,
         want,
         f"CausalSelfAttention({d}, {heads})",
@@ -315,7 +284,7 @@ def test_module_is_causal(m1, check):
 def output_is_finite(module, x: torch.Tensor, what: str) -> None:
     """A NaN output fails here, with its likely cause when a known bug, on the module's own weights, gives it."""
     out = checks.tensor(module(x), what, tuple(x.shape))
-    finite(out, what, BTC, lambda: diagnose.explain_self_attention(out, x, module.state_dict(), HEADS))
+    checks.finite(out, what, BTC, explain=lambda: diagnose.explain_self_attention(out, x, module.state_dict(), HEADS))
 
 
 def perturb_floats(x: torch.Tensor, t: int) -> torch.Tensor:
