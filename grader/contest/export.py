@@ -24,6 +24,7 @@ from grader.files import atomic_path
 from grader.fingerprint import grader_fingerprint
 
 GRADEBOOK = "grades.sqlite"
+NOT_SUBMITTED = "a graded submission"  # the one check of a task a student has no counted submission for
 SOURCE_PREFIX = "contest:"  # a row's ``source``: where ``grade export`` tells the coach to regrade from
 
 
@@ -39,12 +40,28 @@ def counted(contest: Contest, rows: list[Row]) -> dict[str, Row]:
     return chosen
 
 
+def not_submitted(task: str, points: float) -> dict[str, Any]:
+    """A task with no submission that counts, as a milestone worth 0 of its points: the class's mean on a task
+    is over every student, as a batch's is over every student's stubs, not only over those who submitted."""
+    check = {
+        "name": NOT_SUBMITTED,
+        "milestone": task,
+        "score": 0.0,
+        "max_score": float(points),
+        "passed": False,
+        "message": "no graded submission for this task",
+        "counted": True,
+    }
+    return {"id": task, "title": task, "score": 0.0, "max_score": float(points), "checks": [check]}
+
+
 def combined_report(contest: Contest, chosen: dict[str, Row]) -> dict[str, Any]:
     """The counted submissions' task milestones as one grader report, in contest points."""
     milestones = []
     for task in contest.tasks:
         row = chosen.get(task.id)
         if row is None or row.report is None or not row.max_score:
+            milestones.append(not_submitted(task.id, task.points))
             continue
         scale = task.points / row.max_score
         for entry in row.report.get("milestones", []):

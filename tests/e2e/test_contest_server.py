@@ -24,6 +24,8 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from grader.batch.gradebook import Gradebook
+from grader.batch.summary import milestone_means, set_aside
 from grader.contest.commands import contest as contest_group
 from grader.contest.server import create_app
 from grader.contest.store import Store
@@ -462,6 +464,23 @@ def test_grade_contest_export_writes_the_gradebook_then_grade_exports_files(sess
     assert (float(ada["score"]), float(ada["m1"]), float(ada["m2"])) == (40, 30, 10)
     reported = cli("report", str(folder / "grades.sqlite"))
     assert reported.returncode == 0 and "3 submissions, 1 graded" in reported.stdout, reported.stderr
+
+
+def test_a_task_a_student_did_not_submit_counts_as_0_in_the_task_mean(session):
+    """grace submits m1 only: m2's class mean is over ada (10 of 20) and grace (0), not over ada alone."""
+    folder, client, _ = session
+    files = [(f"{name}.py", (SOLUTIONS / f"{name}.py").read_bytes()) for name in MILESTONES["m1"].modules]
+    response = upload(client, folder, "grace", "m1", files)
+    assert response.status_code == 202, response.text
+    Store(folder).finish(response.json()["id"], datetime.now(timezone.utc), m_report("m1", [True] * 4))
+    result = CliRunner().invoke(contest_group, ["export", str(folder)])
+    assert result.exit_code == 0, result.output
+    book = Gradebook(folder / "grades.sqlite")
+    try:
+        means = milestone_means([c for c in book.checks() if not set_aside(c)])
+    finally:
+        book.close()
+    assert means == {"m1": pytest.approx(1.0), "m2": pytest.approx(0.25)}, means
 
 
 def test_grade_contest_export_of_a_folder_with_nothing_submitted_says_so(folder):
