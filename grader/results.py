@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
+from enum import Enum
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
@@ -14,8 +15,24 @@ from grader.milestones import GRADABLE
 GRADESCOPE_VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 
 
+class Verdict(str, Enum):
+    """A check's outcome as a class, as contest systems name it: what a contest shows under score-only or
+    pass/fail feedback, where a check's message would tell what the hidden checks test."""
+
+    OK = "OK"
+    WRONG_ANSWER = "wrong answer"
+    RUNTIME_ERROR = "runtime error"
+    TIME_LIMIT = "time limit exceeded"
+    MEMORY_LIMIT = "memory limit exceeded"
+    IMPORT_ERROR = "import error"  # a file that does not import, or lacks a name the contract requires
+    NOT_IMPLEMENTED = "not implemented"
+    NOT_COUNTED = "not counted"  # the grader's own error, or nothing it could observe
+
+
 class NotObserved(Exception):
     """Raised by a check that cannot see, in contract-conforming code, what it looks at: no verdict."""
+
+    verdict = Verdict.NOT_COUNTED
 
 
 @dataclass
@@ -32,6 +49,7 @@ class CheckResult:
     traceback: str = ""  # where the grader failed, for an internal error (shown with -v)
     value: float | None = None  # a metric-scored check's measure (lmbudget: bits per character); None elsewhere
     case: str = ""  # a parametrized check's case id: its name is f"{base} [{case}]"; "" for a plain check
+    verdict: str = Verdict.OK.value  # a Verdict's value: why it failed, as a class
 
 
 @dataclass

@@ -25,8 +25,9 @@ import pytest
 from grader.hints import hint_for
 from grader.milestones import GRADABLE
 from grader.paper.variants import LESSON, Variant
-from grader.results import CheckResult, NotObserved, Report
+from grader.results import CheckResult, NotObserved, Report, Verdict
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
+from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
 from grader.sandbox.session import ImportFailure, MissingName
 
@@ -241,19 +242,43 @@ class Failure:
     internal: bool = False  # the grader's own code failed
     counted: bool = True  # False: no verdict (an internal error, or nothing the grader could observe)
     trace: str = ""
+    verdict: Verdict = Verdict.NOT_COUNTED
+
+
+# What torch's allocators say, in a RuntimeError, when the worker's memory limit refuses them.
+OUT_OF_MEMORY = ("DefaultCPUAllocator: can't allocate memory", "out of memory")
+
+
+def verdict_of(error: BaseException) -> Verdict:
+    """The class of a student's failure. A check that caught the student's error to explain it (fail() in an
+    except block) keeps it as the context of its AssertionError: a crash explained is still a crash."""
+    seen: BaseException | None = error
+    while seen is not None:
+        if isinstance(seen, WorkerCrash):
+            return {"time": Verdict.TIME_LIMIT, "memory": Verdict.MEMORY_LIMIT}.get(seen.limit, Verdict.RUNTIME_ERROR)
+        if isinstance(seen, StudentError):
+            if seen.type == ErrorKind.NOT_IMPLEMENTED:
+                return Verdict.NOT_IMPLEMENTED
+            if seen.type == ErrorKind.MEMORY_ERROR or any(m in seen.message for m in OUT_OF_MEMORY):
+                return Verdict.MEMORY_LIMIT
+            return Verdict.IMPORT_ERROR if seen.type == ErrorKind.MISSING_NAME else Verdict.RUNTIME_ERROR
+        if isinstance(seen, ImportFailure | MissingName):
+            return Verdict.IMPORT_ERROR
+        seen = seen.__context__
+    return Verdict.WRONG_ANSWER
 
 
 def failure(excinfo: pytest.ExceptionInfo) -> Failure:
     """Why a check did not pass: the teaching message, or the grader's own failure (set aside, not blamed)."""
     error = excinfo.value
     if isinstance(error, StudentError) and (hint := hint_for(error.message)):
-        return Failure(f"{error}; hint: {hint}")
+        return Failure(f"{error}; hint: {hint}", verdict=verdict_of(error))
     if isinstance(error, EXPLAINED):
-        return Failure(str(error))
+        return Failure(str(error), verdict=verdict_of(error))
     if isinstance(error, pytest.fail.Exception):
-        return Failure(error.msg or "")
+        return Failure(error.msg or "", verdict=verdict_of(error))
     if isinstance(error, NotObserved):
-        return Failure(f"not counted: {error}", counted=False)
+        return Failure(f"not counted: {error}", counted=False, verdict=error.verdict)
     if isinstance(error, ProbeFault):
         what, trace = f"a probe in the worker ({error})", error.trace
     else:
@@ -331,6 +356,7 @@ class Collector:
                 message=redact(why.message or str(props.get("message", ""))),
                 value=float(props["value"]) if "value" in props else None,
                 case=item.callspec.id if hasattr(item, "callspec") else "",
+                verdict=(Verdict.OK if report.passed else why.verdict).value,
                 seconds=round(call.duration, 3),
                 internal_error=why.internal,
                 counted=why.counted,

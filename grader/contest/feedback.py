@@ -21,6 +21,7 @@ from grader.contest.config import Contest, Feedback
 from grader.contest.metric import split_check
 from grader.contest.policy import Phase, WindowState, task_points
 from grader.milestones import GRADABLE
+from grader.results import Verdict
 
 # The fields of a check a student sees under ``full``. Not the traceback: it is the grader's own failure, and
 # it quotes the hidden suite's source; the coach sees it in the full report.
@@ -64,6 +65,17 @@ def visible_report(
     return filter_report(contest, report, policy_at(contest, state), guarded, sealed)
 
 
+def task_verdict(checks: list[dict[str, Any]]) -> str | None:
+    """A task's verdict, as a contest system gives one: that of its first check the student's code failed
+    (a wrong answer, a runtime error, a time limit...), or OK. Checks the grader set aside are skipped. None for
+    a report graded before checks had verdicts: no verdict shown rather than a wrong one."""
+    for check in checks:
+        if check.get("passed") or check.get("internal_error") or check.get("verdict") == Verdict.NOT_COUNTED.value:
+            continue
+        return check.get("verdict")
+    return Verdict.OK.value
+
+
 def filter_report(
     contest: Contest,
     report: dict[str, Any],
@@ -72,7 +84,9 @@ def filter_report(
     sealed: frozenset[str] = frozenset(),
 ) -> dict[str, Any]:
     """``report`` as seen under ``policy``: full = every check; score = each task's score; passfail = each task
-    passed (full marks) or not; none = only that it was received. A task in ``guarded`` gets at most score."""
+    passed (full marks) or not; none = only that it was received. Each task but under none has its verdict (a
+    class such as "runtime error": it tells nothing of what a check tests). A task in ``guarded`` gets at most
+    score."""
     view: dict[str, Any] = {"feedback": policy.value, "received": True}
     if policy is Feedback.NONE:
         return view
@@ -82,7 +96,10 @@ def filter_report(
         if task is None:
             continue
         score = task_points(task, float(milestone.get("score", 0)), float(milestone.get("max_score", 0)))
+        shown = [c for c in milestone.get("checks", []) if not (task.id in sealed and split_check(c) == "B")]
         entry: dict[str, Any] = {"id": task.id, "title": milestone.get("title", "")}
+        if (verdict := task_verdict(shown)) is not None:
+            entry["verdict"] = verdict
         if policy is Feedback.PASSFAIL:
             entry["passed"] = score >= task.points
         else:
@@ -95,7 +112,6 @@ def filter_report(
                 f"solution of {others}, a task of this contest, which a check's message could carry out"
             )
         elif policy is Feedback.FULL:
-            shown = [c for c in milestone.get("checks", []) if not (task.id in sealed and split_check(c) == "B")]
             stake = float(milestone.get("max_score", 0))
             scale = task.points / stake if stake > 0 else 0.0  # the grader's points -> the task's, as its score
             entry["checks"] = [scaled({key: check.get(key) for key in CHECK_FIELDS}, scale, 4) for check in shown]

@@ -85,10 +85,11 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     if view.get("feedback") == "none":
         lines.append("  received (this contest shows no feedback yet)")
     for task in view.get("tasks", []):
+        verdict = f" ({task['verdict']})" if task.get("verdict") else ""
         if "score" in task:
-            lines.append(f"  {task['id']}: {task['score']:g} / {task['max_score']:g} points")
+            lines.append(f"  {task['id']}: {task['score']:g} / {task['max_score']:g} points{verdict}")
         elif "passed" in task:
-            lines.append(f"  {task['id']}: {'passed' if task['passed'] else 'not yet full marks'}")
+            lines.append(f"  {task['id']}: {'passed' if task['passed'] else 'not yet full marks'}{verdict}")
         if task.get("note"):
             lines.append(f"    ({task['note']})")
         checks = task.get("checks") or []

@@ -15,7 +15,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from grader.results import NotObserved
+from grader.results import NotObserved, Verdict
 
 TASK_FILE = Path(__file__).with_name("task.toml")
 ENV_VAR = "GPTKIT_LMBUDGET_TASK"
@@ -27,6 +27,11 @@ LOSS_FORMAT = "loss on split {split}: {loss:.4f} bits/char"
 class NoValidRun(NotObserved):
     """Time limit exceeded, runtime error or no model: a verdict that, as at IOAI, does not count
     against a contest's cap. A NotObserved, so the runner sets the check aside (``counted=False``)."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        # the message begins with its verdict ("time limit exceeded: ..."); "no model: ..." is a wrong answer
+        self.verdict = next((v for v in Verdict if message.startswith(f"{v.value}:")), Verdict.WRONG_ANSWER)
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,12 @@ class ProbeFault(Exception):
 
 
 class WorkerCrash(Exception):
-    """The worker died, hung, or sent garbage; the message says which, in plain words."""
+    """The worker died, hung, or sent garbage; the message says which, in plain words. ``limit``: the limit
+    it ran into, "time" or "memory", where that is known; "" for any other end."""
+
+    def __init__(self, message: str, limit: str = ""):
+        super().__init__(message)
+        self.limit = limit
 
 
 class GraderError(Exception):
@@ -300,6 +305,7 @@ SIGNALS: dict[int, str] = {  # signal.Signals are ints: looked up by exit code -
     signal.SIGKILL: "was killed (SIGKILL), most likely for using more memory than allowed",
     signal.SIGXCPU: "used more CPU time than allowed",
 }
+LIMIT_OF_SIGNAL: dict[int, str] = {signal.SIGKILL: "memory", signal.SIGXCPU: "time"}  # the limit each one means
 
 
 class WorkerConnection:
@@ -348,9 +354,11 @@ class WorkerConnection:
         except TimeoutError:
             self._end(grace=0)
             self.hung = True
-            raise WorkerCrash(f"no answer within {timeout:.1f} s: an infinite loop, or far too much work?") from None
+            raise WorkerCrash(
+                f"no answer within {timeout:.1f} s: an infinite loop, or far too much work?", limit="time"
+            ) from None
         except (EOFError, OSError) as e:
-            raise WorkerCrash(self._why_it_died(e)) from None
+            raise WorkerCrash(*self._why_it_died(e)) from None
         except (ProtocolError, KeyError, TypeError, AttributeError, RecursionError) as e:
             self._end(grace=0)
             raise WorkerCrash(f"the worker sent back malformed data ({e})") from None
@@ -358,16 +366,18 @@ class WorkerConnection:
     def _remote(self, id_: int, type_: str) -> Remote:
         return Remote(self, id_, type_)
 
-    def _why_it_died(self, e: Exception) -> str:
+    def _why_it_died(self, e: Exception) -> tuple[str, str]:
+        """(what happened, the limit it ran into: LIMIT_OF_SIGNAL's, or "")."""
         status = self._end(grace=1.0)
         code = status.get("exit")
         if status.get("killed") or code is None:
-            return f"the worker stopped answering ({e})"
+            return f"the worker stopped answering ({e})", ""
         if code == OUTPUT_LIMIT_EXIT:
-            return f"your code printed more than {self.server.limits.output_bytes >> 20} MB of output"
-        if (what := SIGNALS.get(signal_of_exit_code(code) or 0)) is not None:
-            return f"the worker {what}"
-        return f"the worker process ended with exit code {code} (os._exit or sys.exit in your code?)"
+            return f"your code printed more than {self.server.limits.output_bytes >> 20} MB of output", ""
+        sig = signal_of_exit_code(code) or 0
+        if (what := SIGNALS.get(sig)) is not None:
+            return f"the worker {what}", LIMIT_OF_SIGNAL.get(sig, "")
+        return f"the worker process ended with exit code {code} (os._exit or sys.exit in your code?)", ""
 
     def _end(self, grace: float) -> dict:
         if not self.alive:

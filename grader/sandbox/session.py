@@ -97,7 +97,7 @@ class MilestoneView:
             raise ImportFailure(*self._import_failure.args)
         worker, needs_import = self.shared.for_view(self)
         if self.hangs >= MAX_HANGS:
-            raise WorkerCrash(f"not run: your code already hung {self.hangs} times in this milestone")
+            raise WorkerCrash(f"not run: your code already hung {self.hangs} times in this milestone", limit="time")
         if worker is not None:
             worker.deadline = self.deadline
         if needs_import:

@@ -145,11 +145,36 @@ CONTAINED = [
 ]
 
 
+# The verdict of the check that says what went wrong, as a contest shows it under score-only feedback.
+VERDICTS = {
+    "os-exit-at-import": "import error",
+    "sys-exit-at-import": "import error",
+    "os-exit-in-call": "runtime error",
+    "sys-exit-in-call": "runtime error",
+    "keyboard-interrupt": "runtime error",
+    "infinite-loop": "time limit exceeded",
+    "segfault": "runtime error",
+    "flood-output": "runtime error",
+    "monkeypatch-comparisons": "wrong answer",
+    "syntax-error": "import error",
+    "missing-file": "import error",
+    "missing-name": "import error",
+    "wrong-signature": "runtime error",
+    "pytest-config": "wrong answer",
+    "memory-empty": "memory limit exceeded",
+    "memory-growing": "memory limit exceeded",
+    "socket-garbage": "runtime error",
+    "spoofed-output": "wrong answer",
+}
+
+
 @pytest.mark.parametrize("variant,args", CONTAINED)
 def test_attack_is_contained(attack, variant: Variant, args: tuple[str, ...]):
     """One hostile change (see the comment on each case): a clean graded failure of its milestone only."""
     result = attack(variant, *args)
     assert_contained(result, variant.milestone, variant.expect)
+    verdicts = {c["verdict"] for c in result.milestone(variant.milestone)["checks"] if variant.expect in c["message"]}
+    assert verdicts == {VERDICTS[variant.name]}, f"verdicts {verdicts}\n{explain(result)}"
     if variant.name == "syntax-error":
         assert result.milestone("m1")["score"] == 0, explain(result)
     if variant.name == "missing-file":

@@ -73,6 +73,7 @@ class ErrorKind:
     IMPORT_ERROR = "ImportError"
     VALUE_ERROR = "ValueError"
     TYPE_ERROR = "TypeError"  # also what the grader's checks of a student's value report (StudentFault)
+    MEMORY_ERROR = "MemoryError"  # the worker's address-space limit, met in the student's code
 
 
 # How a failure the student caused begins, in every message: ``grade batch`` counts such checks as an
