@@ -195,6 +195,49 @@ def test_no_feedback_says_only_that_the_submission_was_received():
     assert filter_report(contest(), REPORT, Feedback.NONE) == {"feedback": "none", "received": True}
 
 
+def with_verdicts(report: dict, failed: dict[str, str]) -> dict:
+    """``report`` as graded today: each check with its verdict, ``failed[milestone]`` for its failing ones."""
+    milestones = [
+        {**m, "checks": [{**c, "verdict": "OK" if c["passed"] else failed[m["id"]]} for c in m["checks"]]}
+        for m in report["milestones"]
+    ]
+    return {**report, "milestones": milestones}
+
+
+@pytest.mark.parametrize("policy", [Feedback.SCORE, Feedback.PASSFAIL, Feedback.FULL])
+def test_each_task_shows_its_verdict_a_class_that_names_no_check(policy):
+    report = with_verdicts(REPORT, {"m1": "runtime error", "m2": "wrong answer"})
+    view = filter_report(contest(), report, policy)
+    assert [t.get("verdict") for t in view["tasks"]] == ["runtime error", "wrong answer"]
+
+
+def test_no_feedback_shows_no_verdict():
+    report = with_verdicts(REPORT, {"m1": "runtime error", "m2": "wrong answer"})
+    assert "verdict" not in json.dumps(filter_report(contest(), report, Feedback.NONE))
+
+
+def test_the_verdict_is_the_first_failure_the_grader_did_not_set_aside():
+    report = with_verdicts(REPORT, {"m1": "wrong answer", "m2": "wrong answer"})
+    m1 = report["milestones"][0]["checks"]
+    first, second = [i for i, c in enumerate(m1) if not c["passed"]][:2]
+    m1[first] = {**m1[first], "internal_error": True, "verdict": "not counted"}
+    m1[second] = {**m1[second], "verdict": "time limit exceeded"}
+    view = filter_report(contest(), report, Feedback.SCORE)
+    assert view["tasks"][0]["verdict"] == "time limit exceeded"
+
+
+def test_a_task_whose_checks_all_pass_is_ok():
+    report = with_verdicts(REPORT, {"m1": "wrong answer", "m2": "wrong answer"})
+    for check in report["milestones"][1]["checks"]:
+        check.update(passed=True, verdict="OK")
+    assert filter_report(contest(), report, Feedback.PASSFAIL)["tasks"][1]["verdict"] == "OK"
+
+
+def test_a_report_graded_before_checks_had_verdicts_shows_none_rather_than_a_guess():
+    view = filter_report(contest(), REPORT, Feedback.SCORE)
+    assert all("verdict" not in task for task in view["tasks"])
+
+
 def test_full_feedback_shows_every_check_and_message_but_not_the_graders_traceback():
     view = filter_report(contest(), REPORT, Feedback.FULL)
     shown = json.dumps(view)
