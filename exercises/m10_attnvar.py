@@ -25,7 +25,8 @@ The rules (checked, as in a contest; a broken rule scores 0 for that function):
 - No Python loops over heads or positions: no ``for``/``while`` loop or comprehension
   over them, in the function or in a helper it calls. Process all heads and all
   positions at once with batched tensor operations (view, transpose, @, einsum, ...).
-  A loop over a fixed list of tensors, ``for t in (q, k, v)``, is fine. The grader also
+  A loop over a literal tuple or list, ``for t in (q, k, v)`` (or a ``zip`` of such),
+  is fine. The grader also
   counts the tensor operations a call dispatches: that number must not grow with
   n_heads or T.
 - Do not call ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention`` or

@@ -8,7 +8,8 @@ This file imports ``CausalSelfAttention`` from your ``m1_attention.py``, so
 ``python m2_model.py`` needs a working milestone 1. The grader, though, grades
 m2 with its own trusted ``m1_attention``: a bug in your milestone 1 costs
 points in m1 (and in ``lesson``, the end-to-end check that runs your four
-files together), never in m2.
+files together), never in m2. (The student release's public checks have no
+trusted m1: there they run yours.)
 
 Check yourself from the folder that holds this file::
 

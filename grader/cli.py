@@ -14,7 +14,7 @@ from click.core import ParameterSource
 from grader import __version__
 from grader.files import write_atomically
 from grader.milestones import MILESTONES, preloads, side_by_side
-from grader.options import limit_options, limits, milestone_option
+from grader.options import OutputPath, limit_options, limits, milestone_option
 from grader.results import GRADESCOPE_VISIBILITIES
 
 FORMATS = ("text", "json", "gradescope")
@@ -45,7 +45,7 @@ def main(ctx: click.Context) -> None:
 @click.option(
     "-o",
     "--output",
-    type=click.Path(dir_okay=False, writable=True, path_type=Path),
+    type=OutputPath(dir_okay=False, writable=True, path_type=Path),
     help="Write the results to this file instead of the terminal.",
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every failing check, not only the first per milestone.")
@@ -144,7 +144,7 @@ def check(
 
 
 @main.command()
-@click.argument("out", type=click.Path(dir_okay=False, path_type=Path), default="gradescope-autograder.zip")
+@click.argument("out", type=OutputPath(dir_okay=False, path_type=Path), default="gradescope-autograder.zip")
 @click.option(
     "--visibility",
     type=click.Choice(GRADESCOPE_VISIBILITIES),
@@ -175,7 +175,7 @@ def gradescope(out: Path, visibility: str = "visible") -> None:
 
 
 @main.command()
-@click.argument("out", type=click.Path(path_type=Path), default="gptkit-release")
+@click.argument("out", type=OutputPath(path_type=Path), default="gptkit-release")
 def release(out: Path) -> None:
     """Write the student release to OUT (a new folder, or a .zip): stubs, public checks, a grader, a README.
 
@@ -191,7 +191,7 @@ def release(out: Path) -> None:
 
 
 @main.command()
-@click.argument("out", type=click.Path(file_okay=False, path_type=Path), default="nbgrader-course")
+@click.argument("out", type=OutputPath(file_okay=False, path_type=Path), default="nbgrader-course")
 def nbgrader(out: Path) -> None:
     """Write an nbgrader course to OUT: nbgrader_config.py and source/lesson/tinygpt.ipynb.
 
@@ -205,6 +205,10 @@ def nbgrader(out: Path) -> None:
 
     if not HIDDEN_AVAILABLE or not (course.PROJECT / "solutions").is_dir():
         raise click.UsageError("an nbgrader course is built from a checkout of the kit (solutions and hidden suites)")
+    try:
+        course.refuse_existing(out)  # now, not after grading the reference for a minute (build checks again)
+    except FileExistsError as e:
+        raise click.UsageError(str(e)) from None
     try:
         report = grade(course.PROJECT / "solutions", list(MILESTONES))  # each milestone's points, and a sanity check
     except GraderError as e:

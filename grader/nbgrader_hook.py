@@ -22,6 +22,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 from pathlib import Path
 
 _reports: dict[tuple[str, float, bool], dict] = {}
@@ -41,6 +42,7 @@ def check(notebook: str, milestone: str, public: bool = False) -> float | None:
         for c in result["checks"]
         if not c.get("counted", True)
     ]
+    lines = [_wrapped(line) for line in lines]
     passed = f"{len(counted) - len(failed)}/{len(counted)}"
     if report.get("checks") == "all":  # the grading run: a score, which nbgrader reads from the cell's output
         print(
@@ -55,10 +57,21 @@ def check(notebook: str, milestone: str, public: bool = False) -> float | None:
             f"{len(failed)} public check(s) of {milestone} failed ({passed} passed):\n" + "\n".join(lines)
         )
     print(
-        f"{milestone}: all {len(counted)} public checks passed (the grade also counts hidden ones)"
+        f"{milestone}: "
+        + (f"all {len(counted)} public checks" if len(counted) != 1 else "its one public check")
+        + " passed (the grade also counts hidden ones)"
         + ("\n" + "\n".join(lines) if lines else "")
     )
     return None
+
+
+def _wrapped(line: str, width: int = 100) -> str:
+    """A check's line cut at ``width`` columns, the rest indented under its ``- ``: nbgrader's feedback shows the
+    output in a box that scrolls sideways, and a message's "Likely cause: ..." comes last."""
+    return "\n".join(
+        textwrap.fill(part, width, subsequent_indent="    ", break_long_words=False, break_on_hyphens=False)
+        for part in line.splitlines()  # a message's own lines (a traceback) stay lines
+    )
 
 
 def _grouped(failed: list[dict]) -> list[str]:

@@ -1,9 +1,11 @@
-"""What the commands share: the milestone option, the limit options and their defaults, declared once."""
+"""What the commands share, declared once: the milestone option, the limit options and their defaults, output paths."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
-from typing import TypeVar
+from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
@@ -15,6 +17,21 @@ F = TypeVar("F", bound=Callable)
 # The default limits are Limits()'s (what a grading without options gets: the Gradescope autograder,
 # `grade nbgrader`); the options offer them.
 DEFAULT = Limits()
+
+
+class OutputPath(click.Path):
+    """``click.Path`` for what a command writes (a file or a folder, made with its parents): a usage error
+    where a folder on its way is an existing file (``afile/out``), which mkdir and open would otherwise turn
+    into a traceback, after part of the work."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        path = super().convert(value, param, ctx)
+        for parent in Path(os.fsdecode(path)).parents:
+            if parent.exists():  # the nearest one that exists decides: what is under it gets made
+                if not parent.is_dir():
+                    self.fail(f"{parent} is a file, not a folder: {os.fsdecode(path)} cannot be written", param, ctx)
+                break
+        return path
 
 
 def milestone_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> list[str]:

@@ -87,7 +87,10 @@ class Report:
     def set_aside_note(self) -> str:
         """One sentence on the checks set aside, or nothing."""
         internal = self.internal_errors
-        unseen = [c for c in self.set_aside if not c.internal_error]
+        set_aside = [c for c in self.set_aside if not c.internal_error]
+        unseen = [c for c in set_aside if c.verdict == Verdict.NOT_COUNTED.value]
+        # a metric task's failed run (time limit, crash, no model) has its verdict and counts for nothing
+        runs = [c for c in set_aside if c.verdict != Verdict.NOT_COUNTED.value]
         parts = []
         if internal:
             parts.append(
@@ -98,6 +101,11 @@ class Report:
             parts.append(
                 f"{len(unseen)} check(s) worth {sum(c.max_score for c in unseen):g} point(s) could not "
                 "observe your code: they are not counted"
+            )
+        if runs:
+            parts.append(
+                f"{len(runs)} check(s) worth {sum(c.max_score for c in runs):g} point(s) have no score: the run "
+                "failed (see above), and a failed run counts for nothing, nor against a contest's cap"
             )
         return "; ".join(parts)
 

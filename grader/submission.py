@@ -4,7 +4,8 @@ A notebook becomes one file per code cell, run in order into one namespace the
 way a kernel runs them: a cell that raises does not stop the next one, so a
 leftover demo call or a broken cell costs only the names it should have
 defined. Where cells carry nbgrader metadata, the grader's own test cells are
-left out and a ``grade_id`` that appears twice keeps its last version. Cell
+left out and a ``grade_id`` that appears twice keeps its last version (a
+copied answer cell: a note says so wherever a missing name is reported). Cell
 magics and shell lines are dropped; kernel tricks (``get_ipython()``) find no
 kernel and fail inside their own cell. The result is graded like a folder,
 through the same isolated workers.
@@ -17,7 +18,7 @@ import json
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,7 +35,7 @@ RUNNER = '''\
 import sys as _sys
 import traceback as _traceback
 
-__notebook__ = []  # (cell, error) for each cell that raised: shown when a name is missing
+__notebook__ = {notes!r}  # what went wrong: the notes, then each cell that raised; shown when a name is missing
 
 
 def _run_cells(cells):
@@ -53,7 +54,8 @@ del _run_cells
 
 
 class SubmissionError(Exception):
-    """The path cannot be graded at all (not a folder or a readable notebook)."""
+    """The path cannot be graded at all (not a folder or a readable notebook). Its message names the file, not
+    its path: it goes to the student too (``grade export --gradescope``, the Gradescope autograder)."""
 
 
 @dataclass(frozen=True)
@@ -70,44 +72,61 @@ def prepared(path: Path) -> Iterator[Path]:
         yield path
         return
     if path.suffix != ".ipynb":
-        raise SubmissionError(f"{path} is neither a folder nor a notebook (.ipynb)")
-    cells = notebook_cells(path)
+        raise SubmissionError(f"{path.name} is neither a folder nor a notebook (.ipynb)")
+    cells, notes = notebook_cells(path)
     folder = Path(tempfile.mkdtemp(prefix="gptkit-nb-"))
     try:
-        write_notebook_folder(cells, folder)
+        write_notebook_folder(cells, folder, notes)
         yield folder
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def write_notebook_folder(cells: list[Cell], folder: Path) -> None:
+def write_notebook_folder(cells: list[Cell], folder: Path, notes: Sequence[str] = ()) -> None:
+    """The cells as files run in order by ``notebook_code.py``; ``notes`` head its list of what went wrong."""
     names = [re.sub(r"\W", "_", f"cell_{c.number:03d}" + (f"_{c.grade_id}" if c.grade_id else "")) for c in cells]
     for name, cell in zip(names, cells):
         (folder / f"{name}.py").write_text(cell.source)
-    (folder / "notebook_code.py").write_text(RUNNER.format(cells=names))
+    (folder / "notebook_code.py").write_text(RUNNER.format(cells=names, notes=list(notes)))
     for module in MODULES:  # every milestone's names come from the notebook's one namespace
         (folder / f"{module}.py").write_text(
             "from notebook_code import *  # noqa: F403\nfrom notebook_code import __notebook__  # noqa: F401\n"
         )
 
 
-def notebook_cells(path: Path) -> list[Cell]:
-    """The student's code cells, cleaned, in notebook order (a duplicated grade_id keeps its last version)."""
+def notebook_cells(path: Path) -> tuple[list[Cell], list[str]]:
+    """The student's code cells, cleaned, in notebook order (a duplicated grade_id keeps its last version), and
+    notes on what the student should know: each grade_id that more than one cell has (see :func:`copies`)."""
     try:
         if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            raise SubmissionError(f"{path} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
+            raise SubmissionError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
         raw = json.loads(path.read_text(encoding="utf-8"))["cells"]
         if not isinstance(raw, list):
             raise TypeError("its 'cells' is not a list")
         cells = [(i, c) for i, c in enumerate(raw, 1) if isinstance(c, dict) and c.get("cell_type") == "code"]
         parsed = [Cell(i, clean(_text(c["source"])), _grade_id(c)) for i, c in cells if not _is_test_cell(c)]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
-        raise SubmissionError(f"{path} is not a readable Jupyter notebook ({type(e).__name__}: {e})") from None
+        raise SubmissionError(f"{path.name} is not a readable Jupyter notebook ({type(e).__name__}: {e})") from None
     last = {cell.grade_id: cell.number for cell in parsed if cell.grade_id}
     kept = [c for c in parsed if c.source.strip() and (c.grade_id is None or last[c.grade_id] == c.number)]
     if not any(line.strip() and not line.lstrip().startswith("#") for c in kept for line in c.source.splitlines()):
-        raise SubmissionError(f"{path} has no code in its code cells")
-    return kept
+        raise SubmissionError(f"{path.name} has no code in its code cells")
+    return kept, copies(parsed)
+
+
+def copies(cells: list[Cell]) -> list[str]:
+    """A note for each grade_id that several cells have: Jupyter copies a cell's metadata with it, so a student
+    who copied an answer cell (to try something, say) may have their answer in a copy that is not graded."""
+    numbers: dict[str, list[int]] = {}
+    for cell in cells:
+        if cell.grade_id:
+            numbers.setdefault(cell.grade_id, []).append(cell.number)
+    return [
+        f"{len(n)} cells have grade_id {grade_id} (cells {', '.join(map(str, n[:-1]))} and {n[-1]}): only the last "
+        f"is graded; delete the cop{'ies' if len(n) > 2 else 'y'}"
+        for grade_id, n in numbers.items()
+        if len(n) > 1
+    ]
 
 
 def clean(source: str) -> str:

@@ -36,7 +36,15 @@ def render_text(report: Report, verbose: bool = False, color: bool = True, paper
         score, max_score = report.score(m)
         failed = [c for c in checks if not c.passed]
         style = "green" if not failed else ("red" if score == 0 else "yellow")
-        first = failed[0].name if failed else "[green]all passed[/]"
+        metric = [c for c in checks if c.value is not None]  # a metric-scored check: its measure is the news
+        if failed:
+            first = failed[0].name
+        elif not checks:
+            first = "[yellow]nothing counted[/]: see below"
+        elif metric and score < max_score:
+            first = metric[0].message.split(";")[0]
+        else:
+            first = "[green]all passed[/]"
         aside = len(report.of(m)) - len(checks)
         table.add_row(
             f"{m}  {GRADABLE[m].title}",
@@ -57,6 +65,10 @@ def render_text(report: Report, verbose: bool = False, color: bool = True, paper
         for c in failed if verbose else failed[:1]:
             console.print(f"[bold]{m}[/] ✗ ", end="")
             console.print(f"{c.name}\n    {c.message}", highlight=False, markup=False)
+        for c in report.of(m):  # a metric's measure and points, pass or not: the score it earns
+            if c.passed and c.counted and c.value is not None:
+                console.print(f"[bold]{m}[/] ● ", end="")
+                console.print(f"{c.name}\n    {c.message}", highlight=False, markup=False)
     for c in report.set_aside:  # always shown: the student must not take them for their own failures
         console.print(f"[bold]{c.milestone}[/] [yellow]not counted[/] ", end="")
         console.print(f"{c.name}\n    {c.message}", highlight=False, markup=False)

@@ -70,6 +70,8 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
                     ax.text(j, i, f"{100 * value:.0f}", ha="center", va="center", fontsize=8)
     fig.colorbar(image, ax=ax, label="share of the milestone's points", fraction=0.05)
     ax.set_title("Score per milestone (%), best students first", pad=24)
+    if not grid:
+        nothing(ax, NOTHING_GRADED)
     save(fig, HEATMAP)
 
     # Failures by likely cause: how many students hit each.
@@ -88,7 +90,7 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     ax.set_xlabel(f"students (of {considered} graded{apart})")
     ax.set_title("Failures by likely cause")
     if not causes:
-        nothing(ax, "no failure with a known cause")
+        nothing(ax, "no failure with a known cause" if graded else NOTHING_GRADED)
     save(fig, CAUSES)
 
     # The score histogram: integer counts, mean and median marked.
@@ -98,9 +100,13 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     ax.hist(scores, bins=10, range=(0, 100), color="tab:blue", edgecolor="white")
     if scores:
         mean, median = statistics.mean(scores), statistics.median(scores)
+        # the mean's dashes over the median's line: where the two are equal, both still show
+        ax.axvline(median, color="tab:orange", linestyle="-", linewidth=2.5, label=f"median {median:.1f}%")
         ax.axvline(mean, color="black", linestyle="--", label=f"mean {mean:.1f}%")
-        ax.axvline(median, color="tab:orange", linestyle="-", label=f"median {median:.1f}%")
-        ax.legend(loc="upper left")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1))  # beside the bars, never over them
+    else:
+        ax.set_ylim(0, 1)
+        nothing(ax, NOTHING_GRADED)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(
         xlabel="score (%)", ylabel="students", xlim=(0, 100), title=f"Score distribution ({len(scores)} graded{among})"
@@ -122,9 +128,12 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
         xticks=range(0, 101, 20),
     )
     if not rates:
-        nothing(ax, "no check failed")
+        nothing(ax, "no check failed" if graded else NOTHING_GRADED)
     save(fig, RATES)
     return written
+
+
+NOTHING_GRADED = "nothing graded yet"
 
 
 def nothing(ax, text: str) -> None:

@@ -11,11 +11,20 @@ from pathlib import Path
 import click
 
 from grader.batch.exports import csv_text, gradescope_json
-from grader.batch.gradebook import EMPTY
-from grader.batch.summary import class_lines, failure_causes, failure_rates, milestone_means, stubs
+from grader.batch.gradebook import EMPTY, Gradebook, NotAGradebook
+from grader.batch.summary import (
+    class_lines,
+    counts_line,
+    failure_causes,
+    failure_rates,
+    mean_line,
+    milestone_means,
+    names,
+    stubs,
+)
 from grader.files import write_atomically
 from grader.milestones import GRADABLE, MILESTONES
-from grader.options import dask_client, limit_options, limits, milestone_option, scheduler_option
+from grader.options import OutputPath, dask_client, limit_options, limits, milestone_option, scheduler_option
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
 __all__ = ["batch", "export", "report", "failure_rates"]
@@ -33,7 +42,7 @@ __all__ = ["batch", "export", "report", "failure_rates"]
 )
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputPath(dir_okay=False, path_type=Path),
     help="The SQLite gradebook. Default: SUBMISSIONS/grades.sqlite.",
 )
 @click.option("--regrade", is_flag=True, help="Grade again even what the gradebook already holds.")
@@ -70,7 +79,6 @@ def batch(
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
     from grader.batch.discover import discover
-    from grader.batch.gradebook import Gradebook
     from grader.batch.run import grade_all
 
     db = db or submissions / "grades.sqlite"
@@ -78,8 +86,8 @@ def batch(
     if not found:
         raise click.UsageError(f"no submissions found in {submissions}")
     chosen = limits(timeout, memory_mb, submission_timeout)
+    book = _open(db, create=True)  # before the cluster: a wrong --db stops here, with nothing to close
     client = dask_client(scheduler) if scheduler else None
-    book = Gradebook(db)
     columns = (
         TextColumn("grading"),
         BarColumn(),
@@ -137,7 +145,7 @@ def batch(
     finally:
         book.close()
     click.echo(f"{outcome.graded} graded, {outcome.skipped} already in {db} (unchanged)", err=True)
-    lines = class_lines([r for r in rows if r["status"] != EMPTY], checks)
+    lines = class_lines(rows, checks)
     if outcome.empty:
         lines.insert(1, _empty_line(outcome.empty))
     for line in lines:
@@ -146,10 +154,6 @@ def batch(
         click.echo(f"note: {_narrowed_note(submissions, milestones, outcome.narrowed)}", err=True)
     if gone := sorted(r["student"] for r in everyone if r["student"] not in students):
         click.echo(f"note: {_gone_note(submissions, gone)}", err=True)
-
-
-def _names(names: list[str], shown: int = 10) -> str:
-    return ", ".join(names[:shown]) + (f" and {len(names) - shown} more" if len(names) > shown else "")
 
 
 def _empty_line(empty: list) -> str:
@@ -170,7 +174,7 @@ def _narrowed_note(submissions: Path, milestones: list[str], narrowed: dict[str,
     causes = [f"{why['files']} changed their files" if why["files"] else "", "the grader changed" * bool(why["grader"])]
     return (
         f"{n} {whose} only {', '.join(milestones)} "
-        f"({_names(sorted(narrowed))}): {' and '.join(c for c in causes if c)} since the other milestones were "
+        f"({names(sorted(narrowed))}): {' and '.join(c for c in causes if c)} since the other milestones were "
         f"graded, so those results were not carried over; run `grade batch {shlex.quote(str(submissions))}` "
         "without -m to grade everything again"
     )
@@ -181,7 +185,7 @@ def _gone_note(submissions: Path, gone: list[str]) -> str:
     n = len(gone)
     return (
         f"{n} student{'s' * (n != 1)} in the gradebook {'have' if n != 1 else 'has'} no submission in "
-        f"{submissions} any more: kept ({_names(gone)}); `grade export` and `grade report` still list "
+        f"{submissions} any more: kept ({names(gone)}); `grade export` and `grade report` still list "
         f"{'their rows' if n != 1 else 'its row'}"
     )
 
@@ -191,13 +195,13 @@ def _gone_note(submissions: Path, gone: list[str]) -> str:
 @click.option(
     "--csv",
     "csv_out",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=OutputPath(dir_okay=False, path_type=Path),
     help="One row per submission: student, score, max_score, status, then each milestone's score.",
 )
 @click.option(
     "--gradescope",
     "gradescope_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=OutputPath(file_okay=False, path_type=Path),
     help="A folder with STUDENT/results.json in Gradescope's schema for each submission.",
 )
 def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
@@ -222,7 +226,7 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
 @click.option(
     "--png",
     "png_dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=OutputPath(file_okay=False, path_type=Path),
     help="Also write charts into this folder: milestone-heatmap.png (students x milestones), "
     "failure-causes.png (failures by likely cause), score-distribution.png and "
     "check-failure-rates.png.",
@@ -240,12 +244,8 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
     Each student's latest grading is reported (the gradebook keeps every attempt). Untouched stubs
     (every check says it is not implemented) are counted apart, out of the failure rates."""
     rows, checks = _load(db)
+    click.echo(counts_line(rows))
     graded = [r for r in rows if r["status"] == "graded"]
-    empty = [r for r in rows if r["status"] == EMPTY]
-    click.echo(
-        f"{len(rows)} submissions, {len(graded)} graded, {len(rows) - len(graded) - len(empty)} with errors"
-        + (f", {len(empty)} with nothing to grade ({_names([r['student'] for r in empty])})" if empty else "")
-    )
     if older := _older(rows):
         click.echo(_older_note(db, rows, older))
     if broken := [c for c in checks if c["internal_error"]]:
@@ -262,9 +262,8 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
             f"{len(aside)} check{'s' * (len(aside) != 1)} not counted (set aside: neither won nor lost), "
             "left out of the shares and failure rates below"
         )
-    if graded:
-        mean = sum(r["score"] / r["max_score"] for r in graded if r["max_score"]) / len(graded)
-        click.echo(f"mean score: {100 * mean:.1f}%")
+    if mean := mean_line(rows):
+        click.echo(mean)
     for m, share in milestone_means(checks).items():
         click.echo(f"  {m:<9} {100 * share:5.1f}%  {GRADABLE[m].title}")
     stub = stubs(checks)
@@ -318,10 +317,20 @@ def _older_note(db: Path, rows: list[dict], older: list[dict]) -> str:
     )
 
 
-def _load(db: Path) -> tuple[list[dict], list[dict]]:
-    from grader.batch.gradebook import Gradebook
+def _open(db: Path, create: bool) -> Gradebook:
+    """The gradebook at ``db``, or a usage error where the file is something else (nbgrader's gradebook.db, not
+    a database at all): nothing is written to it. ``create``: a missing or empty file becomes a new gradebook,
+    its folder made as write_atomically makes the exports' (SQLite would not, and fail with a traceback)."""
+    if create:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return Gradebook(db, create=create)
+    except NotAGradebook as e:
+        raise click.UsageError(str(e)) from None
 
-    book = Gradebook(db)
+
+def _load(db: Path) -> tuple[list[dict], list[dict]]:
+    book = _open(db, create=False)
     try:
         return book.rows(), book.checks()
     finally:

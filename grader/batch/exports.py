@@ -10,6 +10,7 @@ from typing import Any
 from grader.batch.summary import points
 from grader.milestones import GRADABLE
 from grader.results import CheckResult, gradescope_results
+from grader.submission import SubmissionError
 
 
 def csv_text(rows: list[dict], checks: list[dict]) -> str:
@@ -52,5 +53,13 @@ def gradescope_json(row: dict, checks: list[dict]) -> dict[str, Any]:
         ],
         score=points(row["score"]) or 0,
         seconds=row["seconds"] or 0,
-        output=row["error"] or "",
+        output=student_output(row["error"]),
     )
+
+
+def student_output(error: str | None) -> str:
+    """A row's error as its student reads it: grade batch records a submission it could not grade as
+    ``{exception's class}: {message}``; a SubmissionError's message is the student's to act on (it names
+    their file, not the instructor's path), and its class name means nothing to them."""
+    prefix = f"{SubmissionError.__name__}: "
+    return (error or "").removeprefix(prefix)

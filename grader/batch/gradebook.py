@@ -86,10 +86,37 @@ ADDED = (
 )
 
 
+# The tables a gradebook may hold (an older one lacks attempts), and the columns that tell its submissions
+# table from another program's (a contest's own database has one too).
+TABLES = {"submissions", "attempts", "checks"}
+KEY_COLUMNS = {"student", "source", "hash", "grader_version"}
+# Other programs' SQLite files that are easy to mistake for a gradebook: tables they hold, and what to say.
+LOOKALIKES = (
+    ({"assignment", "grade_cell"}, "nbgrader's gradebook? give grade batch's grades.sqlite"),
+    ({"logins", "events"}, "a contest's own database? give the grades.sqlite that `grade contest export` writes"),
+)
+
+
+class NotAGradebook(ValueError):
+    """The file is not this kit's gradebook (another program's database, or no database at all): opening it
+    wrote nothing to it."""
+
+
 class Gradebook:
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, *, create: bool = True):
+        """Open the gradebook at ``path``, adding what later versions added; ``create``: make a new gradebook
+        where the file does not exist or holds no tables (``grade batch``), else (``grade report``,
+        ``grade export``) raise NotAGradebook there. Any other file is refused the same way before anything
+        is written to it: grade tables added to nbgrader's own gradebook.db would be a silent mess."""
         self.path = path
+        if not create and not path.is_file():
+            raise NotAGradebook(f"{path} does not exist: give grade batch's grades.sqlite")
         self.db = sqlite3.connect(path)
+        try:
+            self._refuse_others(create)
+        except BaseException:
+            self.db.close()
+            raise
         self.db.execute("PRAGMA journal_mode=WAL")
         self.db.execute("PRAGMA synchronous=FULL")
         self.db.executescript(SCHEMA)
@@ -98,6 +125,27 @@ class Gradebook:
                 self.db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
         self._number_old_results()
         self.db.execute("CREATE INDEX IF NOT EXISTS checks_by_attempt ON checks (attempt)")
+
+    def _refuse_others(self, create: bool) -> None:
+        """Raise NotAGradebook unless the file is a gradebook, or (``create``) an empty database; reads only."""
+        try:
+            tables = [
+                name
+                for (name,) in self.db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")
+                if not name.startswith("sqlite_")  # SQLite's own (sqlite_sequence, ANALYZE's sqlite_stat1)
+            ]
+        except sqlite3.DatabaseError as e:  # "file is not a database" and the like
+            raise NotAGradebook(f"{self.path} is not a gptkit gradebook: it is not an SQLite database ({e})") from None
+        if not tables:
+            if create:
+                return
+            raise NotAGradebook(f"{self.path} is not a gptkit gradebook: it holds no tables")
+        columns = {row[1] for row in self.db.execute("PRAGMA table_info(submissions)")}
+        if set(tables) <= TABLES and KEY_COLUMNS <= columns:
+            return
+        shown = ", ".join(tables[:6]) + (f" and {len(tables) - 6} more" if len(tables) > 6 else "")
+        hint = next((why for marks, why in LOOKALIKES if marks <= set(tables)), "give grade batch's grades.sqlite")
+        raise NotAGradebook(f"{self.path} is not a gptkit gradebook (it has tables: {shown}); {hint}")
 
     def _number_old_results(self) -> None:
         """A gradebook from before attempts were kept: each student's one result becomes their first attempt."""

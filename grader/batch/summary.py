@@ -8,10 +8,14 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable
 
+from grader.batch.gradebook import EMPTY
 from grader.milestones import GRADABLE
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
 NOT_IMPLEMENTED = NOT_IMPLEMENTED_MESSAGE  # how an untouched stub's failures begin
+# The one check of a milestone a student submitted nothing for (a contest's task, grader/contest/export.py): it
+# puts the student's 0 in the milestone's mean, but it is no check the class failed, so no failure rate has it.
+NOT_SUBMITTED = "a graded submission"
 # A parametrized check's case id, the last thing in its name: "out is (..., T, d_k) [B13-T1]".
 _CASE = re.compile(r"\s+\[[^\[\]]*\]$")
 _CAUSE = re.compile(r"(?:likely cause|hint)\s*:\s*", re.IGNORECASE)
@@ -69,9 +73,17 @@ def likely_cause(message: str) -> str | None:
     return None if _REFERRAL.match(phrase) else phrase
 
 
+# One head's width is d_k where the checks call causal_attention and d_head where they call the module:
+# "divided by d_k" and "divided by d_head" are one bug.
+_SAME = {"d_head": "d_k"}
+
+
 def cause_key(phrase: str) -> str:
     """What groups causes: lower case, each number as '#', spaces collapsed, no trailing punctuation."""
-    return re.sub(r"\s+", " ", _NUMBER.sub("#", phrase.lower())).strip(" .;,:?!")
+    key = re.sub(r"\s+", " ", _NUMBER.sub("#", phrase.lower())).strip(" .;,:?!")
+    for word, same in _SAME.items():
+        key = key.replace(word, same)
+    return key
 
 
 def is_stub(checks: Iterable[dict]) -> bool:
@@ -115,15 +127,39 @@ def fraction(row: dict) -> float | None:
     return row["score"] / row["max_score"] if row.get("status") == "graded" and row.get("max_score") else None
 
 
+def counts_line(rows: list[dict], named: bool = True) -> str:
+    """How many rows, graded, with errors and with nothing to grade (``named``: who): a summary's first line."""
+    graded = sum(r["status"] == "graded" for r in rows)
+    empty = [r["student"] for r in rows if r["status"] == EMPTY]
+    errors = len(rows) - graded - len(empty)
+    line = f"{len(rows)} submission{'s' * (len(rows) != 1)}: {graded} graded, {errors} with errors"
+    return line + (f", {len(empty)} with nothing to grade" + f" ({names(empty)})" * named if empty else "")
+
+
+def names(students: list[str], shown: int = 10) -> str:
+    return ", ".join(students[:shown]) + (f" and {len(students) - shown} more" if len(students) > shown else "")
+
+
+def mean_line(rows: list[dict]) -> str | None:
+    """The mean and median share of the graded rows, saying over how many: errors and empty folders have none."""
+    values = [share for r in rows if (share := fraction(r)) is not None]
+    if not values:
+        return None
+    left_out = f" (the other {len(rows) - len(values)} are not in it)" if len(values) < len(rows) else ""
+    return (
+        f"mean {100 * statistics.mean(values):.1f}%, median {100 * statistics.median(values):.1f}%, "
+        f"over the {len(values)} graded{left_out}"
+    )
+
+
 def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[str]:
     """The summary a batch ends with: count, mean and median, per-milestone means, the lowest scorers."""
     shares = {r["student"]: share for r in rows if (share := fraction(r)) is not None}
     graded = [r for r in rows if r["student"] in shares]
-    errors = [r for r in rows if r["status"] != "graded"]
-    lines = [f"{len(rows)} submission{'s' * (len(rows) != 1)}: {len(graded)} graded, {len(errors)} with errors"]
-    if graded:
-        values = list(shares.values())
-        lines.append(f"mean {100 * statistics.mean(values):.1f}%, median {100 * statistics.median(values):.1f}%")
+    errors = [r for r in rows if r["status"] not in ("graded", EMPTY)]
+    lines = [counts_line(rows, named=False)]  # the batch names them next, each with why
+    if mean := mean_line(rows):
+        lines.append(mean)
     for m, share in milestone_means(checks).items():
         lines.append(f"  {m:<9} {100 * share:5.1f}%  {GRADABLE[m].title}")
     if stub := stubs(checks):
@@ -152,7 +188,7 @@ def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
     seen: dict[tuple[str, str], set[str]] = {}
     failed: dict[tuple[str, str], set[str]] = {}
     for c in checks:
-        if set_aside(c):
+        if set_aside(c) or c["name"] == NOT_SUBMITTED:
             continue
         key = (c["milestone"], check_name(c["name"], c.get("case_id")))  # the parametrized cases of one check together
         seen.setdefault(key, set()).add(c["student"])

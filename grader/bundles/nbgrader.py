@@ -42,10 +42,18 @@ ASSIGNMENT, NOTEBOOK = "lesson", "tinygpt.ipynb"
 CHECK_YOURSELF = "**Check yourself:** save the notebook, then run the checks cell under the answer cell."
 
 
+def refuse_existing(out: Path) -> None:
+    """Raise FileExistsError where ``out`` already holds a course, or part of one: its source folder or its
+    nbgrader_config.py (an instructor's own settings, such as their course_id, would be lost)."""
+    if held := [name for name in ("source", "nbgrader_config.py") if (out / name).exists()]:
+        raise FileExistsError(
+            f"{out} already holds a course ({' and '.join(held)}): choose a new folder (nothing was overwritten)"
+        )
+
+
 def build(out: Path, points: dict[str, float], project: Path = PROJECT) -> Path:
     """Write the course to ``out``; ``points`` gives each milestone's maximum score. Returns the notebook's path."""
-    if (out / "source").exists():
-        raise FileExistsError(f"{out} already holds a course: choose a new folder (nothing was overwritten)")
+    refuse_existing(out)
     notebook = out / "source" / ASSIGNMENT / NOTEBOOK
     notebook.parent.mkdir(parents=True)
     (out / "nbgrader_config.py").write_text(templates.text("nbgrader_config.py.tmpl"))

@@ -88,10 +88,7 @@ def tokens(folder: Path, rotate: bool = False) -> None:
     """Give each student in FOLDER/roster.csv a secret token (FOLDER/tokens.csv) and the coach one
     (FOLDER/admin.token), both readable by you only."""
     _folder(folder)
-    try:
-        students = read_roster(folder / ROSTER)
-    except RosterError as e:
-        raise ContestCommandError(str(e)) from None
+    students = _roster(folder, _rules(folder) if (folder / CONTEST_FILE).exists() else None)
     existing = [p for p in (folder / TOKENS, folder / ADMIN_TOKEN) if p.exists()]
     if existing and not rotate:
         raise ContestCommandError(
@@ -117,22 +114,48 @@ def tokens(folder: Path, rotate: bool = False) -> None:
 def check(folder: Path) -> None:
     """Check FOLDER/contest.toml (and the roster, if there is one) and summarise the rules."""
     _folder(folder)
-    try:
-        rules = load(folder / CONTEST_FILE)
-    except ContestFileError as e:
-        raise ContestCommandError(str(e)) from None
+    rules = _rules(folder)
     students: tuple[str, ...] = ()
     if (folder / ROSTER).exists():
-        try:
-            students = read_roster(folder / ROSTER)
-        except RosterError as e:
-            raise ContestCommandError(str(e)) from None
+        students = _roster(folder, rules)
         unknown = [name for name in rules.extra_time if name not in students]
         if unknown:
             raise ContestCommandError(
                 f"{CONTEST_FILE}: extra_time names students who are not in {ROSTER}: {', '.join(unknown)}"
             )
     click.echo(summary(rules, students, tokens=(folder / TOKENS).exists()))
+    for warning in warnings(rules):
+        click.echo(f"warning: {warning}", err=True)
+
+
+def _rules(folder: Path) -> Contest:
+    """FOLDER/contest.toml's rules, a mistake in it as the coach's message."""
+    try:
+        return load(folder / CONTEST_FILE)
+    except ContestFileError as e:
+        raise ContestCommandError(str(e)) from None
+
+
+def _roster(folder: Path, rules: Contest | None) -> tuple[str, ...]:
+    """FOLDER/roster.csv's names, a mistake in it as the coach's message; on a paper (``rules.paper``) two names
+    that would draw the same numbers are a mistake too."""
+    try:
+        return read_roster(folder / ROSTER, paper=rules is not None and rules.paper is not None)
+    except RosterError as e:
+        raise ContestCommandError(str(e)) from None
+
+
+def warnings(rules: Contest) -> list[str]:
+    """What in ``rules`` is allowed but likely not meant, one line each, for `check` to warn about."""
+    found = []
+    if rules.scoreboard is not Board.HIDDEN and rules.feedback_during in (Feedback.NONE, Feedback.PASSFAIL):
+        # the board shows each task's points during the window: the very numbers this feedback keeps back
+        found.append(
+            f'the scoreboard ("{rules.scoreboard.value}") shows each task\'s exact points during the window, which '
+            f'feedback during = "{rules.feedback_during.value}" hides: set [scoreboard] mode = "hidden", '
+            'or [feedback] during = "score"'
+        )
+    return found
 
 
 def _minutes(span_seconds: float) -> str:
@@ -315,11 +338,8 @@ def export_results(
     _folder(folder)
     if not (folder / DATABASE).exists():
         raise ContestCommandError(f"{folder} has no results yet: nothing was submitted ({DATABASE} is missing)")
-    try:
-        rules = load(folder / CONTEST_FILE)
-        roster = read_roster(folder / ROSTER) if (folder / ROSTER).exists() else ()
-    except (ContestFileError, RosterError) as e:
-        raise ContestCommandError(str(e)) from None
+    rules = _rules(folder)
+    roster = _roster(folder, rules) if (folder / ROSTER).exists() else ()
     students = tuple(dict.fromkeys([*roster, *read_tokens(folder)[0].values()]))
     store = Store(folder)
     try:

@@ -16,6 +16,7 @@ from typing import Any
 
 from grader import __version__
 from grader.batch.gradebook import Gradebook
+from grader.batch.summary import NOT_SUBMITTED
 from grader.contest.config import Contest
 from grader.contest.feedback import scaled  # the one conversion to contest points, as the feedback's
 from grader.contest.policy import task_score
@@ -24,7 +25,7 @@ from grader.files import atomic_path
 from grader.fingerprint import grader_fingerprint
 
 GRADEBOOK = "grades.sqlite"
-NOT_SUBMITTED = "a graded submission"  # the one check of a task a student has no counted submission for
+NO_SUBMISSION = "no graded submission"  # why a student with no counted submission at all has 0 points
 SOURCE_PREFIX = "contest:"  # a row's ``source``: where ``grade export`` tells the coach to regrade from
 
 
@@ -82,8 +83,8 @@ def combined_report(contest: Contest, chosen: dict[str, Row]) -> dict[str, Any]:
 def write_gradebook(folder: Path, contest: Contest, store: Store, students: tuple[str, ...]) -> Path:
     """Rebuild ``folder/grades.sqlite`` from the contest's records; returns its path.
 
-    Every student on the roster gets a row: one with nothing graded is an error row ("no graded submission"),
-    as ``grade batch`` records a submission it could not grade, so the CSV still lists them.
+    Every student on the roster gets a row: one with nothing counted has 0 points and the status "nothing to
+    grade" (NO_SUBMISSION says why), as ``grade batch`` records an empty folder, so the CSV lists them too.
     """
     by_student: dict[str, list[Row]] = {name: [] for name in students}
     for row in store.all():
@@ -98,14 +99,19 @@ def write_gradebook(folder: Path, contest: Contest, store: Store, students: tupl
                 chosen = counted(contest, rows)
                 ids = ",".join(f"{task}={row.id}" for task, row in sorted(chosen.items()))
                 fingerprints = {str(row.report.get("grader_fingerprint")) for row in chosen.values() if row.report}
+                source, digest = f"{SOURCE_PREFIX}{name}", hashlib.sha256(ids.encode()).hexdigest()[:16]
+                tasks = [task.id for task in contest.tasks]
+                if not chosen:  # 0 points, as on the scoreboard, and said why: as `grade batch` an empty folder
+                    book.record_empty(name, source, digest, __version__, tasks, NO_SUBMISSION, fingerprint=current)
+                    continue
                 book.record(
                     name,
-                    f"{SOURCE_PREFIX}{name}",
-                    hashlib.sha256(ids.encode()).hexdigest()[:16],
+                    source,
+                    digest,
                     __version__,
-                    [task.id for task in contest.tasks],
-                    combined_report(contest, chosen) if chosen else None,
-                    None if chosen else "no graded submission",
+                    tasks,
+                    combined_report(contest, chosen),
+                    None,
                     # one grader graded all that counts: its fingerprint; several: none, so `grade export` says so
                     fingerprint=fingerprints.pop() if len(fingerprints) == 1 else "mixed" if fingerprints else current,
                 )

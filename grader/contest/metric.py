@@ -1,8 +1,10 @@
 """Metric-scored tasks in a contest (``grader.milestones.METRIC_TASKS``, e.g. ``lmbudget``): two leaderboards.
 
 As at IOAI, a submission is measured on two held-out splits. Split A decides the task's points on the
-scoreboard, live, as any task's score does. Split B decides the final ranking and stays hidden until the coach
-reveals it: until then no student sees a B loss, their own included. For B each student's finals count: the
+scoreboard, as any task's score does, so its leaderboard shows students what their scoreboard does: frozen with
+it, or only their own row while it is hidden (the server filters, by the viewer's standings). Split B decides the
+final ranking and stays hidden until the coach reveals it: until then no student sees a B loss, their own
+included. For B each student's finals count: the
 submissions they selected (at most ``select``, 2 by default), or, with none selected, their best on A. The B
 points of a submission use the task's own normalisation (between the recorded baseline and best).
 

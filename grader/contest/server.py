@@ -64,6 +64,7 @@ CHART_NAME = re.compile(r"[a-z][a-z-]*\.png")
 REFUSAL_SHOWN = timedelta(minutes=5)  # how long a student's page shows their latest refused upload
 FREEZE_LIFTED = "freeze_lifted"  # the setting: when the coach lifted the contest's scheduled freeze
 UNKNOWN_TOKEN = "this token is not one of this contest's"  # the API's 401 and the login form's message
+SQLITE_IDS = range(-(2**63), 2**63)  # the ids SQLite can hold: any other names no submission (not an overflow)
 
 
 def utc_now() -> datetime:
@@ -134,7 +135,7 @@ def create_app(
     folder = Path(contest_dir)
     base = load(folder / CONTEST_FILE)
     tokens, coach_token = read_tokens(folder)
-    roster = read_roster(folder / ROSTER) if (folder / ROSTER).exists() else ()
+    roster = read_roster(folder / ROSTER, paper=base.paper is not None) if (folder / ROSTER).exists() else ()
     students = tuple(dict.fromkeys([*roster, *tokens.values()]))
     store = Store(folder)
     recent: dict[str, deque[datetime]] = defaultdict(deque)
@@ -316,7 +317,7 @@ def create_app(
             entry["message"] = "waiting to be graded"
         return entry
 
-    # --- Metric tasks: leaderboards A (live) and B (sealed until the coach reveals it) ----------------------------
+    # --- Metric tasks: leaderboards A (as the scoreboard) and B (sealed until the coach reveals it) ---------------
 
     def revealed(task_id: str) -> bool:
         return store.setting(f"revealed:{task_id}") is not None
@@ -324,27 +325,43 @@ def create_app(
     def sealed(contest: Contest) -> frozenset[str]:
         return frozenset(t.id for t in contest.tasks if is_metric(t.id) and not revealed(t.id))
 
-    def leaderboards(who: Who, contest: Contest) -> list[dict[str, Any]]:
+    def leaderboards(who: Who, contest: Contest, standings: Standings) -> list[dict[str, Any]]:
+        """The metric tasks' leaderboards as ``who`` may see them: as their scoreboard (``standings``, from
+        :func:`board`) is, since split A is the scoreboard's points. Frozen: only the submissions received before
+        the freeze. Hidden: the viewer's own row only, unranked (a rank would tell where the others stand)."""
+        every = store.all()
+        if standings.frozen_at is not None:
+            every = [r for r in every if r.received_at < standings.frozen_at]
         boards = []
         for task in contest.tasks:
             if not is_metric(task.id):
                 continue
-            rows = [r for r in store.all() if r.task == task.id]
+            rows = [r for r in every if r.task == task.id]
             shown_b = who.coach or revealed(task.id)
+            split = {
+                name: leaderboard(contest, task.id, rows, students, name) if name == "A" or shown_b else None
+                for name in ("A", "B")
+            }
+            if standings.hidden:
+                for name, lb in split.items():
+                    if lb is not None:
+                        split[name] = [{**row, "rank": None} for row in lb if row["student"] == who.name]
             boards.append(
                 {
                     "task": task.id,
                     "revealed": revealed(task.id),
                     "finals": finals_allowed(task),
-                    "A": leaderboard(contest, task.id, rows, students, "A"),
-                    "B": leaderboard(contest, task.id, rows, students, "B") if shown_b else None,
+                    "frozen_at": _iso(standings.frozen_at),
+                    "hidden": standings.hidden,
+                    **split,
                 }
             )
         return boards
 
     @app.get("/api/leaderboards")
     def api_leaderboards(who: Who = Depends(anyone)) -> list[dict[str, Any]]:
-        return leaderboards(who, rules())
+        contest = rules()
+        return leaderboards(who, contest, board(who, contest))
 
     def all_submissions(contest: Contest) -> dict[str, list]:
         grouped: dict[str, list] = defaultdict(list)
@@ -559,8 +576,12 @@ def create_app(
         payload = {"id": sid, "status": QUEUED, "url": f"/api/submissions/{sid}"}
         return done(request, f"/me#submission-{sid}", payload, status=202)
 
+    def stored(sid: int) -> Row | None:
+        """Submission ``sid``, or None where there is none (an id too large for SQLite included)."""
+        return store.get(sid) if sid in SQLITE_IDS else None
+
     def own(sid: int, who: Who) -> Row:
-        row = store.get(sid)
+        row = stored(sid)
         if row is None or (not who.coach and row.student != who.name):
             raise HTTPException(404, f"no submission {sid} of yours")
         return row
@@ -598,7 +619,7 @@ def create_app(
             standings=board_json(standings, who.coach),
             tasks=[t.id for t in contest.tasks],
             who=who,
-            leaderboards=leaderboards(who, contest),
+            leaderboards=leaderboards(who, contest, standings),
         )
 
     @app.get("/api/scoreboard")
@@ -624,15 +645,16 @@ def create_app(
                     "first_login": _iso(logins.get(name)),
                 }
             )
+        standings = coach_view(contest, all_submissions(contest), students)
         return render(
             "coach.html",
-            standings=board_json(coach_view(contest, all_submissions(contest), students), True),
+            standings=board_json(standings, True),
             tasks=[t.id for t in contest.tasks],
             submissions=[view(r, contest, full=True) for r in reversed(store.all(reports=False))],
             people=people,
             events=store.events(limit=50),
             freeze=freeze_state(contest, now),
-            leaderboards=leaderboards(who, contest),
+            leaderboards=leaderboards(who, contest, standings),
             extend=extend_minutes(),
             queued=len(store.queued()),
             now=_iso(now),
@@ -691,7 +713,7 @@ def create_app(
     async def void(sid: int, request: Request, who: Who = Depends(coach)) -> Response:
         form = await request.form(max_files=0, max_fields=5)
         undo = str(form.get("undo", "")) not in ("", "0", "false")
-        row = store.get(sid)
+        row = stored(sid)
         if row is None:
             raise HTTPException(404, f"no submission {sid}")
         if not undo and row.status not in (GRADED, QUEUED):
@@ -706,6 +728,8 @@ def create_app(
 
     @app.post("/coach/regrade/{sid}")
     def regrade(sid: int, request: Request, who: Who = Depends(coach)) -> Response:
+        if stored(sid) is None:
+            raise HTTPException(404, f"no submission {sid}")
         if not store.requeue(sid):
             raise HTTPException(409, f"submission {sid} did not fail: only a failed submission is graded again")
         store.event(clock(), None, "regrade", f"submission {sid} queued again")

@@ -577,6 +577,7 @@ HELP = "Enter or g: grade your work now   s: status   q: hand in and end   h: th
 def run_session(session: Session, echo: Callable[..., None], commands: Commands) -> None:
     """The terminal loop: commands until the time is up, ``q``, Ctrl-C or the end of input; then hands in."""
     reason = "time"
+    warned = False  # a hand-in with nothing graded: said once, then a second q hands in
     try:
         while True:
             if session.over:
@@ -595,6 +596,13 @@ def run_session(session: Session, echo: Callable[..., None], commands: Commands)
             elif command == "s":
                 echo("\n".join(session.status()))
             elif command == "q":
+                if not session.counted() and not warned:
+                    warned = True
+                    echo(
+                        "nothing is graded yet, so handing in now scores 0: press g (or Enter) to grade your "
+                        "files first, or q again to hand in as it is"
+                    )
+                    continue
                 reason = "quit"
                 break
             elif command in ("h", "?", "help"):

@@ -43,6 +43,13 @@ def token_perturbation(vocab: int) -> Perturb:
     return perturb
 
 
+def perturb_floats(x: torch.Tensor, t: int) -> torch.Tensor:
+    """Float inputs (features, not tokens) changed from position t on, by seeded noise."""
+    x = x.clone()
+    x[:, t:] += torch.randn(x[:, t:].shape, generator=torch.Generator().manual_seed(100 + t))
+    return x
+
+
 def _out(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str) -> torch.Tensor:
     """The output, which must be finite: every comparison with NaN is False, so NaN would pass as no change."""
     out = tensor(forward(x), what, shape)

@@ -9,7 +9,8 @@ kind gets a message that says what kind of answer is expected.
   a string of letters (``"b, d"``, ``"bd"``, ``"B and D"``) or a list, tuple or set of letters;
   order, case, repeats and spaces are ignored.
 - ``Numeric``: within a relative and/or absolute tolerance; an int, a float, or a string such as
-  ``"1,234"``, ``"1_234"`` or ``"1e10"``. A known wrong answer is recognised within ``wrong_rtol``.
+  ``"1,234"``, ``"1_234"`` or ``"1e10"``. A known wrong answer is recognised within ``wrong_rtol``
+  (where it is nearer than the right answer).
 - ``Text``: a short word or phrase, compared without regard to case, hyphens and spaces, with synonyms.
 
 ``Question.mark(value)`` returns a ``Verdict``; ``assess(question, value)`` turns it into a passed or
@@ -205,8 +206,14 @@ class Numeric(Question):
             return Verdict(False, f"{self.id} should be a finite number, not {shown(value)}")
         if abs(number - self.answer) <= max(self.atol, self.rtol * abs(self.answer)):
             return RIGHT
-        feedback = next((f for w, f in self.wrong.items() if abs(number - w) <= self.wrong_rtol * abs(w)), None)
+        feedback = next((f for w, f in self.wrong.items() if self._is(number, w)), None)
         return self.wrong_answer(value, feedback)
+
+    def _is(self, number: float, wrong: float) -> bool:
+        """``number`` is the known wrong answer ``wrong``: within ``wrong_rtol`` of it, and nearer it than the
+        right answer (10,000 for 10,050 is a rounding of the right answer, not a wrong 9,900)."""
+        near = abs(number - wrong)
+        return near <= self.wrong_rtol * abs(wrong) and near < abs(number - self.answer)
 
 
 # ---------------------------------------------------------------- short text

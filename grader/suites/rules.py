@@ -11,8 +11,8 @@ checks each part once per submission, and every check of that part then fails wi
 message, so a broken rule scores 0 for the part.
 
 - ``NoLoops``: no ``for``/``while`` loop or comprehension in the function or the helpers of its file
-  that it calls (a loop over a literal tuple or list, ``for t in (q, k, v)``, is a fixed number of
-  steps and allowed); and the number of tensor operations a call dispatches must not grow when one
+  that it calls (a loop over a literal tuple or list, ``for t in (q, k, v)``, or a zip of such, is a
+  fixed number of steps and allowed); and the number of tensor operations a call dispatches must not grow when one
   size (the heads, the positions) grows, which also catches loops the source scan cannot name.
 - ``NoCalls``: none of the named functions (``scaled_dot_product_attention``, ...) is called: not
   named in the source, not seen while the call runs.
@@ -153,11 +153,21 @@ class NoCalls(Rule):
         return None
 
 
+# Builtins whose result is as long as their arguments: zip((w_q, w_k), (n_heads, n_groups)) steps as often as
+# its literal tuples, so a loop over it is fixed too.
+SAME_LENGTH = ("zip", "enumerate", "reversed")
+
+
 def fixed(iterable: ast.expr) -> bool:
-    """A literal tuple, list or set without ``*``: a loop over it takes a fixed number of steps."""
-    return isinstance(iterable, ast.Tuple | ast.List | ast.Set) and not any(
-        isinstance(e, ast.Starred) for e in iterable.elts
-    )
+    """A loop over it takes a fixed number of steps: a literal tuple, list or set without ``*``, ``range`` of
+    number literals, or zip, enumerate or reversed of such iterables."""
+    if isinstance(iterable, ast.Tuple | ast.List | ast.Set):
+        return not any(isinstance(e, ast.Starred) for e in iterable.elts)
+    if not (isinstance(iterable, ast.Call) and isinstance(iterable.func, ast.Name) and iterable.args):
+        return False
+    if iterable.func.id == "range":
+        return all(isinstance(a, ast.Constant) and isinstance(a.value, int) for a in iterable.args)
+    return iterable.func.id in SAME_LENGTH and all(fixed(a) for a in iterable.args)
 
 
 @dataclass(frozen=True)

@@ -231,8 +231,8 @@ CORRECT = [
             ]
         },
     ),
-    # The projections in a loop over a literal tuple (a fixed loop, allowed); GQA by broadcasting the query
-    # heads of a group against their one K/V head, with no copy of K and V.
+    # The projections in a loop over a literal tuple, and over a zip of literal tuples (fixed loops, allowed);
+    # GQA by broadcasting the query heads of a group against their one K/V head, with no copy of K and V.
     ok(
         "attnvar-fixed-loop-broadcast-groups",
         {
@@ -249,9 +249,11 @@ def grouped_query_attention""",
                     GQA_BODY,
                     """    B, T, d = x.shape
     hs = d // n_heads
-    q = (x @ w_q).view(B, T, n_groups, n_heads // n_groups, hs).permute(0, 2, 3, 1, 4)
-    k = (x @ w_k).view(B, T, n_groups, 1, hs).permute(0, 2, 3, 1, 4)
-    v = (x @ w_v).view(B, T, n_groups, 1, hs).permute(0, 2, 3, 1, 4)
+    # r: the query heads per group; one K and one V head
+    q, k, v = (
+        (x @ w).view(B, T, n_groups, r, hs).permute(0, 2, 3, 1, 4)
+        for w, r in zip((w_q, w_k, w_v), (n_heads // n_groups, 1, 1))
+    )
     out = attend(q, k, v)  # (B, n_groups, group, T, hs): head g * group + j
     return out.permute(0, 3, 1, 2, 4).reshape(B, T, d) @ w_o
 """,

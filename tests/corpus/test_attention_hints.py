@@ -60,7 +60,8 @@ CASES = [
     Hints(
         "m1-softmax-over-dim1",
         hidden=("(dim=-3)", "(dim=1, or -3)", "the wrong dimension"),
-        public=None,  # for the public checks' 2-D inputs, dim 1 is the last
+        # for the public checks' 2-D inputs dim 1 is the last: only the layer's own check sees the bug
+        public=("a softmax over the wrong dimension",),
         wrong=(*MASK_HINTS, *SCALE_HINTS),
         every="likely cause: the softmax runs over",
     ),

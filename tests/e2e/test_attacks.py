@@ -297,7 +297,7 @@ HARDCODED = [
     # train's checks are half of M3 (clm_inputs_targets and clm_loss, untouched, are the other half),
     # so the 40% applies to train's checks.
     pytest.param(
-        Variant("hardcoded-train", "m3", "the losses", edits={A.M3: [A.HARDCODED_TRAIN]}),
+        Variant("hardcoded-train", "m3", "the loss curve", edits={A.M3: [A.HARDCODED_TRAIN]}),
         TRAIN_CHECKS,
         id="11b-train-lesson-losses",
     ),

@@ -228,7 +228,7 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     assert {t["tags"][0] for t in results["tests"]} == {"m1", "m4"}, results
 
     proc = cli("report", str(db), "--png", str(tmp_path / "charts"))
-    assert proc.returncode == 0 and "4 submissions, 4 graded" in proc.stdout, proc.stderr
+    assert proc.returncode == 0 and "4 submissions: 4 graded" in proc.stdout, proc.stderr
     for chart in ("score-distribution.png", "check-failure-rates.png"):
         assert (tmp_path / "charts" / chart).read_bytes().startswith(b"\x89PNG")
 
@@ -352,7 +352,7 @@ def test_batch_records_the_students_with_nothing_to_grade(tmp_path, pinned_grade
         f"readme,0.0,9.0,{EMPTY},",
     ]
     proc = cli("report", str(db))
-    assert "3 submissions, 1 graded, 0 with errors, 2 with nothing to grade (empty, readme)" in proc.stdout, proc.stdout
+    assert "3 submissions: 1 graded, 0 with errors, 2 with nothing to grade (empty, readme)" in proc.stdout, proc.stdout
 
     assert batch(str(root), "-m", "m4").returncode == 0
     with sqlite3.connect(db) as con:
@@ -461,3 +461,53 @@ def test_submission_time_limit_fails_the_checks_past_it(tmp_path):
         unrun = [m for (m,) in con.execute("SELECT message FROM checks WHERE NOT passed") if "time limit of 4 s" in m]
     assert unrun and row["score"] < row["max_score"], row
     assert row["seconds"] < 4 + 20 + 5, f"the submission took {row['seconds']:.0f} s with a 4 s limit"
+
+
+def test_batch_refuses_a_db_that_is_not_a_gradebook_and_writes_nothing_to_it(tmp_path):
+    """`--db course/gradebook.db` (nbgrader's, also called a gradebook) got the batch's tables added to it."""
+    shutil.copytree(EXERCISES, tmp_path / "class" / "alice", ignore=shutil.ignore_patterns("__pycache__"))
+    db = tmp_path / "gradebook.db"
+    with sqlite3.connect(db) as con:
+        con.executescript("CREATE TABLE assignment (id TEXT); CREATE TABLE grade_cell (id TEXT);")
+    con.close()
+    before = db.read_bytes()
+    proc = batch(str(tmp_path / "class"), "--db", str(db), *QUICK)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{db} is not a gptkit gradebook (it has tables: assignment, grade_cell); nbgrader's" in proc.stderr, (
+        proc.stderr
+    )
+    assert db.read_bytes() == before, "the batch wrote to a file that is not its gradebook"
+
+
+@pytest.mark.parametrize("db,phrase", [("afile/grades.sqlite", "afile is a file, not a folder"), ("bad", "")])
+def test_batch_db_paths_that_cannot_be_a_gradebook_are_usage_errors(tmp_path, db, phrase):
+    """A --db under an existing file, or a file that is no database at all: a usage error, no traceback."""
+    shutil.copytree(EXERCISES, tmp_path / "class" / "alice", ignore=shutil.ignore_patterns("__pycache__"))
+    (tmp_path / "afile").write_text("not a folder")
+    (tmp_path / "bad").write_text("garbage")
+    proc = batch(str(tmp_path / "class"), "--db", str(tmp_path / db), *QUICK)
+    phrase = phrase or f"{tmp_path / db} is not a gptkit gradebook: it is not an SQLite database"
+    assert proc.returncode == 2 and phrase in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_batch_makes_the_folder_of_a_new_db(tmp_path):
+    """`--db out/grades.sqlite` with no out/ yet: made, as the exports make theirs (SQLite ended in a traceback)."""
+    (tmp_path / "class" / "alice").mkdir(parents=True)  # nothing to grade: recorded without grading
+    proc = batch(str(tmp_path / "class"), "--db", str(tmp_path / "out" / "grades.sqlite"), *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    assert rows(tmp_path / "out" / "grades.sqlite")["alice"]["status"] == EMPTY
+
+
+def test_an_unreadable_notebook_tells_its_student_why_without_class_names_or_paths(tmp_path):
+    """The results.json of `grade export --gradescope` goes to the student: no "SubmissionError: " and no path of
+    the instructor's machine, only their file's name."""
+    (tmp_path / "class2").mkdir()
+    (tmp_path / "class2" / "eve.ipynb").write_text("{not json")
+    db = tmp_path / "grades.sqlite"
+    proc = batch(str(tmp_path / "class2"), "--db", str(db), "--workers", "1", *QUICK)
+    assert proc.returncode == 0, proc.stderr
+    proc = cli("export", str(db), "--gradescope", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    output = json.loads((tmp_path / "out" / "eve" / "results.json").read_text())["output"]
+    assert output.startswith("eve.ipynb is not a readable Jupyter notebook (JSONDecodeError: "), output
+    assert "SubmissionError" not in output and "class2" not in output, output

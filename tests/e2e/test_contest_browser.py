@@ -40,6 +40,11 @@ def contest_open_now(folder: Path) -> None:
     assert result.exit_code == 0, result.output
 
 
+def right_edge(element) -> float:
+    """Where an element ends, in CSS pixels from the page's left."""
+    return element.rect["x"] + element.rect["width"]
+
+
 @pytest.fixture
 def browser():
     if not (CHROMIUM and DRIVER):
@@ -87,8 +92,21 @@ def test_a_student_uploads_and_appears_on_the_scoreboard_and_the_coach_sees_the_
         browser.get(base + "/scoreboard")
         row = browser.find_element(By.XPATH, "//tr[td[normalize-space()='ada']]")
         assert row.find_elements(By.TAG_NAME, "td")[0].text == "1", row.text
-        assert "30" in row.find_elements(By.TAG_NAME, "td")[-1].text, row.text
+        assert "30" in row.find_elements(By.TAG_NAME, "td")[2].text, row.text  # the total, next to the name
         browser.save_screenshot(str(shots / "scoreboard.png"))
+
+        # On a phone, what a student looks for is on screen without scrolling sideways: the score, the total.
+        browser.set_window_size(390, 900)
+        width = browser.execute_script("return document.documentElement.clientWidth")
+        browser.get(base + "/me")
+        score = browser.find_element(By.XPATH, "//td[contains(@class, 'feedback')]//strong")
+        assert score.text == "30 / 30" and right_edge(score) <= width, (score.text, right_edge(score), width)
+        browser.save_screenshot(str(tmp_path / "student-page-phone.png"))
+        browser.get(base + "/scoreboard")
+        total = browser.find_element(By.XPATH, "//tr[td[normalize-space()='ada']]").find_elements(By.TAG_NAME, "td")[2]
+        assert right_edge(total) <= width, (right_edge(total), width)
+        browser.save_screenshot(str(tmp_path / "scoreboard-phone.png"))
+        browser.set_window_size(1200, 900)
 
         # The coach: the live page, then the session's charts, every image drawn and loaded.
         browser.delete_all_cookies()

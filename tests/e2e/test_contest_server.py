@@ -25,7 +25,7 @@ from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
 from grader.batch.gradebook import Gradebook
-from grader.batch.summary import milestone_means, set_aside
+from grader.batch.summary import NOT_SUBMITTED, failure_rates, milestone_means, set_aside
 from grader.contest.commands import contest as contest_group
 from grader.contest.server import create_app
 from grader.contest.store import Store
@@ -424,7 +424,8 @@ def test_the_results_csv_holds_each_students_counted_points_as_on_the_scoreboard
         assert float(row["score"] or 0) == pytest.approx(board[name]["total"]), name
     ada = {key: float(rows["ada"][key]) for key in ("m1", "m2", "score", "max_score")}
     assert ada == {"m1": 30, "m2": 10, "score": 40, "max_score": 50}
-    assert rows["grace"]["status"] == "error" and rows["alan"]["status"] == "error"  # voided + failed: nothing
+    for name in ("grace", "alan"):  # nothing submitted; voided + failed: 0 points, as on the scoreboard, and why
+        assert (rows[name]["status"], float(rows[name]["score"])) == ("nothing to grade", 0), rows[name]
 
 
 def test_the_gradescope_zip_has_one_results_json_per_student_in_contest_points(session):
@@ -463,7 +464,7 @@ def test_grade_contest_export_writes_the_gradebook_then_grade_exports_files(sess
     ada = next(r for r in csv.DictReader((folder / "out.csv").open()) if r["student"] == "ada")
     assert (float(ada["score"]), float(ada["m1"]), float(ada["m2"])) == (40, 30, 10)
     reported = cli("report", str(folder / "grades.sqlite"))
-    assert reported.returncode == 0 and "3 submissions, 1 graded" in reported.stdout, reported.stderr
+    assert reported.returncode == 0 and "3 submissions: 1 graded" in reported.stdout, reported.stderr
 
 
 def test_a_task_a_student_did_not_submit_counts_as_0_in_the_task_mean(session):
@@ -477,10 +478,13 @@ def test_a_task_a_student_did_not_submit_counts_as_0_in_the_task_mean(session):
     assert result.exit_code == 0, result.output
     book = Gradebook(folder / "grades.sqlite")
     try:
-        means = milestone_means([c for c in book.checks() if not set_aside(c)])
+        book_checks = book.checks()
     finally:
         book.close()
+    means = milestone_means([c for c in book_checks if not set_aside(c)])
     assert means == {"m1": pytest.approx(1.0), "m2": pytest.approx(0.25)}, means
+    rates = dict(failure_rates([c for c in book_checks if not set_aside(c)]))
+    assert ("m2", NOT_SUBMITTED) not in rates, "not submitting is no check the student failed"
 
 
 def test_grade_contest_export_of_a_folder_with_nothing_submitted_says_so(folder):
@@ -878,3 +882,130 @@ def test_a_rejected_submission_cannot_be_voided_and_has_no_void_button(folder):
     queued = upload(client, folder, "ada", "m1", reference()).json()["id"]
     assert client.post(f"/coach/void/{queued}", headers=coach).json()["voided"]
     assert client.post(f"/coach/void/{queued}", data={"undo": "1"}, headers=coach).json()["voided"] is False
+
+
+# --- The metric task's leaderboards go with the scoreboard: frozen with it, hidden with it -----------------------
+
+METRIC_CONTEST = CONTEST.split("[tasks.m1]")[0] + "[tasks.lmbudget]\npoints = 10\n"
+
+
+def lm_report(loss: float) -> dict:
+    """lmbudget's report with ``loss`` on both splits (A carries the points, as the grader calibrates them)."""
+    from grader.lmbudget.task import load_task
+
+    checks = [
+        {"name": f"loss on split {split}", "milestone": "lmbudget", "score": 0.0, "max_score": 0.0, "passed": True}
+        | {"message": "", "counted": True, "value": loss}
+        for split in "AB"
+    ]
+    score = load_task().score(loss)
+    milestone = {"id": "lmbudget", "title": "t", "score": score, "max_score": 10.0, "checks": checks}
+    return {"score": score, "max_score": 10.0, "seconds": 1.0, "protections": [], "milestones": [milestone]}
+
+
+def submit_lm(client: TestClient, folder: Path, clock: Clock, who: str, loss: float) -> int:
+    """``who`` uploads to lmbudget now and it is graded at once with ``loss``; the clock moves on a minute."""
+    files = [("lmbudget.py", (SOLUTIONS / "lmbudget.py").read_bytes())]
+    response = upload(client, folder, who, "lmbudget", files)
+    assert response.status_code == 202, response.text
+    sid = response.json()["id"]
+    assert Store(folder).finish(sid, clock.now, lm_report(loss))
+    clock.now += timedelta(minutes=1)
+    return sid
+
+
+def rows_a(client: TestClient, folder: Path, who: str) -> dict[str, dict]:
+    (board,) = client.get("/api/leaderboards", headers=auth(folder, who)).json()
+    return {row["student"]: row for row in board["A"]}
+
+
+def test_the_coachs_freeze_freezes_the_metric_leaderboard_with_the_scoreboard(folder):
+    (folder / "contest.toml").write_text(METRIC_CONTEST)
+    clock = Clock(minutes=30)
+    client = TestClient(create_app(folder, clock))
+    submit_lm(client, folder, clock, "ada", 3.5)
+    assert client.post("/coach/freeze", headers=auth(folder, "coach")).status_code == 200
+    clock.now += timedelta(minutes=1)
+    submit_lm(client, folder, clock, "alan", 2.0)  # after the freeze: the students' boards must not show it
+    seen = rows_a(client, folder, "ada")
+    assert seen["ada"]["rank"] == 1 and seen["alan"]["loss"] is None and seen["alan"]["rank"] is None, (
+        "leaderboard A gives the scoreboard's points: frozen with it, or it tells what the frozen board hides"
+    )
+    assert rows_a(client, folder, "coach")["alan"]["rank"] == 1, "the coach still sees it live"
+    page = client.get("/scoreboard", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
+    assert "2.0000" not in page and "frozen with it" in page
+
+
+def test_the_scheduled_freeze_freezes_the_metric_leaderboard_with_the_scoreboard(folder):
+    (folder / "contest.toml").write_text(
+        METRIC_CONTEST.replace('mode = "public"', 'mode = "frozen"\nfreeze_minutes = 15')
+    )
+    clock = Clock(minutes=30)
+    client = TestClient(create_app(folder, clock))
+    submit_lm(client, folder, clock, "ada", 3.5)
+    clock.now = START + timedelta(minutes=50)  # the freeze began at 09:45
+    submit_lm(client, folder, clock, "alan", 2.0)
+    (board,) = client.get("/api/leaderboards", headers=auth(folder, "ada")).json()
+    assert [row["student"] for row in board["A"] if row["rank"]] == ["ada"], board["A"]
+    assert board["frozen_at"] == "2026-03-14T09:45:00+00:00", "the board says as of when"
+
+
+def test_a_hidden_scoreboard_shows_a_student_only_their_own_leaderboard_row(folder):
+    (folder / "contest.toml").write_text(METRIC_CONTEST.replace('mode = "public"', 'mode = "hidden"'))
+    clock = Clock(minutes=30)
+    client = TestClient(create_app(folder, clock))
+    submit_lm(client, folder, clock, "ada", 3.5)
+    submit_lm(client, folder, clock, "alan", 2.0)
+    (board,) = client.get("/api/leaderboards", headers=auth(folder, "ada")).json()
+    assert [row["student"] for row in board["A"]] == ["ada"], (
+        "hidden until the end: no other student's loss, and no rank, which would tell where the others stand"
+    )
+    assert board["A"][0]["rank"] is None and board["A"][0]["loss"] == 3.5 and board["hidden"]
+    page = client.get("/scoreboard", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
+    assert "alan" not in page and "2.0000" not in page
+    assert len(rows_a(client, folder, "coach")) == 3, "the coach sees every student"
+    clock.now = START + timedelta(minutes=61)  # the contest is over: every board is live
+    assert rows_a(client, folder, "ada")["alan"]["rank"] == 1
+
+
+# --- An id no database can hold is an unknown id ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("sid", [12345, 2**63, 99999999999999999999999, -(2**63) - 1])
+@pytest.mark.parametrize(
+    ("method", "path", "who"),
+    [
+        ("GET", "/api/submissions/{}", "ada"),
+        ("POST", "/select/{}", "ada"),
+        ("POST", "/coach/void/{}", "coach"),
+        ("POST", "/coach/regrade/{}", "coach"),
+    ],
+)
+def test_an_id_too_large_for_the_database_is_a_404_as_any_unknown_id(folder, sid, method, path, who):
+    client = TestClient(create_app(folder, Clock()), raise_server_exceptions=False)
+    response = client.request(method, path.format(sid), headers=auth(folder, who))
+    assert response.status_code == 404, f"{method} {path.format(sid)}: {response.status_code} {response.text}"
+    assert f"no submission {sid}" in response.json()["detail"]
+
+
+# --- The roster the server reads: names safe as folders, and on a paper one seed each ----------------------------
+
+
+def test_the_server_refuses_a_roster_name_that_would_leave_the_export_folder(folder):
+    from grader.contest.roster import RosterError
+
+    (folder / "roster.csv").write_text("student\nada\n../../escaped_student\n")
+    with pytest.raises(RosterError, match=r"line 3: '../../escaped_student' cannot be a student name"):
+        create_app(folder, Clock())
+
+
+def test_the_server_of_a_paper_refuses_two_roster_names_that_draw_the_same_numbers(folder):
+    from grader.contest.roster import RosterError
+
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
+    text = (folder / "contest.toml").read_text().split("[tasks.m1]")[0]
+    (folder / "contest.toml").write_text(text.replace('title = "Server test"', 'title = "S"\npaper = "paper1"'))
+    (folder / "roster.csv").write_text("student\nAda Lovelace\nada lovelace\n")
+    with pytest.raises(RosterError, match="'Ada Lovelace' and 'ada lovelace' differ only in letter case or spaces"):
+        create_app(folder, Clock())

@@ -126,3 +126,19 @@ def test_unusable_notebooks_are_usage_errors(tmp_path, text, phrase):
     path.write_text(text)
     proc = cli("check", str(path))
     assert proc.returncode == 2 and phrase in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+
+
+def test_a_copied_answer_cell_is_named_where_its_names_are_missing(tmp_path):
+    """Jupyter copies a cell's nbgrader metadata with it: the student's answer sits in cell 1, a scratch copy
+    in cell 2 has the same grade_id, and only the last is graded. m1 then finds no causal_mask: the message must
+    say why, not leave the student to guess."""
+    cells = [
+        code(reference("m1_attention"), "m1-answer"),
+        code("print('trying something')", "m1-answer"),  # the copy, its code replaced
+    ]
+    result = graded_notebook(tmp_path, cells, "-m", "m1")
+    assert result.returncode == 0, explain(result)
+    messages = result.messages("m1")
+    assert messages and all("the notebook defines no " in m for m in messages), explain(result)
+    note = "2 cells have grade_id m1-answer (cells 1 and 2): only the last is graded; delete the copy"
+    assert all(note in m for m in messages), explain(result)

@@ -25,6 +25,41 @@ BUGS = [
         "m1_attention.py",
         ("scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)", "scores = q @ k.transpose(-2, -1)"),
     ),
+    # CausalSelfAttention with no mask at all: causal_attention itself is right, so only the layer's check sees it
+    bug(
+        "m1-layer-without-mask",
+        "m1",
+        "information leaks from the future",
+        "m1_attention.py",
+        ("out, _ = causal_attention(q, k, v)", "out = F.scaled_dot_product_attention(q, k, v)"),
+    ),
+    bug(
+        "m1-diagonal-masked",
+        "m1",
+        "the diagonal must be allowed",
+        "m1_attention.py",
+        ("torch.tril(torch.ones(T, T, device=device))", "torch.tril(torch.ones(T, T, device=device), -1)"),
+    ),
+    bug(
+        "m2-blocks-in-a-list",
+        "m2",
+        "nn.ModuleList",
+        "m2_model.py",
+        (
+            "self.blocks = nn.ModuleList(GPTBlock(d, n_heads) for _ in range(n_layers))",
+            "self.blocks = [GPTBlock(d, n_heads) for _ in range(n_layers)]",
+        ),
+    ),
+    bug(
+        "m2-one-block-repeated",
+        "m2",
+        "build each layer's own",
+        "m2_model.py",
+        (
+            "self.blocks = nn.ModuleList(GPTBlock(d, n_heads) for _ in range(n_layers))",
+            "self.blocks = nn.ModuleList([GPTBlock(d, n_heads)] * n_layers)",
+        ),
+    ),
     bug("m3-no-zero-grad", "m3", "gradients zeroed", "m3_train.py", ("        opt.zero_grad()\n", "")),
     bug(
         "m3-zero-grad-once-before-the-loop",
@@ -75,6 +110,17 @@ BUGS = [
         "ignore_index=pad_id",
         "m9_padding.py",
         ("clm_loss(model(inp), tgt, ignore_index=pad_id)", "clm_loss(model(inp), tgt)"),
+    ),
+    bug("padding-on-the-left", "padding", "pads on the left", "m9_padding.py", ("[i, :len(s)]", "[i, L - len(s) :]")),
+    bug(
+        "padding-targets-not-shifted",
+        "padding",
+        "shifted by one",
+        "m9_padding.py",
+        (
+            "inp, tgt = clm_inputs_targets(pad_batch(seqs, pad_id))",
+            "batch = pad_batch(seqs, pad_id)\n    inp, tgt = batch[:, :-1], batch[:, :-1]",
+        ),
     ),
 ]
 

@@ -124,6 +124,9 @@ def test_likely_cause_groups_the_same_cause_and_only_it():
     # The same phrase with different numbers in it (a mask of 2 vs of 11) groups too.
     upper = "causal_mask({0}) is upper-triangular: row {0} must allow columns 0..{0} (torch.tril, not triu)"
     assert cause_key(likely_cause(upper.format(2))) == cause_key(likely_cause(upper.format(11)))
+    # One bug worded for the function (d_k) and for the module (d_head) groups too.
+    by_d = "out differs from the reference. Likely cause: the scores are divided by {0}, not sqrt({0})"
+    assert cause_key(likely_cause(by_d.format("d_k"))) == cause_key(likely_cause(by_d.format("d_head")))
     # Different causes do not group.
     other = (
         "weights differs from the reference at query 0, key 0: got 0.0978751, expected 1 (28 of 49 values off). "
@@ -411,7 +414,7 @@ def test_report_and_export_list_the_students_with_nothing_to_grade(tmp_path):
     assert (tmp_path / "grades.csv").read_text().splitlines()[2] == f"bob,0.0,2.0,{EMPTY},"
     assert json.loads((tmp_path / "gs" / "bob" / "results.json").read_text())["output"] == why
     proc = cli("report", str(db))
-    assert proc.returncode == 0 and "2 submissions, 1 graded, 0 with errors, 1 with nothing to grade (bob)" in (
+    assert proc.returncode == 0 and "2 submissions: 1 graded, 0 with errors, 1 with nothing to grade (bob)" in (
         proc.stdout
     ), proc.stdout
 
@@ -459,3 +462,70 @@ def test_batch_ends_with_a_summary_and_keeps_each_attempt(tmp_path, pinned_grade
     proc = cli("export", str(db), "--csv", str(tmp_path / "grades.csv"))
     exported = {r["student"]: r for r in csv.DictReader((tmp_path / "grades.csv").open())}
     assert exported.keys() == {"alice", "bob", "carol"} and exported["alice"]["score"] == exported["alice"]["max_score"]
+
+
+# ---------------------------------------------------------------- files that are not a gradebook
+
+
+def nbgrader_gradebook(path: Path) -> Path:
+    """What nbgrader's own gradebook.db holds (some of its tables): a file an instructor may well give by mistake."""
+    with sqlite3.connect(path) as con:
+        for table in ("assignment", "notebook", "grade_cell", "student", "submitted_assignment", "grade", "comment"):
+            con.execute(f"CREATE TABLE {table} (id VARCHAR(32) PRIMARY KEY, name VARCHAR(128))")
+    con.close()
+    return path
+
+
+@pytest.mark.parametrize("command", [["report"], ["export", "--csv", "grades.csv"]])
+def test_nbgraders_gradebook_is_refused_and_left_as_it_was(tmp_path, command):
+    """grade report printed "0 submissions" and added its tables to nbgrader's gradebook.db: it must name the
+    file, say what it seems to be, and write nothing to it."""
+    db = nbgrader_gradebook(tmp_path / "gradebook.db")
+    before = db.read_bytes()
+    proc = cli(command[0], str(db), *command[1:], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{db} is not a gptkit gradebook (it has tables: assignment, notebook, grade_cell" in proc.stderr, (
+        proc.stderr
+    )
+    assert "nbgrader's gradebook? give grade batch's grades.sqlite" in proc.stderr, proc.stderr
+    assert db.read_bytes() == before, "the refused file was written to"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["gradebook.db"], "a file was made beside it"
+
+
+@pytest.mark.parametrize("command", [["report"], ["export", "--csv", "grades.csv"]])
+def test_a_file_that_is_no_database_is_a_usage_error(tmp_path, command):
+    db = tmp_path / "bad.sqlite"
+    db.write_text("garbage\n")
+    proc = cli(command[0], str(db), *command[1:], cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{db} is not a gptkit gradebook: it is not an SQLite database" in proc.stderr, proc.stderr
+    assert db.read_text() == "garbage\n"
+
+
+@pytest.mark.parametrize("command", [["report"], ["export", "--csv", "grades.csv"]])
+def test_a_missing_gradebook_is_not_created(tmp_path, command):
+    proc = cli(command[0], str(tmp_path / "grades.sqlite"), *command[1:], cwd=tmp_path)
+    assert proc.returncode == 2 and "does not exist" in proc.stderr, proc.stderr
+    assert list(tmp_path.iterdir()) == [], "report and export read a gradebook: they must not make one"
+
+
+def test_an_empty_database_is_no_gradebook_to_report_and_stays_empty(tmp_path):
+    db = tmp_path / "grades.sqlite"
+    sqlite3.connect(db).close()  # an empty file: no tables
+    proc = cli("report", str(db))
+    assert proc.returncode == 2 and "is not a gptkit gradebook: it holds no tables" in proc.stderr, proc.stderr
+    assert db.read_bytes() == b""
+
+
+@pytest.mark.parametrize(
+    "option", [["--csv", "afile/grades.csv"], ["--gradescope", "afile/results"], ["--png", "afile/charts"]]
+)
+def test_an_output_path_through_a_file_is_a_usage_error(tmp_path, option):
+    """A folder on the way to the output that is an existing file ended in a traceback (NotADirectoryError)."""
+    db = tmp_path / "grades.sqlite"
+    a_class(db)
+    (tmp_path / "afile").write_text("not a folder")
+    command = "report" if option[0] == "--png" else "export"
+    proc = cli(command, str(db), *option, cwd=tmp_path)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"afile is a file, not a folder: {option[1]} cannot be written" in proc.stderr, proc.stderr

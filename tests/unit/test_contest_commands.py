@@ -4,6 +4,7 @@ can make is a message and exit status 2, never a traceback."""
 from __future__ import annotations
 
 import csv
+import re
 import stat
 
 import pytest
@@ -88,6 +89,14 @@ BAD_ROSTERS = {
     "duplicate": ("student\nann\nbob\nann\n", "line 4: 'ann' is already on line 2"),
     "empty-name": ("student,group\nann,a\n ,b\n", "line 3: the student name is empty"),
     "no-students": ("student\n", "no students"),
+    # each name is a folder's name in the exports (STUDENT/results.json): none may lead out of the folder
+    "a-parent-path": ("student\nann\n../../escaped\n", "line 3: '../../escaped' cannot be a student name"),
+    "a-slash": ("student\na/b\n", "line 2: 'a/b' cannot be a student name: it holds a / or \\"),
+    "a-backslash": ("student\na\\b\n", "line 2: 'a\\\\b' cannot be a student name: it holds a / or \\"),
+    "dot-dot": ("student\n..\n", "line 2: '..' cannot be a student name: it starts with a dot"),
+    "dot": ("student\n.\n", "line 2: '.' cannot be a student name: it starts with a dot"),
+    "hidden-folder": ("student\n.ann\n", "line 2: '.ann' cannot be a student name: it starts with a dot"),
+    "control-character": ('student\n"an\x07n"\n', "line 2: 'an\\x07n' cannot be a student name: it holds a control"),
 }
 
 
@@ -159,3 +168,77 @@ def test_init_lists_every_task_the_grader_knows(folder):
     assert all(task in line for task in GRADABLE), line
     assert {"attnvar", "kvmemory", "lmbudget"} <= set(line.split("(")[1].rstrip(").").split(", "))
     assert "@" not in text and 'paper = "../papers/practice-1" (relative to this contest folder)' in text
+
+
+def test_check_refuses_a_roster_name_that_is_not_one_folders_name(folder):
+    (folder / "roster.csv").write_text("student\nAda Lovelace\n../../escaped_student\n")
+    refused(grade("check", str(folder)), "roster.csv, line 3: '../../escaped_student' cannot be a student name")
+
+
+def test_a_name_with_inner_spaces_and_accents_is_a_fine_roster_name(tmp_path):
+    (tmp_path / "roster.csv").write_text("student\nAda  Lovelace\nJosé Núñez-O'Brien\n")
+    result = grade("tokens", str(tmp_path))
+    assert result.exit_code == 0, result.output
+
+
+# --- A contest on a paper: each roster name draws its student's numbers ------------------------------------------
+
+
+@pytest.fixture
+def paper_folder(folder):
+    """The init folder made a contest on a paper (paper1, one part)."""
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
+    text = (folder / "contest.toml").read_text().split("[tasks")[0]
+    (folder / "contest.toml").write_text(text.replace("title = ", 'paper = "paper1"\ntitle = ', 1))
+    assert grade("check", str(folder)).exit_code == 0, "the paper contest is a valid one"
+    return folder
+
+
+SAME_SEED = "differ only in letter case or spaces, so they would get the same numbers"
+
+
+def test_check_refuses_a_paper_roster_with_two_names_that_draw_the_same_numbers(paper_folder):
+    (paper_folder / "roster.csv").write_text("student\nAda Lovelace\nada  lovelace\n")
+    refused(grade("check", str(paper_folder)), f"'Ada Lovelace' and 'ada  lovelace' {SAME_SEED}")
+
+
+def test_tokens_refuses_a_paper_roster_with_two_names_that_draw_the_same_numbers(paper_folder):
+    (paper_folder / "roster.csv").write_text("student\nAda Lovelace\nada lovelace\n")
+    refused(grade("tokens", str(paper_folder)), SAME_SEED)
+    assert not (paper_folder / "tokens.csv").exists()
+
+
+def test_a_contest_without_a_paper_keeps_names_that_differ_in_case(folder):
+    (folder / "roster.csv").write_text("student\nAda Lovelace\nada lovelace\n")
+    assert grade("tokens", str(folder)).exit_code == 0, "no paper, no seed: the names are two ids"
+
+
+# --- Warnings: allowed, but likely not meant -------------------------------------------------------------------------
+
+
+def contest_with(folder, during: str, mode: str):
+    """The init folder's contest with feedback ``during`` the window and scoreboard ``mode``."""
+    text = (folder / "contest.toml").read_text()
+    text = re.sub(r'(?m)^during = ".*"', f'during = "{during}"', text)
+    if mode != "frozen":
+        text = re.sub(r"(?m)^freeze_minutes = .*$", "", text)
+    (folder / "contest.toml").write_text(re.sub(r'(?m)^mode = ".*"', f'mode = "{mode}"', text))
+
+
+@pytest.mark.parametrize("during", ["passfail", "none"])
+@pytest.mark.parametrize("mode", ["public", "frozen"])
+def test_check_warns_when_the_scoreboard_shows_the_points_the_feedback_hides(folder, during, mode):
+    contest_with(folder, during, mode)
+    result = grade("check", str(folder))
+    assert result.exit_code == 0, f"a warning, not a refusal: {result.output}"
+    warning = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and f'feedback during = "{during}" hides' in warning[0], result.output
+    assert 'mode = "hidden"' in warning[0] and 'during = "score"' in warning[0], "it says what to change"
+
+
+@pytest.mark.parametrize(("during", "mode"), [("passfail", "hidden"), ("score", "public"), ("full", "frozen")])
+def test_check_does_not_warn_when_the_scoreboard_hides_nothing_more(folder, during, mode):
+    contest_with(folder, during, mode)
+    result = grade("check", str(folder))
+    assert result.exit_code == 0 and "warning:" not in result.output, result.output

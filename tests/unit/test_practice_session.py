@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from grader.paper.config import parse
-from grader.paper.practice import Commands, PracticeError, Session, Unreadable, read_log
+from grader.paper.practice import Commands, PracticeError, Session, Unreadable, read_log, run_session
 
 T0 = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 PAPER = """
@@ -285,3 +285,27 @@ def test_full_feedback_gives_the_checks_in_the_papers_points_as_their_part(tmp_p
     quiz = next(t for t in view["tasks"] if t["id"] == "quiz")
     assert (quiz["score"], quiz["max_score"]) == (20, 40)
     assert [(c["score"], c["max_score"]) for c in quiz["checks"]] == [(15, 15), (5, 15), (0, 10)]
+
+
+class Typed:
+    """Commands typed one after another, then the end of input."""
+
+    def __init__(self, *lines: str):
+        self.lines = list(lines)
+
+    def next(self, timeout: float) -> str | None:
+        return self.lines.pop(0) if self.lines else None
+
+
+def test_handing_in_with_nothing_graded_asks_again_before_it_scores_0(tmp_path):
+    s = session(tmp_path, Grades(report(m1=(27, 27))))
+    said: list[str] = []
+    run_session(s, lambda text="", nl=True: said.append(text), Typed("q", "g", "q"))
+    assert any("handing in now scores 0" in line for line in said), said
+    assert s.end_reason == "quit" and len(s.counted()) == 1, "the grading asked for was done, then handed in"
+
+
+def test_a_second_q_hands_in_with_nothing_graded(tmp_path):
+    s = session(tmp_path, Grades())
+    run_session(s, lambda text="", nl=True: None, Typed("q", "q"))
+    assert s.over and s.end_reason == "quit" and not s.counted()

@@ -137,6 +137,13 @@ def test_known_wrong_numbers_get_their_feedback_within_two_percent():
     assert "factor 2" not in wrong(NUMBER, 170_000)  # 3.8% off: not recognised
 
 
+def test_a_near_miss_of_the_right_answer_is_not_taken_for_a_known_wrong_one():
+    """198,000 for 198,272 is the right answer rounded, though within 2% of the known wrong 196,608 (12 d^2)."""
+    question = Numeric("Q", answer=198_272, why="count the biases too", wrong={196_608: "that is 12 d^2"})
+    assert "12 d^2" not in wrong(question, 198_000)
+    assert "that is 12 d^2" in wrong(question, 196_700)  # nearer the wrong answer: its feedback
+
+
 def test_absolute_tolerance_around_zero():
     right(ABSOLUTE, 0)
     right(ABSOLUTE, -0.005)

@@ -412,7 +412,7 @@ def missing(module: types.ModuleType, name: str) -> MissingName:
     """A contract name is absent; for a notebook, say which cells raised (they may have held it)."""
     failed = module.__dict__.get("__notebook__")
     if isinstance(failed, list):
-        raised = f"; cells that raised while the notebook ran: {'; '.join(map(str, failed[:3]))}" if failed else ""
+        raised = f"; what went wrong while the notebook ran: {'; '.join(map(str, failed[:3]))}" if failed else ""
         return MissingName(f"the notebook defines no {name}{raised}")
     return MissingName(f"{module.__name__}.py defines no {name}")
 

@@ -77,6 +77,11 @@ def likely_cause(
     def masked(keep: torch.Tensor) -> torch.Tensor:
         return scaled.masked_fill(~keep, float("-inf")).softmax(dim=-1)
 
+    def one_short() -> torch.Tensor:
+        if not top_k or top_k < 2:
+            raise RuntimeError("no top-k to be one short of")  # explains nothing: skipped as such
+        return masked(keep_mask(scaled, top_k - 1, top_p))
+
     candidates: tuple[tuple[str, Callable[[], torch.Tensor]], ...] = (
         (
             "temperature multiplied the logits: divide by it (logits / temperature)",
@@ -100,6 +105,8 @@ def likely_cause(
             "top-p dropped the token that crosses p: keep the smallest set whose probability REACHES p",
             lambda: masked(keep_mask(scaled, top_k, top_p, crossing=False)),
         ),
+        # where it drops the same token as the top-p bug, both are named: these counts cannot tell them apart
+        ("top-k kept k - 1 tokens: the k-th largest logit itself stays (drop only those below it)", one_short),
         ("the draws ignore top_k / top_p: filter the scaled logits before the softmax", lambda: scaled.softmax(dim=-1)),
     )
     causes = []

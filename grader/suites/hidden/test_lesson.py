@@ -79,7 +79,7 @@ def test_pipeline_matches_reference(lesson, ref, seed, config):
     if not isinstance(losses, list) or len(losses) != 8:
         checks.fail(f"train should return 8 losses, not {checks.describe(losses)}")
     checks.assert_close_where(
-        torch.tensor([float(x) for x in losses]), torch.tensor(want_losses), "the losses", ("step",), atol=2e-4
+        torch.tensor([float(x) for x in losses]), torch.tensor(want_losses), "the loss curve", ("step",), atol=2e-4
     )
     got = checks.tensor(tokens, "generate's result", tuple(want_tokens.shape), dtype=None)
     if not torch.equal(got, want_tokens):

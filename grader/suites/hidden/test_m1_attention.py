@@ -274,7 +274,7 @@ def test_module_is_causal(m1, check):
     what = "CausalSelfAttention"
     output_is_finite(module, x, what)
     if check == "no_future_leak":
-        causality.no_future_leak(module, x, perturb_floats, (3, 7, D), what)
+        causality.no_future_leak(module, x, causality.perturb_floats, (3, 7, D), what)
     elif check == "prefix_consistent":
         causality.prefix_consistent(module, x, (3, 7, D), what)
     else:
@@ -285,12 +285,6 @@ def output_is_finite(module, x: torch.Tensor, what: str) -> None:
     """A NaN output fails here, with its likely cause when a known bug, on the module's own weights, gives it."""
     out = checks.tensor(module(x), what, tuple(x.shape))
     checks.finite(out, what, BTC, explain=lambda: diagnose.explain_self_attention(out, x, module.state_dict(), HEADS))
-
-
-def perturb_floats(x: torch.Tensor, t: int) -> torch.Tensor:
-    x = x.clone()
-    x[:, t:] += torch.randn(x[:, t:].shape, generator=torch.Generator().manual_seed(100 + t))
-    return x
 
 
 def test_module_gradient_is_causal(m1):

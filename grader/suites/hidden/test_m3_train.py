@@ -157,7 +157,9 @@ def test_train_losses(trained):
     """train returns every step's loss, equal to the reference loop's (Adam, zero_grad, shifted targets)"""
     got = as_losses(trained["losses"], trained["steps"])
     want = torch.tensor(trained["want_losses"], dtype=torch.float64)
-    checks.assert_close_where(got, want, "the losses", ("step",), atol=1e-4, explain=lambda: trained["explain"](got))
+    checks.assert_close_where(
+        got, want, "the loss curve", ("step",), atol=1e-4, explain=lambda: trained["explain"](got)
+    )
 
 
 @pytest.mark.points(4)
@@ -183,5 +185,5 @@ def test_train_defaults(m3, ref):
     got = as_losses(m3.call("train", m3.standin(V, 16, 5, seed=3), data), 20)
     want, _ = checks.remembered("m3 defaults", lambda: reference_run(ref, make_standin(V, 16, 5, seed=3), data))
     checks.assert_close_where(
-        got, torch.tensor(want, dtype=torch.float64), "the losses with default arguments", ("step",), atol=1e-4
+        got, torch.tensor(want, dtype=torch.float64), "the loss curve with default arguments", ("step",), atol=1e-4
     )

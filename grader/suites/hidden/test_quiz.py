@@ -43,7 +43,7 @@ QUESTIONS = [
         "Q4",
         answer="before",
         why_always=False,
-        synonyms=("before the softmax",),
+        synonyms=("before the softmax", "pre softmax"),  # words() reads "pre-softmax" as "pre softmax"
         wrong={"after": "zeroing weights after the softmax leaves rows that no longer sum to 1"},
         why="scores set to -inf before the softmax come out exactly 0, and each row still sums to 1",
     ),

@@ -20,4 +20,4 @@ def test_public_lesson_tokens(kvcache):
         (1, 8),
         dtype=torch.long,
     )
-    checks.equal(out[0].tolist(), [5, 12, 3, 42, 2, 38, 35, 35], "the generated tokens")
+    checks.equal(out[0].tolist(), [5, 12, 3, 42, 2, 38, 35, 35], "the generated sequence")

@@ -14,7 +14,7 @@ CONTEXT = 16
 
 
 def test_public_train_returns_a_model(lmbudget):
-    """(public) train(text, vocab, 1.0, context=16) returns a model mapping (2, 16) tokens to (2, 16, V) logits"""
+    """(public) train_within_budget(text, vocab, 1.0, context=16) returns a model: (2, 16) tokens to (2, 16, V)"""
     model = lmbudget.call("train_within_budget", TEXT, VOCAB, 1.0, context=CONTEXT, keep=True)
     x = torch.randint(0, len(VOCAB), (2, CONTEXT), generator=torch.Generator().manual_seed(0))
     if model.short_type == "NoneType":

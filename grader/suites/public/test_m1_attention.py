@@ -2,14 +2,21 @@
 
 import torch
 
-from grader.suites import checks
+from grader.suites import causality, checks
 
 
 def test_public_causal_mask(m1):
     """(public) causal_mask(4) is torch.tril(torch.ones(4, 4))"""
     mask = checks.tensor(m1.call("causal_mask", 4), "causal_mask(4)", (4, 4), dtype=None)
-    if not torch.equal(mask.float(), torch.tril(torch.ones(4, 4))):
-        checks.fail(f"causal_mask(4) is {mask.tolist()}: ones on and below the diagonal, zeros above")
+    ones = torch.ones(4, 4)
+    if not torch.equal(mask.float(), ones.tril()):
+        if torch.equal(mask.float(), ones.triu()):
+            cause = "that is upper-triangular (torch.triu): row i must allow columns 0..i, torch.tril"
+        elif torch.equal(mask.float(), ones.tril(-1)):
+            cause = "the diagonal is 0, so a position cannot see itself: torch.tril, not tril(-1)"
+        else:
+            cause = "expected ones on and below the diagonal and zeros above, as torch.tril(torch.ones(4, 4))"
+        checks.fail(f"causal_mask(4) is {mask.tolist()}: {cause}")
 
 
 def test_public_worked_example(m1):
@@ -21,7 +28,7 @@ def test_public_worked_example(m1):
         checks.fail(f"causal_attention should return (out, weights), not {checks.describe(pair)}")
     out = checks.tensor(pair[0], "out", (4, 4))
     weights = checks.tensor(pair[1], "weights", (4, 4))
-    checks.finite(weights, "weights", ("query", "key"))
+    checks.finite(weights, "weights", ("query", "key"), explain=lambda: nan_cause(weights))
     sees_the_future(weights)
     checks.assert_close_where(weights[0], torch.tensor([1.0, 0, 0, 0]), "weights[0]", ("column",), atol=1e-4)
     checks.assert_close_where(
@@ -47,6 +54,32 @@ def test_public_self_attention_shape(m1):
     checks.tensor(layer(torch.randn(2, 5, 16)), "CausalSelfAttention's output", (2, 5, 16))
 
 
+def test_public_self_attention_is_causal(m1):
+    """(public) CausalSelfAttention(16, 4): output t does not change when inputs after t do"""
+    # The later milestones run on this layer: a leak caught here is not blamed on m2, m3 or m4.
+    layer = m1.new("CausalSelfAttention", 16, 4, seed=0)
+    x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(5))
+    out = checks.tensor(layer(x), "CausalSelfAttention's output", (2, 5, 16))
+    checks.finite(out, "CausalSelfAttention's output", explain=lambda: nan_cause(out))
+    causality.no_future_leak(layer, x, causality.perturb_floats, (2, 5, 16), "CausalSelfAttention")
+
+
+def nan_cause(out: torch.Tensor) -> str | None:
+    """The bug that puts NaN where it is: which positions have it tells a masked diagonal from a wrong softmax.
+    ``out``: (T, ...) weights by query, or (B, T, ...) outputs by position."""
+    bad = ~torch.isfinite(out)
+    bad = bad.flatten(1).any(-1) if out.dim() == 2 else bad.flatten(2).any(-1).any(0)  # by position
+    if bad[0] and not bad[1:].any():
+        return "only position 0 is NaN: it sees no key at all, so the diagonal must be allowed (torch.tril)"
+    if bad[:-1].all() and not bad[-1]:
+        # masked scores are -inf at every later key: normalised over heads or batch items, those give NaN
+        return (
+            "every position but the last is NaN, as a softmax over the wrong dimension gives: it must normalise "
+            "over the keys, the last dimension (dim=-1)"
+        )
+    return None
+
+
 # A query that scores key 0 at 0 and key 1 at 2 (q . k for d_k = 4), and one-hot values, so out[1] = weights[1].
 SCALE_Q = torch.tensor([[0.0, 0, 0, 0], [1, 1, 1, 1]])
 SCALE_K = torch.tensor([[0.0, 0, 0, 0], [1, 1, 0, 0]])
@@ -65,7 +98,7 @@ def test_public_scores_are_scaled(m1):
         checks.fail(f"causal_attention should return (out, weights), not {checks.describe(pair)}")
     out = checks.tensor(pair[0], "out", (2, 4))
     weights = checks.tensor(pair[1], "weights", (2, 2))
-    checks.finite(weights, "weights", ("query", "key"))
+    checks.finite(weights, "weights", ("query", "key"), explain=lambda: nan_cause(weights))
     sees_the_future(weights)
     row = weights[1]
     if not torch.allclose(row, torch.tensor(SCALED_ROW), atol=1e-4):

@@ -17,7 +17,7 @@ def test_public_lesson_tokens(m4):
     checks.equal(
         out[0].tolist(),
         [5, 12, 3, 42, 2, 38, 35, 35],
-        "the generated tokens",
+        "the generated sequence",
         hint="this check uses your TinyGPT and its attention too: if the checks of m1 or m2 fail, fix those first",
     )
 
