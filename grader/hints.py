@@ -8,7 +8,7 @@ HINTS = [
     (
         r"size of tensor a \(\d+\) must match the size of tensor b \(\d+\)",
         "two shapes disagree; if one of them has a fixed size (a mask, or the whole table of position "
-        "embeddings), cut it to the input's length T (mask[:T, :T], pos(arange(T)))",
+        "embeddings), slice it to the input's length T (mask[:T, :T], pos(arange(T)))",
     ),
     (r"view size is not compatible with input tensor", "use .reshape (or .contiguous() before .view)"),
     (r"index out of range in self", "a token id or a position is outside its embedding table"),
