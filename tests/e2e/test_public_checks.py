@@ -111,6 +111,9 @@ BUGS = [
         "m9_padding.py",
         ("clm_loss(model(inp), tgt, ignore_index=pad_id)", "clm_loss(model(inp), tgt)"),
     ),
+    # an answer the grader cannot read as a number fails here, where the student can still fix its form
+    bug("quiz-number-in-words", "quiz", "should be a number", "quiz.py", ("Q7 = 1e10", 'Q7 = "10 billion"')),
+    bug("quiz-nan", "quiz", "finite number", "quiz.py", ("Q7 = 1e10", 'Q7 = float("nan")')),
     bug("padding-on-the-left", "padding", "pads on the left", "m9_padding.py", ("[i, :len(s)]", "[i, L - len(s) :]")),
     bug(
         "padding-targets-not-shifted",
