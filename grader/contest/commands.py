@@ -170,11 +170,14 @@ def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
     lines.append("tasks:")
     for task in rules.tasks:
         scoring = f"best of {task.select} selected" if task.select else task.scoring.value
-        cap = f"at most {task.max_submissions}" if task.max_submissions else "unlimited"
+        n = task.max_submissions
+        cap = f"at most {n}" if n else "unlimited"
         gap = f", {task.min_interval.total_seconds():g} s apart" if task.min_interval else ""
         part = rules.paper.part(task.id) if rules.paper else None
         imposed = f"; rules: {', '.join(part.rules)}" if part and part.rules else ""
-        lines.append(f"  {task.id}: {task.points:g} points, {scoring}; {cap} graded submissions{gap}{imposed}")
+        lines.append(
+            f"  {task.id}: {task.points:g} points, {scoring}; {cap} graded submission{'s' * (n != 1)}{gap}{imposed}"
+        )
     lines.append(f"  total: {sum(t.points for t in rules.tasks):g} points")
     window = rules.window
     length = _minutes(window.duration.total_seconds())

@@ -139,7 +139,12 @@ def may_submit(
         return Decision(False, closed)
     graded = sorted((s for s in history if s.task == task_id and s.status is Status.GRADED), key=lambda s: s.time)
     if task.max_submissions is not None and len(graded) >= task.max_submissions:
-        return Decision(False, f"you have used all {task.max_submissions} graded submissions to {task_id}")
+        used = (
+            "your one graded submission"
+            if task.max_submissions == 1
+            else f"all {task.max_submissions} graded submissions"
+        )
+        return Decision(False, f"you have used {used} to {task_id}")
     if graded and now - graded[-1].time < task.min_interval:
         wait = task.min_interval - (now - graded[-1].time)
         return Decision(

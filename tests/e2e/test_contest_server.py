@@ -200,7 +200,7 @@ def test_the_cap_counts_graded_submissions_only(folder):
     report = {"milestones": [{"id": "m2", "title": "The full TinyGPT", "score": 5, "max_score": 10, "checks": []}]}
     assert store.finish(second.json()["id"], clock.now, report)
     refused = upload(client, folder, "ada", "m2", m2)
-    assert refused.status_code == 403 and "all 1 graded submissions" in refused.json()["detail"]
+    assert refused.status_code == 403 and "your one graded submission" in refused.json()["detail"]
     assert client.post(f"/select/{first}", headers=auth(folder, "ada")).status_code == 409  # failed: not selectable
     assert client.post(f"/select/{second.json()['id']}", headers=auth(folder, "ada")).json()["selected"]
     assert client.post(f"/select/{second.json()['id']}", headers=auth(folder, "alan")).status_code == 404
