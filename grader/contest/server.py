@@ -509,8 +509,10 @@ def create_app(
 
         if base.paper is None:
             raise HTTPException(404, "this contest is not on a paper: there is no notebook to download")
+        # the time the notebook states is the contest's window, not the paper's own minutes
+        paper = dataclasses.replace(base.paper, minutes=rules().window.duration.total_seconds() / 60)
         try:
-            notebook = build(base.paper, who.name, paper_options(who.name)["seed"])
+            notebook = build(paper, who.name, paper_options(who.name)["seed"])
         except RenderError as e:
             raise HTTPException(500, f"the notebook could not be made: {e}") from None
         name = notebook_name(base.paper.id, who.name)  # the name `grade paper render` gives it

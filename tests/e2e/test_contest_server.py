@@ -571,7 +571,7 @@ def test_a_student_downloads_their_own_notebook_of_the_paper(folder):
     """The notebook a contest on a paper hands out carries the seed it grades with; no paper, no notebook."""
     assert TestClient(create_app(folder, Clock())).get("/paper.ipynb", headers=auth(folder, "ada")).status_code == 404
     (folder / "paper1").mkdir()
-    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\n[parts.kvmemory]\n')
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 180\n[parts.m1]\n[parts.kvmemory]\n')
     text = (folder / "contest.toml").read_text().split("[tasks.m1]")[0]
     (folder / "contest.toml").write_text(text.replace('title = "Server test"', 'title = "S"\npaper = "paper1"'))
     client = TestClient(create_app(folder, Clock()))
@@ -581,6 +581,7 @@ def test_a_student_downloads_their_own_notebook_of_the_paper(folder):
     meta = {who: r.json()["metadata"]["gptkit"]["paper"] for who, r in books.items()}
     assert meta["ada"]["student"] == "ada" and meta["ada"]["seed"] != meta["alan"]["seed"]
     assert "Q_NUM1" in json.dumps(books["ada"].json()["cells"])
+    assert "Time: 60 minutes" in json.dumps(books["ada"].json()["cells"]), "the contest's window, not the paper's 180"
     assert books["ada"].headers["content-disposition"].startswith('attachment; filename="paper1-ada.ipynb"'), (
         "the name `grade paper render` gives the notebook"
     )
