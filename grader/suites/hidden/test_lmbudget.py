@@ -129,7 +129,7 @@ def run(grading_context) -> Run:
                 except (StudentError, WorkerCrash) as e:
                     what = (
                         "time limit exceeded"
-                        if isinstance(e, WorkerCrash) and "no answer" in str(e)
+                        if isinstance(e, WorkerCrash) and e.limit == "time"  # the limit it hit, not its wording
                         else "runtime error"
                     )
                     result.verdict, result.losses = f"{what}: evaluating the model on split {name}: {e}", None
