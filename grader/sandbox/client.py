@@ -247,6 +247,12 @@ class ForkServer:
         self._workers.append(worker)
         return worker
 
+    def cpu_of(self, pid: int) -> float:
+        """A live worker's CPU seconds so far, its whole process tree, measured by the fork server."""
+        wire.send(self.control, {"op": ServerRequest.CPU, "pid": pid})
+        reply, _ = wire.recv(self.control)
+        return float(reply.get("cpu", 0.0))
+
     def reap(self, pid: int, grace: float) -> dict:
         wire.send(self.control, {"op": ServerRequest.REAP, "pid": pid, "grace": grace})
         reply, _ = wire.recv(self.control)
@@ -316,7 +322,7 @@ class WorkerConnection:
         self.alive = True
         self.deadline: float | None = None  # the current test's time budget, set by its MilestoneView
         self.hung = False
-        self.cpu = 0.0  # the CPU seconds the worker says it has used (it could lie, but only to its own harm)
+        self.cpu_at_end: float | None = None  # measured when it was reaped
 
     def request(
         self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None, timeout: float | None = None
@@ -342,7 +348,6 @@ class WorkerConnection:
             wire.send(self.sock, header, blobs)
             reply, rblobs = wire.recv(self.sock, deadline=time.monotonic() + timeout)
             reply = secrecy.redact_reply(reply)  # before anything reads it: no trusted code reaches a report
-            self.cpu = reply[Reply.CPU] if isinstance(reply.get(Reply.CPU), (int, float)) else self.cpu
             if Reply.ERROR in reply:
                 err = reply[Reply.ERROR]
                 if err.get(Reply.GRADER_FAULT) is True:
@@ -379,12 +384,20 @@ class WorkerConnection:
             return f"the worker {what}", LIMIT_OF_SIGNAL.get(sig, "")
         return f"the worker process ended with exit code {code} (os._exit or sys.exit in your code?)", ""
 
+    @property
+    def cpu(self) -> float:
+        """CPU seconds its whole process tree has used so far (children, killed ones too, where a cgroup counts
+        them), as the fork server measures it: never a figure the worker sends."""
+        return self.cpu_at_end if self.cpu_at_end is not None else self.server.cpu_of(self.pid)
+
     def _end(self, grace: float) -> dict:
         if not self.alive:
             return {}
         self.alive = False
         self.sock.close()
-        return self.server.reap(self.pid, grace)
+        status = self.server.reap(self.pid, grace)
+        self.cpu_at_end = float(status.get("cpu", 0.0))
+        return status
 
     def close(self) -> None:
         self._end(grace=1.0)  # a worker ends by itself on EOF: its CPU time then reaches the fork server

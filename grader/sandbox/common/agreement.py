@@ -48,14 +48,15 @@ class ServerRequest:
 
     SPAWN = "spawn"  # fork a worker (its socket and output file follow as file descriptors)
     REAP = "reap"  # wait for a worker to end, killing it after a grace period
+    CPU = "cpu"  # a live worker's CPU seconds so far, its whole process tree, as the kernel counts them
 
 
 class Reply:
-    """The fields of a worker's reply: exactly one of VALUE and ERROR, and always CPU."""
+    """The fields of a worker's reply: exactly one of VALUE and ERROR. Like everything a worker sends, a claim:
+    its CPU time is never asked of it (the fork server measures it, ``ServerRequest.CPU``)."""
 
     VALUE = "value"
     ERROR = "error"  # {"type": ErrorKind or the exception's class name, "message", "where", [GRADER_FAULT, TRACE]}
-    CPU = "cpu"  # the worker's CPU seconds so far
     GRADER_FAULT = "grader"  # in an error: True when the grader's own probe failed, not the student's code
     TRACE = "trace"  # in a grader fault: where the grader's code failed
     UNOBSERVED = "unobserved"  # a probe's whole answer, {UNOBSERVED: why}, when it could not observe anything

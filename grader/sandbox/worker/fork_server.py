@@ -178,8 +178,43 @@ def main() -> None:
             wire.send(control, {"pid": pid})
         elif request["op"] == ops.REAP:
             reply = reap(request["pid"], request.get("grace", 0.0))
+            counted = CGROUPS.cpu_seconds(NAMES.get(request["pid"], ""))  # the dead too, before the cgroup goes
+            reply["cpu"] = max(reply["cpu"], counted or 0.0)
             CGROUPS.remove(NAMES.pop(request["pid"], ""))
             wire.send(control, reply)
+        elif request["op"] == ops.CPU:
+            wire.send(control, {"cpu": cpu_seconds(request["pid"])})
+
+
+def cpu_seconds(pid: int) -> float:
+    """A live worker's CPU seconds so far, every process of its tree included, measured here (the worker is
+    never asked): its cgroup's count where there is one, else the tree's counts in /proc (which miss a child
+    killed before anything waited for it)."""
+    if pid not in NAMES:
+        return 0.0
+    counted = CGROUPS.cpu_seconds(NAMES[pid])
+    return counted if counted is not None else tree_cpu_seconds(pid)
+
+
+def tree_cpu_seconds(root: int) -> float:
+    """utime + stime of ``root`` and its descendants, with what each has waited for (cutime, cstime)."""
+    parents, ticks = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rsplit(b")", 1)[1].split()  # after "pid (comm)": state, ppid, ...
+        except OSError:
+            continue  # gone meanwhile
+        parents[int(name)] = int(fields[1])
+        ticks[int(name)] = sum(int(x) for x in fields[11:15])  # utime, stime, cutime, cstime
+    tree, grew = {root}, True
+    while grew:  # pids wrap around, so a child's may be lower than its parent's: grow until nothing joins
+        joined = {pid for pid, parent in parents.items() if parent in tree} - tree
+        tree |= joined
+        grew = bool(joined)
+    return sum(ticks.get(pid, 0) for pid in tree) / os.sysconf("SC_CLK_TCK")
 
 
 def reap(pid: int, grace: float) -> dict:

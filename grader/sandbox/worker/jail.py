@@ -38,7 +38,8 @@ SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}.get(platform.machine())
 SYSTEM = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 CGROUP_ROOT = "/sys/fs/cgroup"
-CGROUP_PARENTS = (CGROUP_ROOT, CGROUP_ROOT + "/memory", CGROUP_ROOT + "/pids")  # v2, then v1's controllers
+CGROUP_PARENTS = tuple(CGROUP_ROOT + p for p in ("", "/memory", "/pids", "/cpuacct"))  # v2, then v1's controllers
+CPU_CONTROLLER = {"cpuacct": "cpu"}  # v1's controller that counts CPU, by the protection's name
 WORKER_UID_BASE = 2_000_000  # far above any real account; one id per worker, so RLIMIT_NPROC is per worker
 
 
@@ -183,7 +184,7 @@ class Cgroups:
             if fd is not None and self._enable_v2(fd):
                 self.dirs["v2"] = fd
         else:
-            for controller in ("memory", "pids"):
+            for controller in ("memory", "pids", "cpuacct"):
                 fd = self._make(f"{CGROUP_ROOT}/{controller}", name)
                 if fd is not None:
                     self.dirs[controller] = fd
@@ -218,8 +219,23 @@ class Cgroups:
 
     @property
     def protections(self) -> list[str]:
-        kinds = {"memory", "pids"} if "v2" in self.dirs else set(self.dirs)
+        # v2's cpu.stat is there whatever the controllers; v1 counts CPU in a controller of its own, cpuacct
+        kinds = {"memory", "pids", "cpu"} if "v2" in self.dirs else {CPU_CONTROLLER.get(k, k) for k in self.dirs}
         return [f"cgroup-{k}" for k in sorted(kinds)]
+
+    def cpu_seconds(self, worker: str) -> float | None:
+        """The CPU time of every process that was ever in ``worker``'s cgroup, killed or orphaned ones included,
+        as the kernel counts it; None where no cgroup counts it."""
+        try:
+            if "v2" in self.dirs:
+                stat = _read_at(self.dirs["v2"], f"{worker}/cpu.stat")
+                usec = next(int(line.split()[1]) for line in stat.splitlines() if line.startswith("usage_usec "))
+                return usec / 1e6
+            if "cpuacct" in self.dirs:
+                return int(_read_at(self.dirs["cpuacct"], f"{worker}/cpuacct.usage")) / 1e9
+        except (OSError, ValueError, StopIteration, IndexError):
+            pass
+        return None
 
     def join(self, worker: str, memory_bytes: int, pids: int) -> bool:
         """Make ``worker``'s cgroup(s) with these limits and move the calling process in; False if any step failed."""
@@ -227,6 +243,7 @@ class Cgroups:
             "v2": [("memory.max", memory_bytes), ("pids.max", pids)],
             "memory": [("memory.limit_in_bytes", memory_bytes)],
             "pids": [("pids.max", pids)],
+            "cpuacct": [],  # no limit: it counts
         }
         joined = True
         for key, fd in self.dirs.items():
@@ -274,6 +291,14 @@ def sweep(parent: str) -> None:
                 os.rmdir(folder)
             except OSError:
                 pass
+
+
+def _read_at(dir_fd: int, path: str) -> str:
+    fd = os.open(path, os.O_RDONLY, dir_fd=dir_fd)
+    try:
+        return os.read(fd, 1 << 16).decode()
+    finally:
+        os.close(fd)
 
 
 def _write_at(dir_fd: int, path: str, text: str, missing_ok: bool = False) -> None:

@@ -16,7 +16,6 @@ import functools
 import importlib
 import os
 import sys
-import time
 import traceback
 import types
 from typing import Any
@@ -74,7 +73,6 @@ class RequestHandler:
                 reply = {Reply.ERROR: describe(e)}
                 if grader_fault(e):  # the grading process must not blame the student for it
                     reply[Reply.ERROR].update({Reply.GRADER_FAULT: True, Reply.TRACE: grader_trace(e)})
-            reply[Reply.CPU] = time.process_time()  # the grader retires a shared worker that used much of its limit
             self.wire.send(self.sock, reply, out)
 
     # --- the menu
