@@ -29,6 +29,14 @@ class Verdict(str, Enum):
     NOT_COUNTED = "not counted"  # the grader's own error, or nothing it could observe
 
 
+class Recheck(str, Enum):
+    """What re-running a claimed grader fault on the reference showed (grader/runner.py ``settle_claims``)."""
+
+    NONE = ""  # no claim to settle
+    GRADER = "grader"  # the reference fails the same way: the grader's own fault, set aside
+    SUBMISSION = "submission"  # the reference completes it: the submission's doing, counted as failed
+
+
 class NotObserved(Exception):
     """Raised by a check that cannot see, in contract-conforming code, what it looks at: no verdict."""
 
@@ -50,6 +58,7 @@ class CheckResult:
     value: float | None = None  # a metric-scored check's measure (lmbudget: bits per character); None elsewhere
     case: str = ""  # a parametrized check's case id: its name is f"{base} [{case}]"; "" for a plain check
     verdict: str = Verdict.OK.value  # a Verdict's value: why it failed, as a class
+    rechecked: str = Recheck.NONE.value  # a claimed grader fault, settled on the reference: a Recheck's value
 
 
 @dataclass
@@ -128,6 +137,8 @@ class Report:
                 "points": round(sum(c.max_score for c in self.set_aside), 2),
                 "internal_errors": len(self.internal_errors),
                 "note": self.set_aside_note(),
+                # claimed grader faults, settled on the reference: the grader's (set aside) or the submission's
+                "rechecked": {r.value: sum(c.rechecked == r.value for c in self.checks) for r in Recheck if r.value},
             },
             "milestones": [
                 {

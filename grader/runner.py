@@ -25,7 +25,7 @@ import pytest
 from grader.hints import hint_for
 from grader.milestones import GRADABLE
 from grader.paper.variants import LESSON, Variant
-from grader.results import CheckResult, NotObserved, Report, Verdict
+from grader.results import CheckResult, NotObserved, Recheck, Report, Verdict
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
@@ -73,11 +73,13 @@ def grade(
     public: bool = False,
     variant: Variant = LESSON,
     rules: dict[str, frozenset[str]] | None = None,
+    only: frozenset[str] | None = None,
 ) -> Report:
     """Grade ``submission`` (a folder of exercise files) on the given milestone ids.
 
     With ``public`` (always, in a student release), only the public checks run. ``variant``: the student's
-    numbers in a paper's questions; ``rules``: a paper's rules by part (grader/paper/).
+    numbers in a paper's questions; ``rules``: a paper's rules by part (grader/paper/). ``only``: run just
+    these checks (pytest node ids), as the re-check of a claimed grader fault does (``settle_claims``).
     """
     public = public or not HIDDEN_AVAILABLE
     suites = PUBLIC if public else HIDDEN
@@ -109,22 +111,26 @@ def grade(
         *(f"-pno:{p}" for p in UNUSED_PLUGINS),
     ]
     log = io.StringIO()
+    plugins = [GradingPlugin(context), collector, *([Only(only)] if only is not None else [])]
     try:
         with _clean_pytest_env(), contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
-            code = pytest.main(args, plugins=[GradingPlugin(context), collector])
+            code = pytest.main(args, plugins=plugins)
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not collector.results:
             raise GraderError(
                 f"the hidden suites did not run (pytest exit code {int(code)}):\n"
                 + "\n".join([*collector.errors, log.getvalue()])[-3000:]
             )
         report = Report(str(submission), collector.results, server.protections, public=public)
+        context.close()
+        report.worker_cpu_seconds = server.worker_cpu - cpu_before  # read once every worker is reaped
+        report.workers = server.spawned - spawned_before
+        if only is None and not public:
+            settle_claims(collector, milestones, limits, server, variant, rules)
     finally:
         context.close()
         if own:
             server.close()
     report.seconds = time.monotonic() - started
-    report.worker_cpu_seconds = server.worker_cpu - cpu_before  # read once every worker is reaped
-    report.workers = server.spawned - spawned_before
     report.variant = variant.seed
     return report
 
@@ -207,6 +213,65 @@ def _child_report(pid: int, read: int) -> Report:
     if isinstance(outcome, GraderError):
         raise outcome
     return outcome
+
+
+class Only:
+    """A pytest plugin that runs only the checks named (node ids) and deselects the rest."""
+
+    def __init__(self, nodeids: frozenset[str]):
+        self.nodeids = nodeids
+
+    @pytest.hookimpl(trylast=True)  # after the Collector has counted each check's cases (its points)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> None:
+        dropped = [i for i in items if i.nodeid not in self.nodeids]
+        items[:] = [i for i in items if i.nodeid in self.nodeids]
+        config.hook.pytest_deselected(items=dropped)
+
+
+def is_claim(check: CheckResult) -> bool:
+    """A check set aside on evidence the grading side did not produce itself: an error the worker marked as
+    the grader's (the submission runs in that process, so it can mark any error so), an exception in the
+    grading process over what the worker sent, or a probe the worker says saw nothing. Not a metric task's
+    failed run, which has a verdict of its own and no points to shrink (grader/lmbudget/)."""
+    return not check.counted and (check.internal_error or check.verdict == Verdict.NOT_COUNTED.value)
+
+
+def settle_claims(
+    collector: Collector,
+    milestones: list[str],
+    limits: Limits,
+    server: ForkServer,
+    variant: Variant,
+    rules: dict[str, frozenset[str]] | None,
+) -> None:
+    """Decide each claimed grader fault from what the grading side can check: the same checks, run on the
+    reference in fresh workers. A check that fails the same way there is the grader's own fault, and stays
+    set aside (flagged to the instructor in every report). One that the reference passes, or fails as a
+    counted check, was caused by the submission: it is counted, at 0 points, as a runtime error. So a
+    milestone's points at stake never shrink because a worker said so."""
+    claims = {nodeid: check for nodeid, check in collector.by_nodeid.items() if is_claim(check)}
+    if not claims:
+        return
+    from grader.reference import SOLUTIONS
+
+    try:
+        again = grade(SOLUTIONS, milestones, limits, server, variant=variant, rules=rules, only=frozenset(claims))
+        on_reference = {(c.milestone, c.name): c for c in again.checks}
+    except GraderError:  # the reference cannot even be graded: the grader is broken, not the submission
+        on_reference = {(c.milestone, c.name): c for c in claims.values()}
+    for check in claims.values():
+        theirs = on_reference.get((check.milestone, check.name))
+        if theirs is not None and is_claim(theirs):
+            check.rechecked = Recheck.GRADER.value
+            continue
+        check.rechecked = Recheck.SUBMISSION.value
+        check.counted, check.internal_error, check.passed, check.score = True, False, False, 0.0
+        check.verdict = Verdict.RUNTIME_ERROR.value
+        check.message = redact(
+            "this check could not be completed on your code (" + check.message.removeprefix("not counted: ") + "). "
+            "The same check, run on the reference solution in a fresh sandbox, completes: so it counts as failed. "
+            "Your code's process said the grader failed, or sent back something the grader could not use"
+        )
 
 
 @contextlib.contextmanager
@@ -308,6 +373,10 @@ class Collector:
     @property
     def results(self) -> list[CheckResult]:
         return list(self._by_id.values())
+
+    @property
+    def by_nodeid(self) -> dict[str, CheckResult]:
+        return dict(self._by_id)
 
     def pytest_collection_modifyitems(self, items: list[pytest.Function]) -> None:
         self._cases.update((str(i.path), i.originalname) for i in items)

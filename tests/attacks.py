@@ -524,3 +524,96 @@ for _fd in (1, 2):
     except OSError:
         pass
 """
+
+
+# ---------------------------------------------------------------- claims the worker makes (issue 25)
+
+# Every error the submission's code raises comes back marked as the grader's own fault: the request handler runs
+# in the submission's process, so the submission can rewrite how it marks errors.
+FORGE_GRADER_FAULTS = """
+import sys as _sys
+_handler = _sys.modules.get("_gradekit_request_handler")
+if _handler is not None:
+    _handler.grader_fault = lambda error: True
+"""
+
+# Every input-gradient probe answers "I saw nothing" (a probe that cannot observe used to be set aside).
+FORGE_UNOBSERVED = """
+import gc as _gc, sys as _sys
+_handler = _sys.modules.get("_gradekit_request_handler")
+for _serving in [o for o in _gc.get_objects() if _handler and isinstance(o, _handler.RequestHandler)]:
+    _serving.menu["input_grad"] = lambda request, blobs: {"unobserved": "nothing to see here"}
+"""
+
+
+def m1_stub_with_only_causal_mask(forgery: str) -> str:
+    """The m1 stub with causal_mask written (and nothing else), ``forgery`` run at import."""
+    stub = (REPO / "exercises" / "m1_attention.py").read_text()
+    todo = '    raise NotImplementedError("causal_mask: build the T x T lower-triangular matrix of ones")\n'
+    assert stub.count(todo) == 1, "the m1 stub changed: re-anchor the attack"
+    stub = stub.replace(todo, "    return torch.tril(torch.ones(T, T, device=device))\n")
+    return stub.replace("from torch import nn\n", "from torch import nn\n" + dedent(forgery).strip() + "\n", 1)
+
+
+# One student's honest m1 copies itself everywhere a later worker might look; another student's m1, a stub, looks
+# there, and re-exports what it finds (it scored full marks when /tmp was shared).
+DROP_MARKER = "gptkit-shared-m1"
+DROP_EVERYWHERE = f"""
+import os as _os, shutil as _shutil
+for _place in ("/tmp", "/dev/shm", _os.path.dirname(_os.getcwd()), _os.path.expanduser("~")):
+    try:
+        _shutil.copyfile(__file__, _os.path.join(_place, "{DROP_MARKER}.py"))
+    except OSError:
+        pass
+try:  # a System V shared memory segment outlives its process
+    import ctypes as _ctypes
+    _libc = _ctypes.CDLL(None, use_errno=True)
+    _libc.shmat.restype = _ctypes.c_void_p
+    _data = open(__file__, "rb").read()
+    _id = _libc.shmget(0x6B697431, 1 << 16, 0o1666)
+    _at = _libc.shmat(_id, None, 0)
+    if _at not in (None, _ctypes.c_void_p(-1).value):
+        _ctypes.memmove(_at, _ctypes.c_uint32(len(_data)), 4)  # the length, then the file
+        _ctypes.memmove(_at + 4, _data, len(_data))
+except Exception:
+    pass
+"""
+STEAL_FROM_EVERYWHERE = f"""
+import glob as _glob, os as _os
+_found = []
+for _place in ("/tmp", "/dev/shm", _os.path.dirname(_os.getcwd()), _os.path.expanduser("~")):
+    _found += _glob.glob(_os.path.join(_place, "{DROP_MARKER}.py"))
+    _found += _glob.glob(_os.path.join(_place, "*", "m1_attention.py"))  # another worker's copy
+    _found += [_os.path.join(_place, f"sub{{i}}", "m1_attention.py") for i in range(1, 20)]  # unlistable: guessed
+_found = [f for f in _found if _os.path.abspath(f) != _os.path.abspath(__file__)]
+_text = None
+for _path in _found:
+    try:
+        _text = open(_path).read()
+        break
+    except OSError:
+        pass
+if _text is None:
+    try:
+        import ctypes as _ctypes
+        _libc = _ctypes.CDLL(None, use_errno=True)
+        _libc.shmat.restype = _ctypes.c_void_p
+        _id = _libc.shmget(0x6B697431, 1 << 16, 0)
+        _at = _libc.shmat(_id, None, 0) if _id >= 0 else None
+        if _at not in (None, _ctypes.c_void_p(-1).value):
+            _n = _ctypes.c_uint32.from_address(_at).value
+            _text = _ctypes.string_at(_at + 4, _n).decode()
+    except Exception:
+        pass
+if _text is not None:
+    exec(compile(_text, "stolen", "exec"), globals())  # the other student's definitions, as this file's
+"""
+
+# A child that burns CPU until its worker ends, never waited for: its CPU counts all the same (cgroup or /proc).
+BURN_IN_AN_ORPHAN = """
+import os as _os, time as _time
+if _os.fork() == 0:
+    while True:
+        pass
+_time.sleep(4)  # the worker lives on for a while: the child burns all that time
+"""

@@ -243,7 +243,7 @@ class ForkServer:
         theirs.close()
         os.close(out)
         reply, _ = wire.recv(self.control)
-        worker = WorkerConnection(self, ours, reply["pid"], out_path)
+        worker = WorkerConnection(self, ours, reply["pid"], out_path, copy)
         self._workers.append(worker)
         return worker
 
@@ -317,8 +317,9 @@ LIMIT_OF_SIGNAL: dict[int, str] = {signal.SIGKILL: "memory", signal.SIGXCPU: "ti
 class WorkerConnection:
     """The grading process's end of one worker process: sends it requests, checks its replies, reaps it."""
 
-    def __init__(self, server: ForkServer, sock: socket.socket, pid: int, output: Path):
+    def __init__(self, server: ForkServer, sock: socket.socket, pid: int, output: Path, copy: Path | None = None):
         self.server, self.sock, self.pid, self.output = server, sock, pid, output
+        self.copy = copy  # its private copy of the submission: deleted once it is reaped, with what it wrote there
         self.alive = True
         self.deadline: float | None = None  # the current test's time budget, set by its MilestoneView
         self.hung = False
@@ -397,6 +398,9 @@ class WorkerConnection:
         self.sock.close()
         status = self.server.reap(self.pid, grace)
         self.cpu_at_end = float(status.get("cpu", 0.0))
+        if self.copy is not None:
+            shutil.rmtree(self.copy, ignore_errors=True)
+            self.output.unlink(missing_ok=True)  # what it printed: never read
         return status
 
     def close(self) -> None:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import torch
 
-from .checks import fail, finite, index_text, observed, tensor
+from .checks import fail, finite, index_text, observed, tensor, unobserved
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
 Perturb = Callable[[torch.Tensor, int], torch.Tensor]
@@ -128,11 +128,16 @@ def batch_independent(
         )
 
 
-def causal_gradient(grad: torch.Tensor | dict, T: int, what: str) -> None:
+def causal_gradient(grad: torch.Tensor | dict, T: int, what: str, otherwise: Callable[[], None] | None = None) -> None:
     """``grad[t, s]``, the gradient size of output t with respect to input s, is 0 exactly when s > t.
 
-    ``grad`` is the worker's ``input_grad`` answer, which may say the probe saw nothing (no verdict then).
+    ``grad`` is the worker's ``input_grad`` answer, which may say the probe saw nothing: a claim the worker
+    could forge (it runs the submission), so ``otherwise``, a check on outputs that the grading process
+    compares itself, decides instead. Without one, the check has no verdict.
     """
+    if otherwise is not None and unobserved(grad):
+        otherwise()
+        return
     grad = tensor(observed(grad), f"the gradient matrix of {what}", (T, T), dtype=None).double()
     future = grad.triu(1)
     if future.any():

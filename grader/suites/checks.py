@@ -74,9 +74,14 @@ def not_observed(why: str) -> NoReturn:
     raise NotObserved(why)
 
 
+def unobserved(value: Any) -> bool:
+    """Whether a probe's answer says it saw nothing (``{Reply.UNOBSERVED: why}``): the worker's claim."""
+    return isinstance(value, dict) and set(value) == {Reply.UNOBSERVED}
+
+
 def observed(value: Any) -> Any:
-    """A probe's answer, unless the worker says the probe saw nothing (``{Reply.UNOBSERVED: why}``)."""
-    if isinstance(value, dict) and set(value) == {Reply.UNOBSERVED}:
+    """A probe's answer, unless the worker says the probe saw nothing."""
+    if unobserved(value):
         not_observed(f"the grader could not observe this: {value[Reply.UNOBSERVED]}")
     return value
 

@@ -242,7 +242,7 @@ def test_a_workers_error_reply_is_redacted_as_it_arrives():
     source = worker_text(M1)
     error = {"type": source[:300], "message": source, "where": [source[-200:]]}
     with pytest.raises(StudentError) as caught:
-        _reply_through_a_worker_connection({Reply.ERROR: error, Reply.CPU: 0.0})
+        _reply_through_a_worker_connection({Reply.ERROR: error})
     assert WITHHELD in caught.value.message
     assert not leaked(str(caught.value)) and not leaked(caught.value.type) and not leaked(" ".join(caught.value.where))
 
@@ -250,7 +250,7 @@ def test_a_workers_error_reply_is_redacted_as_it_arrives():
 def test_a_workers_value_reply_is_redacted_as_it_arrives():
     source = worker_text(M1)
     value = {"t": "list", "items": [{"t": "py", "v": source}, {"t": "handle", "id": 1, "type": source}]}
-    got = _reply_through_a_worker_connection({Reply.VALUE: value, Reply.CPU: 0.0})
+    got = _reply_through_a_worker_connection({Reply.VALUE: value})
     assert not leaked(got[0]) and WITHHELD in got[0]
     assert not leaked(got[1].type)
 
@@ -259,5 +259,5 @@ def test_without_the_redactor_the_reply_would_hold_the_source(monkeypatch):
     """The control: the same reply, with the redactor switched off, brings the source back."""
     monkeypatch.setattr(secrecy, "trusted_redactor", lambda: Redactor(()))
     with pytest.raises(StudentError) as caught:
-        _reply_through_a_worker_connection({Reply.ERROR: {"type": "ValueError", "message": M1}, Reply.CPU: 0.0})
+        _reply_through_a_worker_connection({Reply.ERROR: {"type": "ValueError", "message": M1}})
     assert leaked(caught.value.message)

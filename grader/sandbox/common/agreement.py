@@ -84,6 +84,7 @@ NOT_IMPLEMENTED_MESSAGE = "not implemented yet"
 # Exit codes: a process killed by a signal passes it up the reaper chain as 128 + the signal's number.
 SIGNAL_EXIT_BASE = 128
 EXIT_NOT_RUN_AS_ROOT = 70  # the worker could not drop root, so it ran nothing
+EXIT_NO_PRIVATE_PLACES = 71  # the worker could not get its own /tmp and scratch folder, so it ran nothing
 
 
 def exit_code_of_signal(sig: int) -> int:

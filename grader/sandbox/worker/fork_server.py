@@ -27,6 +27,7 @@ from typing import Any
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMMON = os.path.join(os.path.dirname(HERE), "common")
 OWN_UIDS = False  # whether each worker gets a user id of its own (as root); set by start_server()
+PLACES: dict | None = None  # jail.private_places's arguments but a worker's own copy; None: not possible here
 # jail.py (loaded by path) and this server's cgroups, set up by main()
 jail: Any = None
 CGROUPS: Any = None
@@ -68,6 +69,10 @@ def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None
     if OWN_UIDS:
         jail.give_to(config["uid"], config["submission"])
     isolated = jail.enter_worker_namespaces(OWN_UIDS)
+    if isolated and PLACES is not None:
+        keep = {**PLACES["keep"], config["submission"]: True}
+        if not jail.private_places(PLACES["cover"], keep, PLACES["readonly_root"]):
+            os._exit(files.agreement.EXIT_NO_PRIVATE_PLACES)  # the protection was claimed: never run without it
     pidns = isolated or jail.libc.unshare(jail.CLONE_NEWPID) == 0
     child = os.fork()
     if child:
@@ -108,7 +113,7 @@ def run_worker(config: dict, sock: socket.socket, out_fd: int, files: Loaded) ->
 
 def start_server(config: dict) -> list[str]:
     """Enter the fork server's sandbox (the order matters: /sys and the real root go away last)."""
-    global CGROUPS, OWN_UIDS
+    global CGROUPS, OWN_UIDS, PLACES
     protections = jail.enter_server_namespaces()
     CGROUPS = jail.Cgroups(f"gptkit-{os.getpid()}")
     protections += CGROUPS.protections
@@ -124,11 +129,31 @@ def start_server(config: dict) -> list[str]:
     if protections and jail.hide(config["hide"]):
         protections.append("grader-files-hidden")
     OWN_UIDS = jail.can_drop_privileges([sys.executable, os.__file__, torch.__file__])
-    if jail.probe_worker_namespaces(OWN_UIDS):
-        protections += ["own-pid-namespace", "own-proc"] + (["locked-mounts"] if not OWN_UIDS else [])
+    places = _private_places(config, binds, readonly_root="private-root" in protections)
+    probe = os.path.join(config["scratch"], "probe")  # stands for a worker's copy while the places are tried
+    os.makedirs(probe, exist_ok=True)
+    namespaces, private = jail.probe_worker_namespaces(OWN_UIDS, {**places, "keep": {**places["keep"], probe: True}})
+    os.rmdir(probe)
+    if namespaces:
+        protections += ["own-pid-namespace", "own-proc", "own-network", "own-ipc"]
+        protections += ["locked-mounts"] if not OWN_UIDS else []
+    if private:
+        PLACES = places
+        protections.append("private-tmp")
     if OWN_UIDS:
         protections += ["unprivileged-user", "no-new-privileges"]
     return protections
+
+
+def _private_places(config: dict, binds: list[str], readonly_root: bool) -> dict:
+    """What each worker gets afresh (``jail.private_places``): its own /tmp and /dev/shm, and the scratch folder
+    (every worker's copy of its submission) covered; given back read-only, whatever of the system lay under
+    them (a virtual environment in /tmp, the site-packages view), and each worker's own copy writable."""
+    scratch = os.path.realpath(config["scratch"])
+    cover = ["/tmp", "/dev/shm"] + ([] if scratch.startswith("/tmp/") else [scratch])
+    under = [os.path.realpath(p) for p in [*binds, *config["sys_path"]] if os.path.isdir(p)]
+    keep = [p for p in under if any(p.startswith(c + "/") for c in cover)]
+    return {"cover": cover, "keep": {p: False for p in jail.outermost(keep)}, "readonly_root": readonly_root}
 
 
 def main() -> None:

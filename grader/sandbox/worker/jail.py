@@ -30,6 +30,7 @@ import resource
 import signal
 
 CLONE_NEWNS, CLONE_NEWUSER, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x10000000, 0x20000000, 0x40000000
+CLONE_NEWIPC = 0x8000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 0x4000, 1 << 18
 MNT_DETACH = 2
@@ -120,6 +121,11 @@ def private_root(scratch: str, binds: list[str]) -> bool:
     libc.umount2(b"/.old", MNT_DETACH)
     os.rmdir("/.old")
     return True
+
+
+def outermost(paths: list[str]) -> list[str]:
+    """``paths`` without those inside another of them."""
+    return [p for p in sorted(set(paths)) if not any(p.startswith(q.rstrip("/") + "/") for q in paths if q != p)]
 
 
 def _minimal(paths: list[str]) -> list[str]:
@@ -318,11 +324,15 @@ def _write_at(dir_fd: int, path: str, text: str, missing_ok: bool = False) -> No
 
 
 def enter_worker_namespaces(as_root: bool) -> bool:
-    """New mount and PID namespaces; as a non-root user, inside a new user namespace too."""
+    """New mount, PID, network and IPC namespaces; as a non-root user, inside a new user namespace too.
+
+    Its own network and IPC namespaces: no abstract Unix socket, System V segment or message queue that
+    one worker makes is seen by another (they all share the fork server's otherwise)."""
+    own = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
     if as_root:
-        return libc.unshare(CLONE_NEWNS | CLONE_NEWPID) == 0
+        return libc.unshare(own) == 0
     uid, gid = os.geteuid(), os.getegid()
-    if libc.unshare(CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID) != 0:
+    if libc.unshare(CLONE_NEWUSER | own) != 0:
         return False
     try:
         _write("/proc/self/setgroups", "deny")
@@ -333,12 +343,46 @@ def enter_worker_namespaces(as_root: bool) -> bool:
     return True
 
 
-def probe_worker_namespaces(as_root: bool) -> bool:
-    """Can a worker get its own namespaces here? Tried once in a throwaway child."""
+def probe_worker_namespaces(as_root: bool, places: dict | None = None) -> tuple[bool, bool]:
+    """Can a worker get its own namespaces here, and then ``private_places(**places)``? Tried once in a
+    throwaway child: (namespaces, private places)."""
     pid = os.fork()
     if pid == 0:
-        os._exit(0 if enter_worker_namespaces(as_root) else 1)
-    return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
+        if not enter_worker_namespaces(as_root):
+            os._exit(1)
+        os._exit(0 if places is not None and private_places(**places) else 2)
+    code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+    return code in (0, 2), code == 0
+
+
+PRIVATE_TMPFS = "size=256m"  # each worker's own /tmp and /dev/shm: its memory cgroup pays for what it writes
+
+
+def private_places(cover: list[str], keep: dict[str, bool], readonly_root: bool) -> bool:
+    """In a worker's own mount namespace: a new, empty tmpfs over each folder of ``cover`` (/tmp, /dev/shm, the
+    fork server's scratch folder, which holds every worker's copy), then each folder of ``keep`` (its own copy
+    of the submission, writable; the site-packages view, read-only) bound back where it was; with
+    ``readonly_root``, the private root itself made read-only. What a worker writes anywhere is then gone
+    with its namespace, and no worker sees another's files. False if a step failed (then nothing is claimed)."""
+    fds = {path: os.open(path, os.O_PATH | os.O_DIRECTORY) for path in keep}  # reachable once covered
+    try:
+        for path in cover:
+            if os.path.isdir(path) and not _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, PRIVATE_TMPFS):
+                return False
+            os.chmod(path, 0o1777 if path in ("/tmp", "/dev/shm") else 0o711)
+        for path, writable in keep.items():
+            os.makedirs(path, exist_ok=True)
+            # recursive: the empty mounts that hide the grader's files inside a bound folder come along
+            if not _mount(f"/proc/self/fd/{fds[path]}", path, None, MS_BIND | MS_REC):
+                return False
+            if not writable:
+                _mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID)
+    except OSError:
+        return False
+    finally:
+        for fd in fds.values():
+            os.close(fd)
+    return not readonly_root or _mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
 
 
 def mount_proc() -> None:

@@ -333,9 +333,11 @@ def test_each_position_fed_once(kvcache, ref):
             f"expected {want} (the prompt once, then the {max_new - 1} new tokens before the last one)"
         )
         if got == 0 and torch.equal(out, expected(ref, copy, start, max_new)):
-            checks.not_observed(
+            # a count the worker keeps is its claim: what it cannot show, this check cannot credit
+            checks.fail(
                 f"your code generated the right tokens without calling model.{COUNT_AT} as a "
-                "module (F.linear with its weight?), so the grader could not count the positions fed"
+                "module (F.linear with its weight?), so the grader could not count the positions fed. Call the "
+                "model's submodules as modules, block.attn.qkv(x), as the stub asks"
             )
         if got == 0:
             checks.fail(

@@ -218,8 +218,14 @@ def test_library_gpt_is_causal(tying, check):
     elif check == "batch_independent":
         causality.batch_independent(model, x, other, shape, "LibraryGPT")
     else:
-        grad = model.input_grad(causality.distinct_tokens(1, 2, T_MAX, V), via="tok")
-        causality.causal_gradient(grad, T_MAX, "LibraryGPT")
+        distinct = causality.distinct_tokens(1, 2, T_MAX, V)
+        grad = model.input_grad(distinct, via="tok")
+
+        def outputs() -> None:  # if the probe saw nothing: the same tokens' outputs decide
+            perturb = causality.token_perturbation(V)
+            causality.no_future_leak(model, distinct, perturb, (2, T_MAX, V), "LibraryGPT", tol=1e-6)
+
+        causality.causal_gradient(grad, T_MAX, "LibraryGPT", otherwise=outputs)
 
 
 def test_library_gpt_has_no_dropout(tying):
