@@ -15,8 +15,8 @@ Return a ``torch.nn.Module`` whose ``model(idx)`` maps a (B, T) int64 tensor of 
 ``context``, to (B, T, len(vocab)) logits for the next character at each position. The grader puts
 it in eval mode and reads it only through its forward, which must be causal (position t may read
 ``idx[:, :t + 1]`` only: the grader probes it) and has its own small CPU allowance. Score: bits per
-character on held-out text (two splits, A and B, that never reach your code), normalised between a bigram baseline (0 points)
-and the kit's reference recipe (full points); see docs/exercises.md.
+character on held-out text (two splits, A and B, that never reach your code), normalised between a
+bigram baseline (0 points) and the kit's reference recipe (full points); see docs/exercises.md.
 
 No network, no files but your own: everything your model learns comes from ``text``.
 """
