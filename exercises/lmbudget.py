@@ -5,16 +5,18 @@ The grader calls ``train_within_budget(text, vocab, budget_seconds, context)`` o
 * ``text``: the training split (a str); the only data your code can see;
 * ``vocab``: the characters, a list of one-character strings; a character's token id is its index.
   The last entry stands for any character the training text lacks (held-out text may contain some);
-* ``budget_seconds``: the CPU seconds you may use (measure them with ``time.process_time()``, which
-  counts every thread of your process). Going over the budget (plus a small margin), or over the
-  task's wall-clock limit, is "time limit exceeded": no score. Stop early enough to return;
+* ``budget_seconds``: the CPU seconds you may use, counted by the sandbox over your worker's whole process
+  tree (any process you start included) from its start, importing this file included, until you return.
+  ``time.process_time()`` is a fair estimate from inside. Going over it (plus a small margin), or over the
+  task's wall-clock limit, is "time limit exceeded": a 0 that counts. Stop early enough to return;
 * ``context``: the evaluation's context length T.
 
 Return a ``torch.nn.Module`` whose ``model(idx)`` maps a (B, T) int64 tensor of token ids, T up to
 ``context``, to (B, T, len(vocab)) logits for the next character at each position. The grader puts
-it in eval mode and reads it only through its forward. Score: bits per character on held-out text
-(two splits, A and B, that never reach your code), normalised between a bigram baseline (0 points)
-and the kit's reference recipe (full points); see docs/exercises.md.
+it in eval mode and reads it only through its forward, which must be causal (position t may read
+``idx[:, :t + 1]`` only: the grader probes it) and has its own small CPU allowance. Score: bits per
+character on held-out text (two splits, A and B, that never reach your code), normalised between a
+bigram baseline (0 points) and the kit's reference recipe (full points); see docs/exercises.md.
 
 No network, no files but your own: everything your model learns comes from ``text``.
 """

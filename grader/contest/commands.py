@@ -123,6 +123,9 @@ def check(folder: Path) -> None:
             raise ContestCommandError(
                 f"{CONTEST_FILE}: extra_time names students who are not in {ROSTER}: {', '.join(unknown)}"
             )
+    secret = held_out_refusal(rules)
+    if secret:
+        raise ContestCommandError(secret)
     click.echo(summary(rules, students, tokens=(folder / TOKENS).exists()))
     for warning in warnings(rules):
         click.echo(f"warning: {warning}", err=True)
@@ -143,6 +146,29 @@ def _roster(folder: Path, rules: Contest | None) -> tuple[str, ...]:
         return read_roster(folder / ROSTER, paper=rules is not None and rules.paper is not None)
     except RosterError as e:
         raise ContestCommandError(str(e)) from None
+
+
+def held_out_refusal(rules: Contest) -> str | None:
+    """Why a metric task of ``rules`` cannot run as a contest here: its held-out text is one a worker can read
+    (decided from a fork server started on this machine: grader/sandbox/visibility.py); None when none is."""
+    from grader.contest.metric import is_metric
+
+    metric = [t.id for t in rules.tasks if is_metric(t.id)]
+    if not metric:
+        return None
+    from grader.lmbudget.corpus import corpus_files
+    from grader.lmbudget.task import ENV_VAR, load_task
+    from grader.sandbox.visibility import probe_protections, worker_view
+
+    task = load_task()  # the task file the server's grading reads: GPTKIT_LMBUDGET_TASK, or the shipped one
+    why = worker_view(probe_protections()).readable(corpus_files(task.corpus))
+    if why is None:
+        return None
+    return (
+        f"{', '.join(metric)}: a worker can read the held-out text of its corpus ({task.corpus!r}; {why}), so a "
+        f'submission could score by reading it. Point the task file ({ENV_VAR}) at a corpus = "file:PATH" of '
+        "your own, outside the folders the sandbox shows (docs/exercises.md)"
+    )
 
 
 def warnings(rules: Contest) -> list[str]:

@@ -1,14 +1,19 @@
 """The lmbudget task's text, on the grading process's side: corpora, splits and the vocabulary.
 
-Corpora (both loaded by stretch/data.py, so the stretch and the task read the same text):
+The held-out splits must be text the worker cannot read while it runs (``grader/sandbox/visibility.py``
+decides that from the sandbox's real view; ``grade contest check`` refuses a task whose text it can read,
+``grade check`` warns). The corpora (``corpus`` in the task file):
 
-* ``python``: this interpreter's standard library, the top-level ``*.py`` files under
-  ``sysconfig.get_paths()["stdlib"]`` sorted by name, pure-ASCII files only, taken in that order up to
-  1,000,000 characters, each after a ``# file: NAME`` line. On every machine, so tests and CI download
-  nothing; it depends on the Python version (the task file records the one it was calibrated with).
-  Caveat: the worker needs the standard library to run, so a submission *can* read these sources;
-  the corpus is for practice, tests and CI, not for a contest with stakes (use ``shakespeare``).
+* ``grader`` (the default): this grader package's own Python sources, ``grader/**/*.py`` sorted by their
+  path, pure-ASCII files only, up to 1,000,000 characters, each after a ``# file: PATH`` line. The sandbox
+  hides them from the worker (``private-root``, ``grader-files-hidden``), and they are on every machine
+  that grades, so tests and CI download nothing. They change with the kit's code: recalibrate on upgrade.
+* ``file:PATH``: a text file of the coach's own (UTF-8; a relative PATH is the task file's folder's). The
+  one choice for a contest with stakes: any public text (this kit's sources included) a student can carry
+  inside their submission.
 * ``shakespeare``: tiny Shakespeare, downloaded once and checksummed (``datasets/sources.json``).
+* ``python``: this interpreter's standard library (stretch/data.py), which the worker needs to run and so
+  can read: for the stretch's practice only; the task refuses it in a contest and warns elsewhere.
 
 Splits: the text is cut into blocks of ``block`` characters; block ``i`` goes to split A when
 ``i % 10 == 8``, to B when ``i % 10 == 9``, to train otherwise (80/10/10). Interleaved blocks make
@@ -26,6 +31,14 @@ import torch
 
 UNK = "\ufffd"  # the vocabulary's last entry: any character the train split lacks
 CYCLE, A_SLOT, B_SLOT = 10, 8, 9
+GRADER_DIR = Path(__file__).resolve().parents[1]  # the grader package: hidden from every worker
+CORPUS_CHARS = 1_000_000  # about the size of tiny Shakespeare, so the corpora train alike
+FILE_PREFIX = "file:"
+CORPORA = ("grader", "shakespeare", "python", f"{FILE_PREFIX}PATH")
+
+
+class CorpusError(ValueError):
+    """A corpus that cannot be read: the message says which and why."""
 
 
 @dataclass(frozen=True)
@@ -51,22 +64,75 @@ def split_text(text: str, block: int) -> tuple[str, str, str]:
     return "".join(parts[0]), "".join(parts[1]), "".join(parts[2])
 
 
-def load_text(corpus: str, data_dir: str | Path | None = None) -> str:
+def grader_files() -> list[Path]:
+    """The ``grader`` corpus's files: see the module's docstring."""
+    chosen, total = [], 0
+    for path in sorted(GRADER_DIR.rglob("*.py"), key=lambda p: p.relative_to(GRADER_DIR).as_posix()):
+        size = len(data := path.read_bytes())
+        if not data.isascii():
+            continue
+        if total + size > CORPUS_CHARS:
+            break
+        chosen.append(path)
+        total += size
+    return chosen
+
+
+def file_path(corpus: str, base: Path | None = None) -> Path:
+    """The file a ``file:PATH`` corpus names (relative to ``base``, the task file's folder)."""
+    path = Path(corpus.removeprefix(FILE_PREFIX)).expanduser()
+    return path if path.is_absolute() or base is None else base / path
+
+
+def corpus_files(corpus: str, base: Path | None = None) -> list[Path]:
+    """The files the corpus's text is read from: what the worker must not be able to read."""
+    if corpus == "grader":
+        return grader_files()
+    if corpus.startswith(FILE_PREFIX):
+        return [file_path(corpus, base)]
+    if corpus == "python":
+        from stretch.data import python_files
+
+        return python_files()
+    if corpus == "shakespeare":
+        from stretch.data import shakespeare_path
+
+        return [shakespeare_path()]
+    raise CorpusError(f"unknown corpus {corpus!r}; choose one of {', '.join(CORPORA)}")
+
+
+def load_text(corpus: str, data_dir: str | Path | None = None, base: Path | None = None) -> str:
+    if corpus == "grader":
+        return "".join(
+            f"# file: {p.relative_to(GRADER_DIR.parent).as_posix()}\n{p.read_text(encoding='ascii')}\n"
+            for p in grader_files()
+        )
+    if corpus.startswith(FILE_PREFIX):
+        path = file_path(corpus, base)
+        try:
+            return path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise CorpusError(f"corpus {corpus!r}: cannot read {path} as UTF-8 text: {e}") from None
     from stretch.data import load_text as stretch_text  # the stretch's loaders: one corpus, one checksum
 
     return stretch_text(corpus, data_dir)
 
 
 @functools.lru_cache(maxsize=4)
-def load_splits(corpus: str, block: int, data_dir: str | None = None) -> Splits:
-    train, a, b = split_text(load_text(corpus, data_dir), block)
+def load_splits(corpus: str, block: int, data_dir: str | None = None, base: str | None = None) -> Splits:
+    train, a, b = split_text(load_text(corpus, data_dir, Path(base) if base else None), block)
+    if not a or not b:
+        raise CorpusError(f"corpus {corpus!r} is too short for two held-out splits of {block}-character blocks")
     return Splits(train, a, b, tuple(sorted(set(train))) + (UNK,))
 
 
-def windows(ids: torch.Tensor, count: int, length: int) -> torch.Tensor:
-    """``count`` windows of ``length`` tokens at evenly spaced, fixed starts: a (count, length) tensor."""
+def windows(ids: torch.Tensor, count: int, length: int, offset: float = 0.0) -> torch.Tensor:
+    """``count`` windows of ``length`` tokens at evenly spaced, fixed starts: a (count, length) tensor. ``offset``
+    shifts every start by that share of the spacing (0.5: halfway between the starts of offset 0, so the two
+    sets of windows share little text)."""
     if len(ids) < length:
         raise ValueError(f"a split of {len(ids)} tokens is shorter than one window of {length}")
     count = min(count, len(ids) // length)
-    starts = torch.linspace(0, len(ids) - length, count).long()
-    return torch.stack([ids[s : s + length] for s in starts.tolist()])
+    stride = (len(ids) - length) / max(1, count - 1)
+    chosen = (torch.linspace(0, len(ids) - length, count) + offset * stride).clamp(max=len(ids) - length).long()
+    return torch.stack([ids[s : s + length] for s in chosen.tolist()])

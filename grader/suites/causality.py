@@ -64,8 +64,8 @@ def no_future_leak(
     base = _out(forward, x, shape, what)
     tol = tol * float(base.abs().max())
     for t in range(x.shape[1]):
-        diff = (_out(forward, perturb(x, t), shape, what) - base).abs()
-        before = diff[:, :t].flatten(2).amax(-1)
+        out = _out(forward, perturb(x, t), shape, what)
+        diff, before = (out - base).abs(), changed_before(base, out, t)
         if t and before.max() > tol:
             b, s = (int(i) for i in (before == before.max()).nonzero()[0])
             fail(
@@ -77,6 +77,12 @@ def no_future_leak(
                 f"{what}: the output at position {t} does not change when the input at position {t} "
                 "changes: is the diagonal masked (a position must attend to itself)?"
             )
+
+
+def changed_before(base: torch.Tensor, other: torch.Tensor, t: int) -> torch.Tensor:
+    """(B, t): how much each output before position ``t`` differs between two runs whose inputs differ only from
+    position ``t`` on; a causal forward gives zeros (up to rounding). Also used by the lmbudget evaluation."""
+    return (other[:, :t] - base[:, :t]).abs().flatten(2).amax(-1)
 
 
 def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str, atol: float = 1e-5) -> None:

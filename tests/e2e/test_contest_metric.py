@@ -1,6 +1,7 @@
 """A metric-scored task in a contest (lmbudget): split A scores live, split B stays sealed until the coach
-reveals it and ranks each student's finals (selected, or their best on A); a run that did not count (time limit,
-crash, no model) costs nothing. Through the server, with reports made here: no model is trained."""
+reveals it and ranks each student's finals (selected, or their best on A); a run that failed (time limit,
+crash, no model, not causal) is a graded 0 and counts against the cap like any submission. Through the server,
+with reports made here: no model is trained."""
 
 from __future__ import annotations
 
@@ -154,16 +155,27 @@ def test_selected_finals_count_for_b_and_at_most_two_may_be_selected(session):
     assert (ada["loss"], ada["submission"]) == (3.10, first)
 
 
-def test_a_run_that_did_not_count_costs_nothing_and_says_why(session):
+def failed(verdict: str, message: str) -> dict:
+    """lmbudget's report of a run that failed: both checks a counted 0 with the verdict (the grader's, since #25)."""
+    result = report(None, None)
+    for check in result["milestones"][0]["checks"]:
+        check.update(counted=True, message=message, verdict=verdict)
+    result["milestones"][0]["max_score"] = result["max_score"] = 10.0
+    result["milestones"][0]["checks"][0]["max_score"] = 10.0
+    return result
+
+
+def test_a_run_that_failed_is_a_graded_zero_and_counts_against_the_cap(session):
     folder, client, submit = session
-    failed = submit("ada", report(None, None, why="time limit exceeded: train used 40 of 30 CPU seconds"))
-    entry = client.get(f"/api/submissions/{failed}", headers=auth(folder, "ada")).json()
-    assert entry["status"] == "failed" and "time limit exceeded" in entry["message"]
-    assert "does not count against your submissions" in entry["message"]
-    for _ in range(3):  # the cap (3) counts graded submissions only
+    sid = submit("ada", failed("time limit exceeded", "time limit exceeded: train used 40 of 30 CPU seconds"))
+    entry = client.get(f"/api/submissions/{sid}", headers=auth(folder, "ada")).json()
+    assert entry["status"] == "graded" and "does not count against" not in json.dumps(entry), entry
+    for _ in range(2):  # the cap (3) counts it: two more, then no more
         submit("ada", report(3.3, 3.3))
-    clock_refusal = upload(client, folder, "ada", "lmbudget", [("lmbudget.py", b"x = 1\n")])
-    assert clock_refusal.status_code == 403 and "all 3 graded submissions" in clock_refusal.json()["detail"]
+    refusal = upload(client, folder, "ada", "lmbudget", [("lmbudget.py", b"x = 1\n")])
+    assert refusal.status_code == 403 and "all 3 graded submissions" in refusal.json()["detail"]
+    (row,) = [r for r in board(client, folder, "coach")["A"] if r["student"] == "ada"]
+    assert row["loss"] == 3.3, "a failed run has no loss: it never ranks"
 
 
 def test_the_pages_show_both_leaderboards_to_the_coach(session):

@@ -1,11 +1,16 @@
-"""The metric-scored task lmbudget on the Python corpus with a tiny budget (6 CPU seconds).
+"""The metric-scored task lmbudget with a tiny budget (6 CPU seconds), on the Python corpus.
+
+The Python corpus, which the worker can read (so every message here carries the warning), because in 6 CPU
+seconds the reference gains a clear 0.3 bits/char on it and almost nothing on the default corpus (the grader's
+sources: 3.715 -> 3.69 in-process), which needs the task's 30 s; test_lmbudget_attacks.py uses the default.
 
 The test's task file takes the shipped one's settings with a tiny budget; its baseline is the shipped
 baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.3 bits/char
 below it, a little under what the reference recipe gains in 6 CPU seconds on a quiet machine (on an
 AVX512 CPU, 64 windows of A: 3.467 -> 3.125 and 3.132 in two runs). A busy machine gains less in the same
 CPU time (3.204, 3.274 here on a noisy day; 3.310 once in CI), so the reference's test asks for a clear
-gain over the baseline, not for near-full points. Verdicts without a score must be set aside (not counted).
+gain over the baseline, not for near-full points. A run without a score is a counted 0 with its verdict.
+The hostile submissions are in test_lmbudget_attacks.py.
 """
 
 from __future__ import annotations
@@ -21,30 +26,34 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.lmbudget.corpus import load_splits, windows
-from grader.lmbudget.task import ENV_VAR, TASK_FILE, bits_per_char, load_task, write_task
+from grader.lmbudget.corpus import load_splits
+from grader.lmbudget.evaluate import evaluate, plan
+from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
 from grader.runner import grade
 from grader.sandbox.client import Limits
 from helpers import cli
 
 REPO = Path(__file__).resolve().parents[2]
-BUDGET, WALL, MARGIN = 6.0, 20.0, 3.0
+BUDGET, WALL, MARGIN, EVAL_CPU = 6.0, 20.0, 3.0, 3.0
 GAIN = 0.3  # the reference's gain over the baseline in BUDGET CPU seconds, a little under what we measured
 
 BIGRAM = (REPO / "grader" / "lmbudget" / "baseline.py").read_text()
 
 
+CORPUS = "python"
+
+
 def _baseline_loss() -> float:
     task = load_task(TASK_FILE)
-    splits = load_splits(task.corpus, task.block_chars)
+    splits = load_splits(CORPUS, task.block_chars)
     spec = importlib.util.spec_from_file_location("lmbudget_baseline", REPO / "grader" / "lmbudget" / "baseline.py")
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     model = module.train_within_budget(splits.train, list(splits.vocab), BUDGET, task.context)
-    ids = windows(splits.encode(splits.a), 64, task.context + 1)
+    rows = plan(splits, 64, 0, task.context, seed=0)  # the scored windows alone, as the grader makes them
     with torch.no_grad():
-        return bits_per_char(model, ids, len(splits.vocab))
+        return evaluate(model, rows, len(splits.vocab), list(range(len(rows))))["A"]
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +62,13 @@ def tiny_task(tmp_path_factory) -> Path:
     baseline = _baseline_loss()
     task = dataclasses.replace(
         load_task(TASK_FILE),
+        corpus=CORPUS,
         budget_cpu_seconds=BUDGET,
         budget_wall_seconds=WALL,
         margin_seconds=MARGIN,
         eval_windows=64,
+        probe_windows=32,
+        eval_cpu_seconds=EVAL_CPU,
         baseline=round(baseline, 6),
         best=round(baseline - GAIN, 6),
     )
@@ -144,33 +156,49 @@ def test_split_b_is_measured_but_not_printed_where_the_task_says_so(tiny_task, t
     assert f"{b['value']:.4f}" not in b["message"] and "not shown here" in b["message"], b["message"]
 
 
-BROKEN = {  # name: (the body of train, the verdict its message must start with)
-    "raises": ("raise RuntimeError('out of ideas')", "runtime error: your code raised RuntimeError: out of ideas"),
-    "returns-none": ("return None", "no model: train_within_budget returned a None"),
-    "returns-a-dict": ("return {'weights': 1}", "no model: train_within_budget returned a dict"),
-    "wrong-logits": ("return torch.nn.Embedding(len(vocab), 3)", "no model: the model's logits have shape"),
-    "forward-raises": ("return torch.nn.Linear(1, 2)", "runtime error: evaluating the model on split A"),
-    "no-logits-tensor": ("return torch.nn.Identity()", "no model: the model's logits have shape"),
-    "hangs": ("while True:\n        pass", "time limit exceeded: train_within_budget returned no model within"),
+BROKEN = {  # name: (the body of train, the verdict, the message it must start with)
+    "raises": (
+        "raise RuntimeError('out of ideas')",
+        "runtime error",
+        "runtime error: your code raised RuntimeError: out of ideas",
+    ),
+    "returns-none": ("return None", "wrong answer", "no model: train_within_budget returned a None"),
+    "returns-a-dict": ("return {'weights': 1}", "wrong answer", "no model: train_within_budget returned a dict"),
+    "wrong-logits": (
+        "return torch.nn.Embedding(len(vocab), 3)",
+        "wrong answer",
+        "no model: the model's forward must return a floating-point logits tensor of shape (B, T, len(vocab))",
+    ),
+    # what went wrong while the model saw held-out text is told in fixed words, nothing of the exception
+    "forward-raises": ("return torch.nn.Linear(1, 2)", "runtime error", "runtime error while evaluating your model"),
+    "no-logits-tensor": ("return torch.nn.Identity()", "wrong answer", "no model: the model's forward must return"),
+    "hangs": (
+        "while True:\n        pass",
+        "time limit exceeded",
+        "time limit exceeded: train_within_budget returned no model within",
+    ),
     "over-the-cpu-budget": (
         "end = time.process_time() + budget_seconds + 4\n    while time.process_time() < end:\n        pass\n"
         "    return torch.nn.Embedding(len(vocab), len(vocab))",
-        "time limit exceeded: train_within_budget used",
+        "time limit exceeded",
+        "time limit exceeded: importing lmbudget.py and train_within_budget used",
     ),
 }
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("case", list(BROKEN))
-def test_a_broken_run_gets_its_verdict_and_is_not_counted(tiny_task, tmp_path, case):
-    body, verdict = BROKEN[case]
+def test_a_broken_run_gets_its_verdict_and_counts_as_zero(tiny_task, tmp_path, case):
+    """A run with no score costs a run: a counted 0 with its verdict, never set aside."""
+    body, verdict, message = BROKEN[case]
     signature = "def train_within_budget(text, vocab, budget_seconds, context=64):"
     source = f"import time\nimport torch\n\n\n{signature}\n    {body}\n"
     a, b = graded(tmp_path, source)
     for check in (a, b):
-        assert not check["passed"] and not check["counted"] and check["score"] == 0, check
-        assert check["message"].startswith(f"not counted: {verdict}"), check["message"]
+        assert not check["passed"] and check["counted"] and check["score"] == 0, check
+        assert check["verdict"] == verdict and check["message"].startswith(message), check
         assert check["value"] is None
+    assert a["max_score"] == load_task(tiny_task).points, "a failed run keeps the task's points in the denominator"
 
 
 @pytest.mark.slow
@@ -180,10 +208,10 @@ def test_an_untouched_stub_scores_zero_and_counts(tiny_task, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_file_that_does_not_import_is_a_runtime_error(tiny_task, tmp_path):
+def test_a_file_that_does_not_import_is_a_counted_runtime_error(tiny_task, tmp_path):
     a, _ = graded(tmp_path, "def train_within_budget(:\n")
-    assert not a["passed"] and not a["counted"], a
-    assert a["message"].startswith("not counted: runtime error: the submission's files could not be imported"), a
+    assert not a["passed"] and a["counted"] and a["verdict"] == "runtime error", a
+    assert a["message"].startswith("runtime error: the submission's files could not be imported"), a
 
 
 # A submission that looks, while it trains, for the held-out text (a line of A and of B, given to it here)

@@ -57,9 +57,8 @@ def test_a_crash_a_check_explains_is_still_a_crash_not_a_wrong_answer(error, ver
     assert verdict_of(explained(error)) is verdict
 
 
-def test_a_no_valid_run_of_the_metric_task_takes_its_verdict_from_its_message():
-    from grader.lmbudget.task import NoValidRun
+def test_a_failed_run_of_the_metric_task_is_a_counted_verdict_of_its_limit():
+    from grader.lmbudget.task import RunFailed
 
-    assert NoValidRun("time limit exceeded: no model within 65 s").verdict is Verdict.TIME_LIMIT
-    assert NoValidRun("runtime error: your code raised ValueError").verdict is Verdict.RUNTIME_ERROR
-    assert NoValidRun("no model: train_within_budget returned a NoneType").verdict is Verdict.WRONG_ANSWER
+    assert verdict_of(RunFailed("time limit exceeded: 40 of 30 CPU s", limit="time")) is Verdict.TIME_LIMIT
+    assert verdict_of(RunFailed("runtime error while evaluating your model", limit="")) is Verdict.RUNTIME_ERROR

@@ -1,12 +1,19 @@
-"""lmbudget: the student's ``train_within_budget`` runs in its own worker on the training split, under the budget;
-the grader then evaluates the model it returned on splits A and B, which stay in this process.
+"""lmbudget: the student's ``train_within_budget`` runs in a fresh worker of its own on the training split, under the
+budget; the grader then evaluates the model it returned on splits A and B, which stay in this process.
 
-Verdicts without a score (time limit exceeded, runtime error, no model) raise ``NoValidRun``, a
-``NotObserved``: the runner sets the checks aside (``counted=False``), so, as at IOAI, such a run
-does not count against a contest's cap. A missing file or an untouched stub fails as in every
-milestone (counted, 0 points). Both losses are in the report: each check's ``value`` (bits per
-character) and its message (``LOSS_FORMAT``); A carries the points, B is worth 0 here and waits
-for a contest's reveal.
+* CPU: the sandbox's measure of the worker's whole process tree (``WorkerConnection.cpu``: children, killed
+  and orphaned ones included), never a figure the worker gives. The budget covers everything from the
+  worker's start to train's return (importing lmbudget.py included); the evaluation has an allowance of its
+  own (``eval_cpu_seconds``), counted from then until the worker is reaped.
+* The evaluation (``grader/lmbudget/evaluate.py``): A's and B's windows and causality probes shuffled into the
+  same calls; a model that reads later inputs is "not causal".
+* Verdicts: a run with no score (time limit exceeded, memory limit exceeded, runtime error, no model, not
+  causal) is a counted 0, like a wrong answer in any milestone: it costs a contest run. Whatever goes wrong
+  while the model sees held-out text is told in fixed words: no exception message, place, position or
+  measure from the evaluation reaches a report.
+
+Both losses are in the report: each check's ``value`` (bits per character) and its message (``LOSS_FORMAT``); A
+carries the points, B is worth 0 here and waits for a contest's reveal.
 """
 
 from __future__ import annotations
@@ -17,134 +24,194 @@ from dataclasses import dataclass
 
 import pytest
 
-from grader.lmbudget.corpus import load_splits, windows
-from grader.lmbudget.task import LOSS_FORMAT, NoValidRun, Task, bits_per_char, load_task
-from grader.sandbox.client import Remote, StudentError, WorkerCrash
+from grader.lmbudget.corpus import corpus_files, load_splits
+from grader.lmbudget.evaluate import BadOutput, NotCausal, evaluate, new_seed, plan, shuffled
+from grader.lmbudget.task import LOSS_FORMAT, RunFailed, Task, load_task
+from grader.milestones import GRADABLE
+from grader.sandbox.client import Remote, StudentError, WorkerConnection, WorkerCrash
 from grader.sandbox.common.agreement import ErrorKind, Request
-from grader.sandbox.session import ImportFailure, MilestoneView, MissingName
+from grader.sandbox.session import ImportFailure, MilestoneView, SharedWorker
+from grader.sandbox.visibility import worker_view
 from grader.suites import checks
 
 TASK = load_task()
-EVAL_SECONDS = 60.0  # the evaluation's own limit, after training
+# The evaluation's messages, fixed: a model that has seen held-out text chooses nothing in them.
+EVAL_ERROR = "runtime error while evaluating your model"
+EVAL_MEMORY = "memory limit exceeded while evaluating your model"
+NOT_CAUSAL = (
+    "not causal: on the grader's probes (held-out windows whose later inputs it replaced) your model's outputs at "
+    "earlier positions changed. A model must predict each character from those before it only: is every "
+    "attention masked (tril), and does nothing in forward read idx[:, t + 1:] for position t?"
+)
 
 
 @dataclass
 class Run:
     task: Task
-    verdict: str = ""  # why there is no score ("time limit exceeded: ...", ...); "" for a valid run
-    stub: str = ""  # the file or name is missing, or train_within_budget raised NotImplementedError: a counted 0
-    cpu: float = 0.0  # CPU seconds train_within_budget used
-    wall: float = 0.0
+    stub: str = ""  # the file is missing, or train_within_budget is: a counted 0, as in every milestone
+    failure: str = ""  # why there is no score, starting with its verdict ("time limit exceeded: ...")
+    limit: str | None = None  # the failure's limit for its verdict ("time", "memory", ""); None: a wrong answer
+    cpu: float = 0.0  # CPU seconds from the worker's start to train's return
     losses: dict[str, float] | None = None
+    warning: str = ""  # the worker can read the held-out text: said in every message
+
+    def fail(self, message: str, limit: str | None) -> None:
+        self.failure, self.limit = message, limit
 
 
-def _train(view: MilestoneView, task: Task, text: str, vocab: list[str], run: Run, ends: float) -> Remote | None:
-    """Run train in the worker under the budget; None (and run's verdict set) when there is no model."""
+def _eval_seconds(task: Task) -> float:
+    """The evaluation's wall-clock limit: twice its CPU allowance, and the margin."""
+    return 2 * task.eval_cpu_seconds + task.margin_seconds
+
+
+def _import(view: MilestoneView, run: Run) -> WorkerConnection | None:
+    """A fresh worker with lmbudget.py imported; None (and run's stub or failure set) when it does not import."""
     try:
-        worker = view.worker()  # imports lmbudget.py (its own limit: the call's)
-    except (ImportFailure, MissingName) as e:
-        if "there is no lmbudget.py" in str(e):  # nothing submitted: 0 points, counted
+        return view.worker()
+    except ImportFailure as e:
+        if "there is no lmbudget.py" in str(e):
             run.stub = str(e)
-        else:  # the file does not import (a syntax error, an exception): a run that failed
-            run.verdict = f"runtime error: {e}"
-        return None
+        elif view.shared.worker is not None and view.shared.worker.hung:
+            run.fail(f"time limit exceeded: importing lmbudget.py did not end ({e})", "time")
+        else:
+            run.fail(f"runtime error: {e}", "")
     except WorkerCrash as e:
-        run.verdict = f"runtime error: {e}"
-        return None
-    cpu_before, started = worker.cpu, time.monotonic()
-    wall_limit = task.budget_wall_seconds + task.margin_seconds
-    if ends - started < wall_limit + 10:
-        run.verdict = (
-            f"not run: the submission's time limit leaves {max(0.0, ends - started):.0f} s, less than the budget's "
-            f"{wall_limit:g} s and the evaluation"
-        )
-        return None
-    view.start_test(wall_limit)
+        run.fail(f"runtime error: {e}", "")
+    return None
+
+
+def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, seconds: float) -> Remote | None:
+    """Run train in the worker under the budget; None (and run's stub or failure set) when there is no model."""
+    splits = load_splits(task.corpus, task.block_chars)
     try:
         header = {"op": Request.CALL, "module": view.module, "name": "train_within_budget", "keep": True, "grad": True}
-        model = worker.request(
-            header, (text, vocab, float(task.budget_cpu_seconds)), {"context": task.context}, timeout=wall_limit
-        )
+        args = (splits.train, list(splits.vocab), float(task.budget_cpu_seconds))
+        model = worker.request(header, args, {"context": task.context}, timeout=seconds)
     except StudentError as e:
         if e.type == ErrorKind.NOT_IMPLEMENTED:
             run.stub = str(e)
         elif e.type == ErrorKind.MISSING_NAME:
             run.stub = f"lmbudget.py defines no train_within_budget: {e.message}"
         else:
-            run.verdict = f"runtime error: {e}"
+            run.fail(f"runtime error: {e}", "memory" if e.type == ErrorKind.MEMORY_ERROR else "")
         return None
     except WorkerCrash as e:
-        run.wall = time.monotonic() - started
         if worker.hung:
-            run.verdict = (
-                f"time limit exceeded: train_within_budget returned no model within {wall_limit:g} s of wall-clock "
-                "time "
-                f"(budget {task.budget_wall_seconds:g} s + a margin of {task.margin_seconds:g} s)"
+            run.fail(
+                f"time limit exceeded: train_within_budget returned no model within {seconds:.0f} s of wall-clock time "
+                f"(budget {task.budget_wall_seconds:g} s + a margin of {task.margin_seconds:g} s)",
+                "time",
             )
         else:
-            run.verdict = f"runtime error: {e}"
+            run.fail(f"runtime error: {e}", e.limit)
         return None
-    run.wall, run.cpu = time.monotonic() - started, worker.cpu - cpu_before
+    run.cpu = worker.cpu  # the sandbox's count, from the worker's start: import, train, every child
     if run.cpu > task.budget_cpu_seconds + task.margin_seconds:
-        run.verdict = (
-            f"time limit exceeded: train_within_budget used {run.cpu:.1f} CPU seconds, over the budget of "
-            f"{task.budget_cpu_seconds:g} (+ a margin of {task.margin_seconds:g}); measure time.process_time()"
+        run.fail(
+            f"time limit exceeded: importing lmbudget.py and train_within_budget used {run.cpu:.1f} CPU seconds "
+            f"(the worker's whole process tree, as the sandbox counts it), over the budget of "
+            f"{task.budget_cpu_seconds:g} (+ a margin of {task.margin_seconds:g})",
+            "time",
         )
         return None
     if not isinstance(model, Remote):
-        run.verdict = f"no model: train_within_budget returned {checks.describe(model)}"
+        run.fail(f"no model: train_within_budget returned {checks.describe(model)}", None)
         return None
     try:
         model.describe()  # a module has parameters and buffers to list
-        view.start_test(EVAL_SECONDS)
         return model.call("eval", keep=True)
     except StudentError:
-        run.verdict = f"no model: train_within_budget returned a {model.short_type}, not a torch.nn.Module"
+        run.fail(f"no model: train_within_budget returned a {model.short_type}, not a torch.nn.Module", None)
         return None
+
+
+class _OverAllowance(Exception):
+    pass
+
+
+def _evaluate(view: MilestoneView, worker: WorkerConnection, model: Remote, task: Task, run: Run) -> None:
+    """Score the model on A and B with the probes among them; run's losses, or its failure in fixed words."""
+    splits = load_splits(task.corpus, task.block_chars)
+    seed = new_seed()
+    rows = plan(splits, task.eval_windows, task.probe_windows, task.context, seed)
+    trained = worker.cpu
+    over = (
+        f"time limit exceeded: evaluating your model took more than the evaluation's allowance of "
+        f"{task.eval_cpu_seconds:g} CPU seconds (or {_eval_seconds(task):g} s of wall-clock time); work done "
+        "in forward, or by a process your code started, counts there"
+    )
+
+    def allowance() -> None:  # between calls: stop as soon as the allowance is spent
+        if worker.cpu - trained > task.eval_cpu_seconds:
+            raise _OverAllowance
+
+    view.start_test(_eval_seconds(task))
+    try:
+        losses = evaluate(lambda x: model(x, grad=False), rows, len(splits.vocab), shuffled(len(rows), seed), allowance)
+    except BadOutput as e:
+        return run.fail(f"no model: {e}", None)
+    except NotCausal:
+        return run.fail(NOT_CAUSAL, None)
+    except _OverAllowance:
+        return run.fail(over, "time")
+    except WorkerCrash as e:
+        if e.limit == "time":
+            return run.fail(over, "time")
+        return run.fail(EVAL_MEMORY if e.limit == "memory" else EVAL_ERROR, e.limit)
+    except StudentError as e:
+        return run.fail(EVAL_MEMORY if e.type == ErrorKind.MEMORY_ERROR else EVAL_ERROR, "")
+    finally:
+        view.shared.close()  # reaped: its CPU count is final, children included
+    if worker.cpu - trained > task.eval_cpu_seconds:
+        return run.fail(over, "time")
+    run.losses = losses
 
 
 @pytest.fixture(scope="module")
 def run(grading_context) -> Run:
-    """One training run under the budget, then the evaluation of its model on A and B."""
+    """One training run under the budget in a worker of its own, then the evaluation of its model."""
     task, context = TASK, grading_context
-    splits = load_splits(task.corpus, task.block_chars)
     result = Run(task)
-    if task.budget_cpu_seconds + task.margin_seconds > context.limits.cpu_seconds:
-        raise ValueError(f"the budget is over the worker's CPU limit of {context.limits.cpu_seconds} s")
-    # The milestone's view: the worker it shares with the milestones that trust no file (a shared worker that
-    # has used a tenth of its CPU limit is replaced first, session.py); the CPU budget counts from here.
-    view = context.view("lmbudget")
-    view.start_test(max(0.1, min(context.limits.call_seconds, context.ends - time.monotonic())))
+    if task.budget_cpu_seconds + task.margin_seconds + task.eval_cpu_seconds > context.limits.cpu_seconds:
+        raise ValueError(f"the budget and the evaluation pass the worker's CPU limit of {context.limits.cpu_seconds} s")
+    why = worker_view(context.server.protections).readable(corpus_files(task.corpus))
+    if why:
+        result.warning = (
+            f"warning: a worker can read this task's held-out text ({why}): the score proves nothing; "
+            "use a corpus the sandbox hides (docs/exercises.md)"
+        )
+    wall_limit = task.budget_wall_seconds + task.margin_seconds
+    left = context.ends - time.monotonic()
+    if left < wall_limit + _eval_seconds(task):
+        checks.not_observed(
+            f"not run: the submission's time limit leaves {max(0.0, left):.0f} s, less than the budget's "
+            f"{wall_limit:g} s and the evaluation's {_eval_seconds(task):g} s"
+        )
+    milestone = GRADABLE["lmbudget"]
+    # A worker of its own, started here: the budget counts from its first instant (the import included).
+    view = MilestoneView(SharedWorker(context.server, context.submission, milestone.trusted), milestone.modules)
+    started = time.monotonic()
+    view.start_test(wall_limit)
     try:
-        model = _train(view, task, splits.train, list(splits.vocab), result, context.ends)
-        if model is not None:
-            result.losses = {}
-            for name, text in (("A", splits.a), ("B", splits.b)):
-                ids = windows(splits.encode(text), task.eval_windows, task.context + 1)
-                try:
-                    result.losses[name] = bits_per_char(lambda x: model(x, grad=False), ids, len(splits.vocab))
-                except ValueError as e:
-                    result.verdict, result.losses = f"no model: {e}", None
-                    break
-                except (StudentError, WorkerCrash) as e:
-                    what = (
-                        "time limit exceeded"
-                        if isinstance(e, WorkerCrash) and e.limit == "time"  # the limit it hit, not its wording
-                        else "runtime error"
-                    )
-                    result.verdict, result.losses = f"{what}: evaluating the model on split {name}: {e}", None
-                    break
+        worker = _import(view, result)
+        if worker is not None:
+            model = _train(view, worker, task, result, wall_limit - (time.monotonic() - started))
+            if model is not None:
+                _evaluate(view, worker, model, task, result)
     finally:
-        if result.verdict:  # a run that went wrong leaves no worker behind for the next milestone
-            view.shared.close()
+        view.shared.close()
     return result
 
 
 def _scored(run: Run, split: str, request: pytest.FixtureRequest) -> None:
+    warning = f"; {run.warning}" if run.warning else ""
     if run.stub:
-        checks.fail(run.stub)
-    if run.verdict or run.losses is None:
-        raise NoValidRun(run.verdict or "no model")
+        checks.fail(run.stub + warning)
+    if run.failure or run.losses is None:
+        message = (run.failure or "no model") + warning
+        if run.limit is None:
+            checks.fail(message)  # a wrong answer: no model, not causal
+        raise RunFailed(message, limit=run.limit)  # its verdict: time or memory limit exceeded, runtime error
     loss = run.losses[split]
     task = run.task
     fraction = task.fraction(loss)
@@ -158,7 +225,7 @@ def _scored(run: Run, split: str, request: pytest.FixtureRequest) -> None:
         worth = f"no points here (on A's scale it would be worth {fraction * task.points:.2f} of {task.points:g})"
     message = (
         LOSS_FORMAT.format(split=split, loss=loss) + f"{note}; {worth}; "
-        f"train used {run.cpu:.1f} of {task.budget_cpu_seconds:g} CPU seconds"
+        f"import and train used {run.cpu:.1f} of {task.budget_cpu_seconds:g} CPU seconds" + warning
     )
     if split == "B" and not task.show_b:  # the final ranking's split: measured, kept in the report, not printed
         message = "loss on split B: measured for the final ranking, not shown here (the task's show_b = false)"

@@ -1,0 +1,137 @@
+"""The lmbudget evaluation, in the grading process: held-out windows and causality probes, in the same calls.
+
+The model's forward (in the worker) sees one kind of row only: ``context`` tokens of held-out text. Three kinds
+are shuffled together into every call, in an order drawn afresh for each run:
+
+* the windows of split A and of split B (``eval_windows`` of each, at fixed starts), which are scored;
+* probes (``probe_windows``): a real window of A or B whose inputs from a random position ``cut`` on are
+  replaced by those of another held-out window (from the same split, at starts halfway between the scored
+  ones), so a probe reads as held-out text too. A causal model's outputs before ``cut`` are the same on the
+  probe as on its window (``grader/suites/causality.py``: the kit's leak probe); any difference is a model
+  that reads later inputs, such as the answer at ``idx[:, t + 1]``: "not causal".
+
+So a model cannot tell A from B, nor a probe from a scored window: it must predict each row as if it were
+scored and checked. Every comparison and the loss happen here; nothing about a row (its text, a position) goes
+into a message. What this cannot see: a model that keeps state between rows (remembering the first output it
+gave for a prefix, and repeating it) agrees with itself on every probe; see docs/exercises.md.
+"""
+
+from __future__ import annotations
+
+import math
+import secrets
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from grader.lmbudget.corpus import Splits, windows
+from grader.suites.causality import changed_before
+
+EVAL_BATCH = 32  # rows per forward call in the worker
+PROBE_OFFSET = 0.5  # a probe's replacement text starts halfway between two scored windows
+# Outputs before a probe's cut may differ by rounding (another batch, another row): this share of their size.
+PROBE_TOLERANCE = 1e-4
+
+
+class BadOutput(Exception):
+    """The model's output is not logits of the contract's shape ("no model"); the message says what was expected,
+    never what came back (which the model chose)."""
+
+
+class NotCausal(Exception):
+    """A probe's outputs before its cut changed: the model reads later inputs."""
+
+
+@dataclass(frozen=True, eq=False)
+class Row:
+    tokens: torch.Tensor  # (context + 1,): inputs are [:-1], a scored row's targets [1:]
+    split: str  # "A" or "B"
+    probe_of: int = -1  # a probe: the index of the row it changes; -1: a scored row
+    cut: int = 0  # a probe's first changed input position
+
+
+def plan(splits: Splits, eval_windows: int, probe_windows: int, context: int, seed: int) -> list[Row]:
+    """The scored windows of A and B, then the probes; ``seed`` draws the probes (``shuffled`` the order)."""
+    gen = torch.Generator().manual_seed(seed)
+    rows: list[Row] = []
+    others: dict[str, torch.Tensor] = {}
+    for split, text in (("A", splits.a), ("B", splits.b)):
+        ids = splits.encode(text)
+        rows += [Row(w, split) for w in windows(ids, eval_windows, context + 1)]
+        others[split] = windows(ids, eval_windows, context + 1, offset=PROBE_OFFSET)
+    scored = len(rows)
+    for original in torch.randperm(scored, generator=gen)[: min(probe_windows, scored)].tolist():
+        row = rows[original]
+        cut = int(torch.randint(1, context, (), generator=gen))
+        pool = others[row.split]
+        other = pool[int(torch.randint(len(pool), (), generator=gen))]
+        tokens = torch.cat([row.tokens[:cut], other[cut:]])
+        if tokens[cut] == row.tokens[cut]:  # the input at the cut must change, or the probe tests nothing there
+            tokens[cut] = (tokens[cut] + 1) % len(splits.vocab)
+        rows.append(Row(tokens, row.split, probe_of=original, cut=cut))
+    return rows
+
+
+def shuffled(count: int, seed: int) -> list[int]:
+    return torch.randperm(count, generator=torch.Generator().manual_seed(seed + 1)).tolist()
+
+
+def evaluate(
+    forward: Callable[[torch.Tensor], Any],
+    rows: list[Row],
+    vocab_size: int,
+    order: list[int],
+    between_calls: Callable[[], None] = lambda: None,
+) -> dict[str, float]:
+    """Bits per character on each split, from the rows in ``order``, ``EVAL_BATCH`` a call; ``between_calls``
+    runs after each call (the caller's CPU allowance). BadOutput, NotCausal, or whatever ``forward`` raises."""
+    nats = {"A": 0.0, "B": 0.0}
+    count = {"A": 0, "B": 0}
+    compared = {i for n, r in enumerate(rows) if r.probe_of >= 0 for i in (r.probe_of, n)}
+    kept: dict[int, torch.Tensor] = {}  # the logits of the probes and of their windows
+    for start in range(0, len(order), EVAL_BATCH):
+        batch = order[start : start + EVAL_BATCH]
+        x = torch.stack([rows[i].tokens[:-1] for i in batch])
+        logits = checked(forward(x), (*x.shape, vocab_size)).float()
+        for j, i in enumerate(batch):
+            row = rows[i]
+            if i in compared:
+                kept[i] = logits[j]
+            if row.probe_of < 0:
+                nats[row.split] += F.cross_entropy(logits[j], row.tokens[1:], reduction="sum").item()
+                count[row.split] += len(row.tokens) - 1
+        between_calls()
+    for i, row in enumerate(rows):
+        if row.probe_of >= 0:
+            probe(kept[row.probe_of], kept[i], row.cut)
+    return {split: _bits(nats[split], count[split]) for split in nats}
+
+
+def checked(logits: Any, want: tuple[int, ...]) -> torch.Tensor:
+    if not isinstance(logits, torch.Tensor) or tuple(logits.shape) != want or not logits.is_floating_point():
+        raise BadOutput(
+            f"the model's forward must return a floating-point logits tensor of shape (B, T, len(vocab)), here {want}"
+        )
+    return logits
+
+
+def probe(base: torch.Tensor, other: torch.Tensor, cut: int) -> None:
+    """NotCausal unless the outputs before ``cut`` agree (NaN and infinity compared as numbers: NaN is not
+    "no change")."""
+    base, other = torch.nan_to_num(base), torch.nan_to_num(other)
+    tol = PROBE_TOLERANCE * max(1.0, float(base[:cut].abs().max()))
+    if float(changed_before(base[None], other[None], cut).max()) > tol:
+        raise NotCausal
+
+
+def _bits(nats: float, count: int) -> float:
+    loss = nats / max(1, count) / math.log(2)
+    return loss if math.isfinite(loss) else math.inf
+
+
+def new_seed() -> int:
+    """A fresh seed for each run: which windows are probes, where they are cut, and the order of the rows."""
+    return secrets.randbits(62)

@@ -1,0 +1,342 @@
+"""Hostile lmbudget submissions (issue 25), each graded by `grade check SUBMISSION -m lmbudget` in a fresh process
+with a tiny task file on the default corpus (a fresh process: a grading process keeps the task file it read first).
+
+* a model that reads the answer from its input (``idx[:, t + 1]``), or does so only on rows that read like
+  text, or only on the calls where split B used to come: "not causal", a counted 0;
+* an evaluation that raises with the held-out text in its message and in its place: a fixed message;
+* the default corpus: out of a worker's reach (a real worker tries to open it); `grade contest check`
+  refuses a corpus the worker can read, `grade check` warns;
+* CPU used at import, by a child the code does not wait for, inside forward, or behind a patched
+  ``time.process_time``: all the sandbox's count, so "time limit exceeded", a counted 0.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import textwrap
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from grader.contest.commands import contest as contest_group
+from grader.lmbudget.corpus import corpus_files
+from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
+from helpers import cli
+
+BUDGET, WALL, MARGIN, EVAL_CPU = 2.0, 12.0, 1.0, 1.0
+BURN = 7.0  # CPU seconds each cheat spends, against a budget of 2 (+ 1)
+SHAKESPEARE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "tinyshakespeare.txt"
+
+BIGRAM = (Path(__file__).resolve().parents[2] / "grader" / "lmbudget" / "baseline.py").read_text()
+# A real CPU clock the submission cannot fool itself with (time.process_time may be patched below).
+BURNER = """
+import resource
+
+
+def cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def burn(seconds):
+    end = cpu() + seconds
+    while cpu() < end:
+        pass
+"""
+
+
+def tiny(tmp_path: Path, **changes) -> Path:
+    task = dataclasses.replace(
+        load_task(TASK_FILE),
+        budget_cpu_seconds=BUDGET,
+        budget_wall_seconds=WALL,
+        margin_seconds=MARGIN,
+        eval_windows=64,
+        probe_windows=32,
+        eval_cpu_seconds=EVAL_CPU,
+        **changes,
+    )
+    path = tmp_path / "task.toml"
+    write_task(task, path)
+    return path
+
+
+def check(tmp_path: Path, source: str, task: Path | None = None) -> tuple[dict, dict, str]:
+    """(split A's check, split B's check, the whole JSON report) of `grade check -m lmbudget`."""
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "lmbudget.py").write_text(textwrap.dedent(source))
+    env = {**os.environ, ENV_VAR: str(task or tiny(tmp_path))}
+    proc = cli("check", str(folder), "-m", "lmbudget", "--format", "json", env=env)
+    assert proc.returncode == 0, proc.stderr
+    a, b = json.loads(proc.stdout)["milestones"][0]["checks"]
+    return a, b, proc.stdout
+
+
+def zero(check: dict, verdict: str, start: str) -> None:
+    """A counted 0 with this verdict and message."""
+    assert not check["passed"] and check["counted"] and check["score"] == 0 and check["value"] is None, check
+    assert check["verdict"] == verdict and check["message"].startswith(start), check
+
+
+# --- 3. a model that reads the answer from its input ------------------------------------------------------------
+
+LEAK = (
+    BIGRAM
+    + """
+
+class Leak(torch.nn.Module):
+    def __init__(self, inner, V):
+        super().__init__()
+        self.inner, self.V = inner, V
+
+    def forward(self, idx):
+        logits = self.inner(idx).clone()
+        ahead = torch.nn.functional.one_hot(idx[:, 1:], self.V).float() * 30.0
+        logits[:, :-1] += ahead * self.cheat(idx)[:, None, None]  # the answer for position t is idx[:, t + 1]
+        return logits
+
+    def cheat(self, idx):
+        return torch.ones(len(idx))
+
+
+_honest = train_within_budget
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    return {model}(_honest(text, vocab, budget_seconds, context), len(vocab))
+"""
+)
+
+# Leaks only on rows that read like text to its own bigram (a probe of random tokens would not).
+TEXT_ONLY = """
+
+class TextOnly(Leak):
+    def cheat(self, idx):
+        table = self.inner.table
+        likely = table[idx[:, :-1], idx[:, 1:]].mean(1)  # the mean log-probability of each row's next characters
+        return (likely > -4.0).float()
+"""
+
+# Leaks only from the call where the old evaluation's split B began (A's windows came first, 32 a call).
+B_ONLY = """
+
+class BOnly(Leak):
+    calls = 0
+
+    def cheat(self, idx):
+        BOnly.calls += 1
+        return torch.full((len(idx),), float(BOnly.calls > 2))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "model,extra",
+    [("Leak", ""), ("TextOnly", TEXT_ONLY), ("BOnly", B_ONLY)],
+    ids=["always", "on-rows-that-read-like-text", "on-split-b-only"],
+)
+def test_a_model_that_reads_the_answer_from_its_input_is_not_causal(tmp_path, model, extra):
+    a, b, _ = check(tmp_path, LEAK.replace("{model}", model) + extra)
+    for split in (a, b):
+        zero(split, "wrong answer", "not causal: on the grader's probes")
+
+
+# --- 4. nothing of the held-out text leaves through a failed run --------------------------------------------------
+
+# Raises on its third call with the decoded batch as the message and as the file name of the place it raised.
+TELLS = (
+    BIGRAM
+    + """
+
+class Tells(torch.nn.Module):
+    calls = 0
+
+    def __init__(self, inner, vocab):
+        super().__init__()
+        self.inner, self.vocab = inner, vocab
+
+    def forward(self, idx):
+        Tells.calls += 1
+        if Tells.calls == 3:
+            text = "".join(self.vocab[i] for i in idx[:4].flatten().tolist())
+            exec(compile("raise RuntimeError(TEXT)", text, "exec"), {"TEXT": "LEAKED " + text})
+        return self.inner(idx)
+
+
+_honest = train_within_budget
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    return Tells(_honest(text, vocab, budget_seconds, context), vocab)
+"""
+)
+
+
+@pytest.mark.slow
+def test_an_evaluation_that_raises_with_the_held_out_text_shows_none_of_it(tmp_path):
+    a, b, report = check(tmp_path, TELLS)
+    for split in (a, b):
+        zero(split, "runtime error", "runtime error while evaluating your model")
+        assert split["message"] == "runtime error while evaluating your model" and not split.get("traceback"), split
+    assert "LEAKED" not in report  # (the corpus is the grader's own code, so its words are in any report)
+
+
+# --- 5. the held-out text is out of the worker's reach ------------------------------------------------------------
+
+OPENS = """
+import torch
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    opened = 0
+    for path in {paths!r}:
+        try:
+            with open(path, "rb") as f:
+                opened += len(f.read(1)) > 0
+        except OSError:
+            pass
+    raise RuntimeError(f"OPENED {{opened}} OF {{len({paths!r})}}")
+"""
+
+
+@pytest.mark.slow
+def test_a_worker_cannot_open_the_default_corpus(tmp_path):
+    paths = [str(p) for p in corpus_files(load_task(TASK_FILE).corpus)]
+    a, _, _ = check(tmp_path, OPENS.format(paths=paths))
+    assert f"OPENED 0 OF {len(paths)}" in a["message"], a["message"]
+
+
+def contest_check(tmp_path: Path, task: Path):
+    folder = tmp_path / "contest"
+    folder.mkdir()
+    (folder / "contest.toml").write_text(
+        'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
+        "[tasks.lmbudget]\npoints = 10\n"
+    )
+    saved = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(task)
+    try:
+        return CliRunner().invoke(contest_group, ["check", str(folder)])
+    finally:
+        if saved is None:
+            os.environ.pop(ENV_VAR)
+        else:
+            os.environ[ENV_VAR] = saved
+
+
+@pytest.mark.slow
+def test_contest_check_refuses_a_corpus_the_worker_can_read_and_takes_the_default(tmp_path):
+    refused = contest_check(tmp_path / "python", tiny(_mkdir(tmp_path / "python"), corpus="python"))
+    assert refused.exit_code == 2 and "a worker can read" in refused.output, refused.output
+    assert "which every worker sees" in refused.output, refused.output
+    taken = contest_check(tmp_path / "default", tiny(_mkdir(tmp_path / "default")))
+    assert taken.exit_code == 0, taken.output
+
+
+def _mkdir(path: Path) -> Path:
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+@pytest.mark.slow
+def test_grade_check_warns_of_a_corpus_the_worker_can_read(tmp_path):
+    a, b, _ = check(tmp_path, BIGRAM, tiny(tmp_path, corpus="python"))
+    assert a["passed"] and "warning: a worker can read this task's held-out text" in a["message"], a
+    assert "warning: a worker can read" in b["message"], b
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not SHAKESPEARE.is_file(), reason=f"no {SHAKESPEARE} (the tests' copy of tiny Shakespeare)")
+def test_a_private_text_file_of_the_coachs_is_a_corpus(tmp_path):
+    """`corpus = "file:NAME"`, relative to the task file: scored, no warning, and a contest takes it."""
+    shutil.copyfile(SHAKESPEARE, tmp_path / "private.txt")
+    task = tiny(tmp_path, corpus="file:private.txt")
+    assert load_task(task).corpus == f"file:{tmp_path / 'private.txt'}"
+    a, _, _ = check(tmp_path, BIGRAM, task)
+    assert a["passed"] and a["counted"] and "warning" not in a["message"], a
+    assert 3.0 < a["value"] < 3.6, "a bigram on Shakespeare: about 3.3 bits/char"
+    assert contest_check(tmp_path, task).exit_code == 0
+
+
+# --- 6. the CPU budget is the sandbox's count --------------------------------------------------------------------
+
+TRAIN = """
+import os
+import time
+import torch
+{burner}
+{before}
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    {body}
+    return model
+"""
+AT_IMPORT = dict(before=f"burn({BURN})", body="model = torch.nn.Embedding(len(vocab), len(vocab))")
+# A child that trains (burns) and sends its result up a pipe; forward waits for it: nobody waits for the child.
+IN_A_CHILD = dict(
+    before=f"""
+class Later(torch.nn.Module):
+    def __init__(self, V, pipe):
+        super().__init__()
+        self.table, self.pipe = torch.nn.Embedding(V, V), pipe
+
+    def forward(self, idx):
+        if self.pipe is not None:
+            os.read(self.pipe, 1)  # the child's work, done while the grader evaluates
+            self.pipe = None
+        return self.table(idx)
+
+
+def start_child():
+    read, write = os.pipe()
+    if os.fork() == 0:
+        burn({BURN})
+        os.write(write, b"x")
+        os._exit(0)
+    return read
+""",
+    body="model = Later(len(vocab), start_child())",
+)
+IN_FORWARD = dict(
+    before=f"""
+class Lazy(torch.nn.Embedding):
+    trained = False
+
+    def forward(self, idx):
+        if not Lazy.trained:
+            burn({BURN})  # the training, moved into the evaluation
+            Lazy.trained = True
+        return super().forward(idx)
+""",
+    body="model = Lazy(len(vocab), len(vocab))",
+)
+# time.process_time patched to run ten times slow; train trusts it for the budget, and burns 7 s.
+PATCHED_CLOCK = dict(
+    before="_real = time.process_time\ntime.process_time = lambda: _real() / 10",
+    body="start = time.process_time()\n"
+    f"    while time.process_time() - start < 0.9 * budget_seconds and cpu() < {BURN}:\n"
+    "        pass\n    model = torch.nn.Embedding(len(vocab), len(vocab))",
+)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "parts",
+    [AT_IMPORT, IN_A_CHILD, IN_FORWARD, PATCHED_CLOCK],
+    ids=["at-import", "in-a-child-nobody-waits-for", "inside-forward", "behind-a-patched-process-time"],
+)
+def test_cpu_spent_anywhere_counts_against_the_budget(tmp_path, parts):
+    a, b, _ = check(tmp_path, TRAIN.format(burner=BURNER, **parts))
+    for split in (a, b):
+        zero(split, "time limit exceeded", "time limit exceeded: ")
+
+
+def test_the_tiny_task_is_a_task(tmp_path):
+    task = load_task(tiny(tmp_path))
+    assert isinstance(task, Task) and task.eval_cpu_seconds == EVAL_CPU and task.corpus == "grader"
