@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -49,7 +50,7 @@ from grader.contest.metric import finals_allowed, is_metric, leaderboard
 from grader.contest.policy import Phase, closed_reason, contest_end, may_select, may_submit, window_of, window_state
 from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Standings, coach_view, freeze_time, student_view
-from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row, Store
+from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Refused, Row, Store
 from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, allowed_files, check_upload, too_big, write
 from grader.milestones import GRADABLE
 from grader.paper.config import SECRET_FILE
@@ -64,7 +65,17 @@ CHART_NAME = re.compile(r"[a-z][a-z-]*\.png")
 REFUSAL_SHOWN = timedelta(minutes=5)  # how long a student's page shows their latest refused upload
 FREEZE_LIFTED = "freeze_lifted"  # the setting: when the coach lifted the contest's scheduled freeze
 UNKNOWN_TOKEN = "this token is not one of this contest's"  # the API's 401 and the login form's message
+# How long an upload's body may take to arrive once its headers have: 20 MB in a minute is 0.35 MB/s, slow wifi.
+BODY_SECONDS = 60.0
 SQLITE_IDS = range(-(2**63), 2**63)  # the ids SQLite can hold: any other names no submission (not an overflow)
+
+
+class TooBig(Exception):
+    """An upload's files over MAX_UPLOAD_BYTES, found while reading them."""
+
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.size = size
 
 
 def utc_now() -> datetime:
@@ -125,11 +136,13 @@ def create_app(
     limits=None,
     uploads_per_minute: int = 10,
     executor: Executor | None = None,
+    body_seconds: float = BODY_SECONDS,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
     (default: grader.options.limits()); ``executor`` grades instead of a pool of the server's own (a Dask
-    client's, for ``--scheduler``: its workers must see the contest folder at the same path). Grading starts
+    client's, for ``--scheduler``: its workers must see the contest folder at the same path); ``body_seconds``
+    how long an upload's body may take to arrive. Grading starts
     with the app's lifespan, so an app used without it (a TestClient outside ``with``) records uploads as
     queued and grades nothing."""
     folder = Path(contest_dir)
@@ -537,6 +550,26 @@ def create_app(
         times.append(now)
         return False
 
+    def late_body() -> str:
+        return (
+            f"the upload did not arrive within {body_seconds:g} s: nothing was recorded; try again on a faster "
+            "connection, or send a smaller file"
+        )
+
+    async def uploaded_files(request: Request) -> list[tuple[str, bytes]]:
+        """The upload's files (name, bytes), read in full; raises TooBig past MAX_UPLOAD_BYTES."""
+        form = await request.form(max_files=MAX_FILES, max_fields=10)
+        files = []
+        total = 0
+        for value in [*form.getlist("files"), *form.getlist("file")]:
+            if isinstance(value, UploadFile):
+                data = await value.read()
+                total += len(data)
+                if total > MAX_UPLOAD_BYTES:
+                    raise TooBig(total)
+                files.append((value.filename or "", data))
+        return files
+
     @app.post("/submit/{task}")
     async def submit(task: str, request: Request, who: Who = Depends(student)) -> Response:
         # Every store call runs in the thread pool: the store's lock may be held by another upload's fsync,
@@ -551,28 +584,41 @@ def create_app(
             raise await refuse(who, task, 413, too_big(int(length)))
         if rate_limited(who.name, now):
             raise await refuse(who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
+        # A quick refusal, before the body is read, of an upload the rules refuse already (a closed window, a used
+        # cap); the decision that counts is taken again once the body is in (``decide``, below).
         rows, first_login = await run_in_threadpool(lambda: (history(who.name), store.first_login(who.name)))
         decision = may_submit(
             contest, who.name, task, now, [r.as_policy(contest, queued_as_graded=True) for r in rows], first_login
         )
         if not decision.allowed:
             raise await refuse(who, task, 403, decision.reason)
-        form = await request.form(max_files=MAX_FILES, max_fields=10)
-        files = []
-        total = 0
-        for value in [*form.getlist("files"), *form.getlist("file")]:
-            if isinstance(value, UploadFile):
-                data = await value.read()
-                total += len(data)
-                if total > MAX_UPLOAD_BYTES:
-                    raise await refuse(who, task, 413, too_big(total))
-                files.append((value.filename or "", data))
+        try:
+            with anyio.fail_after(body_seconds):  # a body trickled in byte by byte must not hold the server
+                files = await uploaded_files(request)
+        except TimeoutError:
+            raise await refuse(who, task, 408, late_body()) from None
+        except TooBig as e:
+            raise await refuse(who, task, 413, too_big(e.size)) from None
         try:
             checked = check_upload(task, files)
         except UploadError as e:
-            await run_in_threadpool(store.reject, who.name, task, now, str(e))
+            await run_in_threadpool(store.reject, who.name, task, clock(), str(e))
             raise await refuse(who, task, 400, str(e)) from None
-        sid = await run_in_threadpool(store.accept, who.name, task, now, lambda target: write(checked, target))
+
+        def decide(rows: list[Row], first_login: datetime | None, at: datetime) -> str | None:
+            """The decision that counts: at ``at``, the moment of acceptance, with the body in, inside the store's
+            transaction (the window, the cap and the interval as they stand then, this upload's rivals included)."""
+            contest = rules()
+            policy = [r.as_policy(contest, queued_as_graded=True) for r in rows]
+            decision = may_submit(contest, who.name, task, at, policy, first_login)
+            return None if decision.allowed else decision.reason
+
+        try:
+            sid = await run_in_threadpool(
+                store.accept, who.name, task, clock, lambda target: write(checked, target), decide
+            )
+        except Refused as e:
+            raise await refuse(who, task, 403, str(e)) from None
         log.info("submission %d: %s to %s, queued", sid, who.name, task)
         enqueue(sid)
         payload = {"id": sid, "status": QUEUED, "url": f"/api/submissions/{sid}"}

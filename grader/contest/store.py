@@ -142,6 +142,10 @@ def _row(r: sqlite3.Row) -> Row:
     )
 
 
+class Refused(Exception):
+    """An upload the rules refuse at the moment it would be recorded; ``str()`` is the reason, for the student."""
+
+
 class Store:
     """The contest folder's database; safe to share between threads (one connection, one lock)."""
 
@@ -177,14 +181,36 @@ class Store:
 
     # --- Submissions ---------------------------------------------------------------------------------------
 
-    def accept(self, student: str, task: str, at: datetime, write: Callable[[Path], str]) -> int:
+    def accept(
+        self,
+        student: str,
+        task: str,
+        at: datetime | Callable[[], datetime],
+        write: Callable[[Path], str],
+        decide: Callable[[list[Row], datetime | None, datetime], str | None] | None = None,
+    ) -> int:
         """Record an accepted upload: ``write(folder)`` saves its files into the new, empty ``folder`` and
         returns the path to grade (relative to ``folder``); the queued row is committed only once they are
-        written (and synced). Returns the submission's id."""
+        written (and synced). Returns the submission's id.
+
+        ``at`` is the time of acceptance, or a clock, read once the store's lock is held. ``decide(rows,
+        first_login, at)`` says why the upload is refused (None: accepted), given the student's submissions and
+        first login as they stand inside the same transaction: no other upload can be inserted between the
+        decision and this one's insert, so six uploads at once cannot all pass a cap of 3. A refusal raises
+        :class:`Refused` and records nothing."""
         with self._transaction() as db:
+            now = at() if callable(at) else at
+            if decide is not None:
+                rows = [
+                    _row(r) for r in db.execute("SELECT * FROM submissions WHERE student = ? ORDER BY id", (student,))
+                ]
+                login = db.execute("SELECT first_login FROM logins WHERE student = ?", (student,)).fetchone()
+                reason = decide(rows, datetime.fromisoformat(login["first_login"]) if login else None, now)
+                if reason:
+                    raise Refused(reason)
             cursor = db.execute(
                 "INSERT INTO submissions (student, task, received_at, status) VALUES (?, ?, ?, ?)",
-                (student, task, at.isoformat(), QUEUED),
+                (student, task, now.isoformat(), QUEUED),
             )
             sid = int(cursor.lastrowid or 0)
             folder = self.uploads / str(sid)
