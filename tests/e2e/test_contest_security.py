@@ -29,7 +29,7 @@ from fastapi.testclient import TestClient
 from grader.contest import server as server_module
 from grader.contest.commands import contest as contest_group
 from grader.contest.server import create_app
-from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES
+from grader.contest.uploads import MAX_FILES, MAX_NOTEBOOK_DEPTH, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES, json_depth
 from helpers import SOLUTIONS, auth, tokens, upload
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
@@ -300,6 +300,32 @@ def test_a_notebook_that_is_not_one_is_400(folder, data):
     expect_refused(refused, 400, "mine.ipynb", "notebook")
     expect_only_a_rejection(before, snapshot(folder), "ada", "m1")
     assert not any((folder / "uploads").iterdir())
+
+
+def test_a_notebook_nested_200000_levels_deep_is_400_before_it_is_parsed(folder):
+    """json.loads recurses once a level: this one would end in a RecursionError, a 500 and a traceback."""
+    client = TestClient(create_app(folder, Clock()))
+    before = snapshot(folder)
+    deep = b'{"cells": [], "nbformat": 4, "metadata": {"x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}}"
+    refused = upload(client, folder, "ada", "m1", [("mine.ipynb", deep)])
+    expect_refused(refused, 400, "mine.ipynb", "levels deep", str(MAX_NOTEBOOK_DEPTH))
+    expect_only_a_rejection(before, snapshot(folder), "ada", "m1")
+    assert not any((folder / "uploads").iterdir())
+
+
+def test_a_notebook_in_a_zip_is_held_to_the_same_depth(folder):
+    client = TestClient(create_app(folder, Clock()))
+    deep = b'{"cells": [' + b"{" * 5000 + b"}" * 5000 + b'], "nbformat": 4}'
+    refused = upload(client, folder, "ada", "m1", [("work.zip", zipped({"mine.ipynb": deep}))])
+    expect_refused(refused, 400, "levels deep")
+
+
+def test_brackets_inside_a_notebooks_strings_are_not_nesting():
+    """A cell of source full of brackets (and escaped quotes) is text, at depth 3."""
+    source = json.dumps("[" * 5000 + '\\" {{' * 100)
+    notebook = ('{"cells": [{"cell_type": "code", "source": ' + source + '}], "nbformat": 4}').encode()
+    assert json_depth(notebook) == 3
+    assert json_depth(b"[[[]]] [[]]") == 3 and json_depth(b"{}") == 1 and json_depth(b'"[["') == 0
 
 
 # --- Floods -------------------------------------------------------------------------------------------------------
