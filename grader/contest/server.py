@@ -29,7 +29,7 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request
@@ -80,6 +80,28 @@ class TooBig(Exception):
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def same_origin(request: Request) -> None:
+    """Refuse a state-changing request sent by a page of another origin (403). A browser adds the coach's cookie
+    to a form another site posts here, SameSite or not (a page on another port of the same host is the same
+    site); it also says where the form came from, in ``Origin`` (or, failing that, ``Referer``), which the page
+    cannot forge. A request with neither comes from no browser (`grade submit`, curl, a script): it carries a
+    token of its own, not a victim's cookie, and is let through."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if source is None:
+        return
+    host = request.headers.get("host", "").lower()
+    sent_from = "" if source == "null" else urlsplit(source).netloc.lower()  # null: a sandboxed frame, a file
+    if not host or sent_from != host:
+        raise HTTPException(
+            403,
+            f"refused: this request comes from a page of another origin ({source[:100]}), not from this server's "
+            f"own pages ({host or 'no Host header'}); another site may not act in your name. Use the forms on "
+            "this server's pages (behind a proxy, pass the browser's Host header on)",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -183,7 +205,14 @@ def create_app(
             state["queue"] = None
             queue.close()
 
-    app = FastAPI(title="gptkit contest", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="gptkit contest",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        dependencies=[Depends(same_origin)],  # run before each route's own: before who is asking is even looked at
+    )
     app.state.store = store
 
     # --- The rules with the coach's changes ------------------------------------------------------------------

@@ -414,6 +414,56 @@ def test_every_coach_route_is_403_for_a_student_and_401_for_nobody(folder):
     assert client.get("/api/coach", headers=auth(folder, "coach")).status_code == 200
 
 
+def post_routes(app) -> list[str]:
+    return sorted(p for r in app.routes if isinstance(r, APIRoute) and "POST" in r.methods for p in [r.path])
+
+
+@pytest.mark.parametrize("origin", [{"Origin": "https://evil.example"}, {"Origin": "null"}])
+def test_a_cross_site_post_with_the_coachs_cookie_is_403_and_changes_nothing(folder, origin):
+    """A page on another site (or a sandboxed frame: Origin null) posts to /coach/freeze, the coach's browser
+    adding their cookie: refused, and the board is not frozen."""
+    client = TestClient(create_app(folder, Clock()))
+    sid = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    before = snapshot(folder)
+    client.cookies.set("contest_token", tokens(folder)["coach"])
+    refused = client.post("/coach/freeze", headers=origin)
+    expect_refused(refused, 403, "origin", "this server")
+    for url in ("/coach/extend", "/coach/extra-time", f"/coach/void/{sid}", f"/coach/regrade/{sid}"):
+        expect_refused(client.post(url, data={"minutes": "30", "student": "ada"}, headers=origin), 403, "origin")
+    assert snapshot(folder) == before
+    assert client.get("/api/coach").json()["frozen_at"] is None
+
+
+def test_every_post_route_checks_the_origin_for_students_and_the_coach_alike(folder):
+    app = create_app(folder, Clock())
+    client = TestClient(app)
+    sid = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    before = snapshot(folder)
+    routes = post_routes(app)
+    assert {"/login", "/logout", "/submit/{task}", "/select/{sid}", "/coach/freeze"} <= set(routes), routes
+    for path in routes:
+        url = path.replace("{sid}", str(sid)).replace("{task}", "m1").replace("{task_id}", "m1")
+        for who in ("ada", "coach"):
+            client.cookies.set("contest_token", tokens(folder)[who])
+            for header in ({"Origin": "https://evil.example"}, {"Referer": "https://evil.example/page"}):
+                answer = client.post(url, data={"token": tokens(folder)[who]}, headers=header, follow_redirects=False)
+                expect_refused(answer, 403, "origin")
+                assert "set-cookie" not in answer.headers
+    assert snapshot(folder) == before
+
+
+def test_a_post_from_the_servers_own_pages_or_with_no_origin_at_all_is_obeyed(folder):
+    """A form on the server's own page sends its Origin; `grade submit`, curl and scripts send none."""
+    client = TestClient(create_app(folder, Clock()))
+    coach = auth(folder, "coach")
+    own = client.post("/coach/freeze", headers={**coach, "Origin": "http://testserver"})
+    assert own.status_code == 200, own.text
+    assert client.post("/coach/unfreeze", headers={**coach, "Referer": "http://testserver/coach"}).status_code == 200
+    assert client.post("/coach/freeze", headers=coach).status_code == 200
+    sent = upload(client, folder, "ada", "m1", reference())
+    assert sent.status_code == 202, sent.text
+
+
 # --- Tokens -------------------------------------------------------------------------------------------------------
 
 
