@@ -551,6 +551,13 @@ def create_app(
 
         if base.paper is None:
             raise HTTPException(404, "this contest is not on a paper: there is no notebook to download")
+        # The notebook is the paper's questions: handed out only while the student's window is open. Its download
+        # is a login: it opens a personal window (recorded), or the questions could be read before the clock runs.
+        _, window, _ = student_state(who.name, record_login=True)
+        if window.phase is not Phase.OPEN:
+            opens = f" (it opens at {window.start.isoformat()})" if window.start else ""
+            when = f"has not started{opens}" if window.phase is Phase.NOT_STARTED else "has ended"
+            raise HTTPException(403, f"your contest window {when}: the paper's notebook is handed out while it is open")
         # the time the notebook states is the contest's window, not the paper's own minutes
         paper = dataclasses.replace(base.paper, minutes=rules().window.duration.total_seconds() / 60)
         try:

@@ -584,3 +584,44 @@ def test_an_upload_outside_the_window_is_403_and_recorded(folder, minutes, word)
     expect_refused(refused, 403, word)
     expect_only_a_rejection(before, snapshot(folder), "ada", "m1", status=403)
     assert files_under(folder.parent) == files and not any((folder / "uploads").iterdir())
+
+
+# --- The paper's notebook -----------------------------------------------------------------------------------------
+
+
+def on_a_paper(folder: Path, window: str) -> None:
+    """The contest on a paper of one part (m1), with ``window`` as its [window] table."""
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
+    (folder / "contest.toml").write_text(
+        f'title = "Paper"\npaper = "paper1"\n[window]\n{window}\n[feedback]\nduring = "full"\n'
+        '[scoreboard]\nmode = "public"\n'
+    )
+
+
+def test_the_papers_notebook_is_not_served_before_the_students_window_opens(folder):
+    on_a_paper(folder, "start = 2026-03-14T09:00:00Z\nduration = 60")
+    clock = Clock(minutes=-5)
+    client = TestClient(create_app(folder, clock))
+    early = client.get("/paper.ipynb", headers=auth(folder, "ada"))
+    expect_refused(early, 403, "not started", "09:00")
+    assert "cells" not in early.text
+    page = client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"})
+    assert "/paper.ipynb" not in page.text  # no link to a download that would be refused
+    clock.now = START
+    assert client.get("/paper.ipynb", headers=auth(folder, "ada")).json()["cells"]
+
+
+def test_downloading_the_papers_notebook_starts_a_personal_window_and_records_it(folder):
+    """A personal window starts at the first login: the notebook's download is one, or a student could read
+    the questions at leisure and only then start their clock."""
+    on_a_paper(folder, "personal = true\nduration = 60")
+    clock = Clock(minutes=10)
+    client = TestClient(create_app(folder, clock))
+    book = client.get("/paper.ipynb", headers=auth(folder, "ada"))
+    assert book.status_code == 200 and book.json()["cells"]
+    me = client.get("/api/me", headers=auth(folder, "ada")).json()
+    assert me["start"] == clock.now.isoformat(timespec="seconds") and me["phase"] == "open"
+    assert snapshot(folder)["logins"] == [("ada", clock.now.isoformat())]
+    clock.now += timedelta(minutes=61)  # the window is over: the notebook is no longer handed out
+    expect_refused(client.get("/paper.ipynb", headers=auth(folder, "ada")), 403, "ended")
