@@ -67,6 +67,7 @@ FREEZE_LIFTED = "freeze_lifted"  # the setting: when the coach lifted the contes
 UNKNOWN_TOKEN = "this token is not one of this contest's"  # the API's 401 and the login form's message
 # How long an upload's body may take to arrive once its headers have: 20 MB in a minute is 0.35 MB/s, slow wifi.
 BODY_SECONDS = 60.0
+EVENTS_READ = 500  # the latest events the coach's view collapses (runs of identical ones) and shows the first of
 SQLITE_IDS = range(-(2**63), 2**63)  # the ids SQLite can hold: any other names no submission (not an overflow)
 
 
@@ -76,6 +77,56 @@ class TooBig(Exception):
     def __init__(self, size: int):
         super().__init__(size)
         self.size = size
+
+
+class Limiter:
+    """Counts of recent failures (refusals, wrong logins) per key ("token:ada", "address:10.0.0.7"), in a
+    sliding minute, each kind of key ("token", "address") with its own most; in memory: a restart forgets them."""
+
+    def __init__(self, most: dict[str, int], span: timedelta = timedelta(minutes=1)):
+        self.most = most
+        self.span = span
+        self._times: dict[str, deque[datetime]] = defaultdict(deque)
+        self._lock = threading.Lock()  # the sync routes run in the thread pool
+
+    def _recent(self, key: str, now: datetime) -> deque[datetime]:
+        times = self._times[key]
+        while times and now - times[0] >= self.span:
+            times.popleft()
+        return times
+
+    def full(self, keys: list[str], now: datetime) -> str | None:
+        """The first of ``keys`` at its most in the last minute, said for a person ("your token"); else None."""
+        with self._lock:
+            for key in keys:
+                kind = key.split(":", 1)[0]
+                if len(self._recent(key, now)) >= self.most[kind]:
+                    return f"your {kind}"
+        return None
+
+    def count(self, keys: list[str], now: datetime) -> None:
+        with self._lock:
+            for key in keys:
+                self._recent(key, now).append(now)
+
+
+def collapsed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` (newest first) with each run of identical consecutive ones (same student, kind and detail) as
+    one, its ``count`` the run's length and ``first_at`` its earliest time: twelve identical refusals are a line
+    "×12", not a screenful."""
+    runs: list[dict[str, Any]] = []
+    for event in events:
+        last = runs[-1] if runs else None
+        if last and (last["student"], last["kind"], last["detail"]) == (
+            event["student"],
+            event["kind"],
+            event["detail"],
+        ):
+            last["count"] += 1
+            last["first_at"] = event["at"]
+        else:
+            runs.append({**event, "count": 1, "first_at": event["at"]})
+    return runs
 
 
 def utc_now() -> datetime:
@@ -159,12 +210,16 @@ def create_app(
     uploads_per_minute: int = 10,
     executor: Executor | None = None,
     body_seconds: float = BODY_SECONDS,
+    refusals_per_minute: int = 10,
+    address_per_minute: int = 60,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
     (default: grader.options.limits()); ``executor`` grades instead of a pool of the server's own (a Dask
     client's, for ``--scheduler``: its workers must see the contest folder at the same path); ``body_seconds``
-    how long an upload's body may take to arrive. Grading starts
+    how long an upload's body may take to arrive; ``refusals_per_minute`` the refused uploads of one token
+    recorded in a minute, ``address_per_minute`` those and the wrong logins of one address (a classroom behind
+    one router shares it). Grading starts
     with the app's lifespan, so an app used without it (a TestClient outside ``with``) records uploads as
     queued and grades nothing."""
     folder = Path(contest_dir)
@@ -174,6 +229,7 @@ def create_app(
     students = tuple(dict.fromkeys([*roster, *tokens.values()]))
     store = Store(folder)
     recent: dict[str, deque[datetime]] = defaultdict(deque)
+    failures = Limiter({"token": refusals_per_minute, "address": address_per_minute})
     templates = Environment(loader=PackageLoader("grader.templates", "contest"), autoescape=select_autoescape(["html"]))
     state: dict[str, Any] = {"queue": None}
     templates.filters["clock"] = lambda moment: _clock(moment, clock())
@@ -479,8 +535,14 @@ def create_app(
     async def login(request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=5)
         token = str(form.get("token") or "").strip()
+        address = f"address:{_client(request)}"
+        if failures.full([address], clock()):  # even a right token: past the limit, guessing stops for a minute
+            page = render("login.html", message="Too many wrong tokens from your address: wait a minute and try again.")
+            page.status_code = 429
+            return page
         who = check_token(token)
         if who is None:
+            failures.count([address], clock())
             store.event(clock(), None, "login refused", f"an unknown token from {_client(request)}")
             page = render("login.html", message=f"{UNKNOWN_TOKEN.capitalize()}: check it and try again.")
             page.status_code = 401
@@ -573,8 +635,21 @@ def create_app(
     def api_me(who: Who = Depends(student)) -> dict[str, Any]:
         return me_data(who)
 
-    async def refuse(who: Who, task: str, status: int, reason: str) -> HTTPException:
-        await run_in_threadpool(store.event, clock(), who.name, "refused", f"{task}: {reason}")
+    async def refuse(
+        request: Request, who: Who, task: str, status: int, reason: str, rejected: bool = False
+    ) -> HTTPException:
+        """The refusal of an upload, recorded for the coach (``rejected``: as a rejected submission too), unless
+        the student's token or their address has had ``refusals_per_minute`` (``address_per_minute``) refusals
+        recorded in the last minute: then a 429 that records nothing, so a script's loop cannot fill the log."""
+        now = clock()
+        keys = [f"token:{who.name}", f"address:{_client(request)}"]
+        full = failures.full(keys, now)
+        if full:
+            return HTTPException(429, f"too many refused uploads from {full}: wait a minute, then fix the upload")
+        failures.count(keys, now)
+        if rejected:
+            await run_in_threadpool(store.reject, who.name, task, now, reason)
+        await run_in_threadpool(store.event, now, who.name, "refused", f"{task}: {reason}")
         return HTTPException(status, reason)
 
     def rate_limited(name: str, now: datetime) -> bool:
@@ -612,14 +687,14 @@ def create_app(
         # and the event loop must not wait for it.
         contest, now = await run_in_threadpool(rules), clock()
         if contest.task(task) is None:
-            raise await refuse(who, task, 404, f"{task} is not a task of this contest")
+            raise await refuse(request, who, task, 404, f"{task} is not a task of this contest")
         length = request.headers.get("content-length")
         if length is None or not length.isdigit():
-            raise await refuse(who, task, 411, "the upload needs a Content-Length")
+            raise await refuse(request, who, task, 411, "the upload needs a Content-Length")
         if int(length) > MAX_UPLOAD_BYTES:
-            raise await refuse(who, task, 413, too_big(int(length)))
+            raise await refuse(request, who, task, 413, too_big(int(length)))
         if rate_limited(who.name, now):
-            raise await refuse(who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
+            raise await refuse(request, who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
         # A quick refusal, before the body is read, of an upload the rules refuse already (a closed window, a used
         # cap); the decision that counts is taken again once the body is in (``decide``, below).
         rows, first_login = await run_in_threadpool(lambda: (history(who.name), store.first_login(who.name)))
@@ -627,19 +702,18 @@ def create_app(
             contest, who.name, task, now, [r.as_policy(contest, queued_as_graded=True) for r in rows], first_login
         )
         if not decision.allowed:
-            raise await refuse(who, task, 403, decision.reason)
+            raise await refuse(request, who, task, 403, decision.reason)
         try:
             with anyio.fail_after(body_seconds):  # a body trickled in byte by byte must not hold the server
                 files = await uploaded_files(request)
         except TimeoutError:
-            raise await refuse(who, task, 408, late_body()) from None
+            raise await refuse(request, who, task, 408, late_body()) from None
         except TooBig as e:
-            raise await refuse(who, task, 413, too_big(e.size)) from None
+            raise await refuse(request, who, task, 413, too_big(e.size)) from None
         try:
             checked = check_upload(task, files)
         except UploadError as e:
-            await run_in_threadpool(store.reject, who.name, task, clock(), str(e))
-            raise await refuse(who, task, 400, str(e)) from None
+            raise await refuse(request, who, task, 400, str(e), rejected=True) from None
 
         def decide(rows: list[Row], first_login: datetime | None, at: datetime) -> str | None:
             """The decision that counts: at ``at``, the moment of acceptance, with the body in, inside the store's
@@ -654,7 +728,7 @@ def create_app(
                 store.accept, who.name, task, clock, lambda target: write(checked, target), decide
             )
         except Refused as e:
-            raise await refuse(who, task, 403, str(e)) from None
+            raise await refuse(request, who, task, 403, str(e)) from None
         log.info("submission %d: %s to %s, queued", sid, who.name, task)
         enqueue(sid)
         payload = {"id": sid, "status": QUEUED, "url": f"/api/submissions/{sid}"}
@@ -736,7 +810,7 @@ def create_app(
             tasks=[t.id for t in contest.tasks],
             submissions=[view(r, contest, full=True) for r in reversed(store.all(reports=False))],
             people=people,
-            events=store.events(limit=50),
+            events=collapsed(store.events(limit=EVENTS_READ))[:50],
             freeze=freeze_state(contest, now),
             leaderboards=leaderboards(who, contest, standings),
             extend=extend_minutes(),
@@ -753,6 +827,7 @@ def create_app(
             "frozen_at": store.setting("frozen_at"),
             "freeze": freeze_state(contest, clock()),
             "extend_minutes": extend_minutes(),
+            "events": collapsed(store.events(limit=EVENTS_READ)),
         }
 
     async def minutes_of(request: Request) -> tuple[float, dict]:

@@ -349,6 +349,62 @@ def test_a_flood_from_one_token_is_429_while_another_student_still_uploads(folde
     assert upload(client, folder, "ada", "m1", reference()).status_code == 202
 
 
+def test_refusals_past_the_limit_per_token_are_429_and_not_recorded(folder):
+    """A script that uploads junk in a loop: the first refusals are recorded (the coach sees them), the rest are
+    a 429 that writes nothing, neither an event nor a rejected row."""
+    clock = Clock()
+    client = TestClient(create_app(folder, clock, uploads_per_minute=100, refusals_per_minute=3))
+    bad = [("m1_attention.py", b"\xff")]
+    assert [upload(client, folder, "ada", "m1", bad).status_code for _ in range(3)] == [400] * 3
+    before = snapshot(folder)
+    for _ in range(20):
+        expect_refused(upload(client, folder, "ada", "m1", bad), 429, "too many refused", "a minute")
+    assert snapshot(folder) == before
+    assert upload(client, folder, "alan", "m1", bad).status_code == 400  # another token still has its own
+    clock.now += timedelta(minutes=1)
+    assert upload(client, folder, "ada", "m1", bad).status_code == 400
+
+
+def test_refusals_past_the_limit_per_address_are_429_whatever_the_token(folder):
+    client = TestClient(create_app(folder, Clock(), refusals_per_minute=10, address_per_minute=4))
+    bad = [("m1_attention.py", b"\xff")]
+    assert [upload(client, folder, who, "m1", bad).status_code for who in ("ada", "ada", "alan", "alan")] == [400] * 4
+    before = snapshot(folder)
+    expect_refused(upload(client, folder, "grace", "m1", bad), 429, "your address")
+    assert snapshot(folder) == before
+
+
+def test_wrong_logins_past_the_limit_per_address_are_429_and_not_recorded(folder):
+    """Past the limit even a right token is refused from that address for the minute: guessing stops."""
+    clock = Clock()
+    client = TestClient(create_app(folder, clock, address_per_minute=5))
+    for _ in range(5):
+        assert client.post("/login", data={"token": "wrong"}).status_code == 401
+    before = snapshot(folder)
+    assert [e[3] for e in before["events"]] == ["login refused"] * 5
+    for token in ("wrong", tokens(folder)["ada"]):
+        answer = client.post("/login", data={"token": token}, follow_redirects=False)
+        assert answer.status_code == 429 and "wait a minute" in answer.text and "set-cookie" not in answer.headers
+    assert snapshot(folder) == before
+    clock.now += timedelta(minutes=1)
+    assert client.post("/login", data={"token": tokens(folder)["ada"]}, follow_redirects=False).status_code == 303
+
+
+def test_the_coach_sees_identical_consecutive_events_once_with_their_count(folder):
+    client = TestClient(create_app(folder, Clock(), uploads_per_minute=100, refusals_per_minute=100))
+    bad = [("m1_attention.py", b"\xff")]
+    for _ in range(12):
+        upload(client, folder, "ada", "m1", bad)
+    upload(client, folder, "alan", "m1", bad)
+    upload(client, folder, "ada", "m1", bad)
+    events = client.get("/api/coach", headers=auth(folder, "coach")).json()["events"]
+    assert [(e["student"], e["count"]) for e in events] == [("ada", 1), ("alan", 1), ("ada", 12)], events
+    assert events[2]["detail"] == "m1: m1_attention.py is not UTF-8 text"
+    page = client.get("/coach", headers={**auth(folder, "coach"), "Accept": "text/html"}).text
+    log = page.split("<h2>Events</h2>")[1]
+    assert log.count("m1_attention.py is not UTF-8 text") == 3 and log.count("×12") == 1
+
+
 # --- Other students' submissions ----------------------------------------------------------------------------------
 
 
