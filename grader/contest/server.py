@@ -39,11 +39,12 @@ from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from grader.batch.exports import csv_text, gradescope_json
+from grader.batch.exports import gradescope_json
 from grader.batch.gradebook import Gradebook
 from grader.contest.commands import ADMIN_TOKEN, CONTEST_FILE, ROSTER, TOKENS
 from grader.contest.config import Board, Contest, Scoring, load
-from grader.contest.export import write_gradebook
+from grader.contest.export import results_csv as results_with_set_aside
+from grader.contest.export import set_aside_of, write_gradebook
 from grader.contest.feedback import visible_report
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import finals_allowed, is_metric, leaderboard
@@ -398,6 +399,7 @@ def create_app(
                 error=row.error,
                 report=row.report,
                 graded_at=_iso(row.graded_at),
+                set_aside=set_aside_of(row, contest),  # the coach's flag: a score that rests on fewer checks
             )
             return entry
         if row.voided:
@@ -815,6 +817,7 @@ def create_app(
             leaderboards=leaderboards(who, contest, standings),
             extend=extend_minutes(),
             queued=len(store.queued()),
+            task_points={t.id: t.points for t in contest.tasks},
             now=_iso(now),
         )
 
@@ -890,7 +893,10 @@ def create_app(
         if stored(sid) is None:
             raise HTTPException(404, f"no submission {sid}")
         if not store.requeue(sid):
-            raise HTTPException(409, f"submission {sid} did not fail: only a failed submission is graded again")
+            raise HTTPException(
+                409,
+                f"submission {sid} did not fail and has no checks set aside: only such a submission is graded again",
+            )
         store.event(clock(), None, "regrade", f"submission {sid} queued again")
         enqueue(sid)
         return done(request, "/coach", {"id": sid, "status": QUEUED})
@@ -920,7 +926,7 @@ def create_app(
 
     @app.get("/coach/results.csv")
     def results_csv(who: Who = Depends(coach)) -> Response:
-        text = csv_text(*gradebook())
+        text = results_with_set_aside(rules(), store, *gradebook())
         attachment = {"Content-Disposition": "attachment; filename=results.csv"}
         return Response(text, media_type="text/csv", headers=attachment)
 

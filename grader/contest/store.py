@@ -99,6 +99,7 @@ class Row:
     graded_at: datetime | None
     selected: bool
     voided: bool
+    set_aside: dict[str, Any] | None = None  # the report's checks set aside (checks, points, ...); None: none
 
     def points(self, contest: Contest) -> float:
         """The score in the contest's points for the task (0 if not graded)."""
@@ -125,6 +126,11 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _row(r: sqlite3.Row) -> Row:
+    report = json.loads(r["report"]) if "report" in r.keys() and r["report"] else None
+    # The report's set_aside (grader/results.py), or the column Store.all extracts when it reads no reports.
+    aside = (
+        report.get("set_aside") if report else json.loads(r["set_aside"] or "null") if "set_aside" in r.keys() else None
+    )
     return Row(
         id=r["id"],
         student=r["student"],
@@ -134,11 +140,12 @@ def _row(r: sqlite3.Row) -> Row:
         path=r["path"],
         score=r["score"],
         max_score=r["max_score"],
-        report=json.loads(r["report"]) if "report" in r.keys() and r["report"] else None,
+        report=report,
         error=r["error"],
         graded_at=_time(r["graded_at"]),
         selected=bool(r["selected"]),
         voided=bool(r["voided"]),
+        set_aside=aside if isinstance(aside, dict) and aside.get("checks") else None,
     )
 
 
@@ -280,12 +287,14 @@ class Store:
         return True
 
     def requeue(self, sid: int) -> bool:
-        """Queue a failed submission again (the coach, once the grader is fixed); False if it is not failed."""
+        """Queue again a failed submission, or a graded one with checks set aside (the coach, once the grader is
+        fixed); False if it is neither."""
         with self._transaction() as db:
             cursor = db.execute(
-                "UPDATE submissions SET status = ?, error = NULL, report = NULL, graded_at = NULL "
-                "WHERE id = ? AND status = ?",
-                (QUEUED, sid, FAILED),
+                "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
+                "graded_at = NULL WHERE id = ? AND (status = ? OR (status = ? AND "
+                "json_extract(report, '$.set_aside.checks') > 0))",
+                (QUEUED, sid, FAILED, GRADED),
             )
             return cursor.rowcount > 0
 
@@ -322,6 +331,8 @@ class Store:
         """Every submission, oldest first; without ``reports`` their reports are not read (None): the scoreboard
         needs only the scores."""
         columns = "*" if reports else ", ".join(c for c in COLUMNS if c != "report")
+        if not reports:  # the flag the coach's page shows, without the whole report
+            columns += ", json_extract(report, '$.set_aside') AS set_aside"
         return [_row(r) for r in self._query(f"SELECT {columns} FROM submissions ORDER BY id")]
 
     def set_selected(self, sid: int, selected: bool) -> None:
