@@ -256,6 +256,8 @@ def serve(
                 limits=limits(timeout, memory_mb),
                 # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
                 executor=client.get_executor(pure=False) if client else None,
+                # as many at once as the cluster grades at once: the queue, not Dask, chooses whose turn it is
+                slots=max(1, sum(client.nthreads().values())) if client else None,
             )
         except (ContestFileError, RosterError) as e:
             raise ContestCommandError(str(e)) from None

@@ -213,6 +213,7 @@ def create_app(
     body_seconds: float = BODY_SECONDS,
     refusals_per_minute: int = 10,
     address_per_minute: int = 60,
+    slots: int | None = None,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
@@ -220,7 +221,8 @@ def create_app(
     client's, for ``--scheduler``: its workers must see the contest folder at the same path); ``body_seconds``
     how long an upload's body may take to arrive; ``refusals_per_minute`` the refused uploads of one token
     recorded in a minute, ``address_per_minute`` those and the wrong logins of one address (a classroom behind
-    one router shares it). Grading starts
+    one router shares it); ``slots`` the submissions handed to the executor at once (default: ``workers``, or
+    grading.EXTERNAL_SLOTS for an ``executor``). Grading starts
     with the app's lifespan, so an app used without it (a TestClient outside ``with``) records uploads as
     queued and grades nothing."""
     folder = Path(contest_dir)
@@ -253,7 +255,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        queue = GradingQueue(store, clock, workers, limits, executor=executor, options=paper_options)
+        queue = GradingQueue(store, clock, workers, limits, executor=executor, options=paper_options, slots=slots)
         queue.start()
         state["queue"] = queue
         try:

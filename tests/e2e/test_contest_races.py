@@ -8,12 +8,15 @@ can stall. The queue is driven with an executor of the test's own, whose futures
 
 from __future__ import annotations
 
+import re
 import socket
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import Future
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -183,3 +186,74 @@ def test_a_body_that_stalls_past_the_deadline_is_408_and_nothing_is_recorded(fol
     assert b"did not arrive within 0.5 s" in answer, answer
     assert submissions(folder) == []
     assert not any((folder / "uploads").iterdir())
+
+
+# --- The grading queue is fair between students ---------------------------------------------------------------------
+
+
+class Manual:
+    """An executor whose futures the test completes: ``jobs`` are (submission id, future), as handed out."""
+
+    def __init__(self) -> None:
+        self.jobs: list[tuple[int, Future]] = []
+
+    def submit(self, fn, path: str, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        self.jobs.append((int(re.search(r"uploads/(\d+)", path).group(1)), future))  # type: ignore[union-attr]
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+    def grade_next(self) -> int:
+        """Complete the oldest job handed out and not done (graded, full marks); its id."""
+        sid, future = next((sid, f) for sid, f in self.jobs if not f.done())
+        future.set_result({"milestones": [{"id": "m1", "score": 1, "max_score": 1, "checks": [{"counted": True}]}]})
+        return sid
+
+
+def test_a_student_who_queues_five_does_not_push_anothers_one_to_sixth(folder):
+    """ada queues 5, alan 1 after them, one grading slot: alan's is graded second, then ada's other four."""
+    (folder / "contest.toml").write_text(CONTEST.replace("max_submissions = 3\n", ""))
+    manual = Manual()
+    head, rest = body_parts()
+    with TestClient(create_app(folder, Clock(), executor=manual, slots=1)) as client:
+        sent = {}
+        for who in ("ada",) * 5 + ("alan",):
+            answer = client.post("/submit/m1", content=head + rest, headers=headers_for(folder, who, len(head + rest)))
+            assert answer.status_code == 202, answer.text
+            sent.setdefault(who, []).append(answer.json()["id"])
+        assert len(manual.jobs) == 1, "one slot: the queue, not the executor, holds the rest"
+        order = [manual.grade_next() for _ in range(6)]
+    assert order == [sent["ada"][0], sent["alan"][0], *sent["ada"][1:]]
+    assert [status for _, _, status, _ in submissions(folder)] == ["graded"] * 6
+
+
+def accepted(store: Store, student: str) -> int:
+    return store.accept(student, "m1", START, lambda target: (target / "m1_attention.py").write_text("x = 1") and ".")
+
+
+def test_a_student_over_their_share_of_grading_time_waits_behind_the_others(folder):
+    """ada's first run took 400 s (a sleeping training run), alan's 1 s; with one of each waiting, alan's goes
+    first, although ada was served less recently: she used more than the 300 s share of the last 10 minutes."""
+    from grader.contest.grading import GradingQueue
+
+    store = Store(folder)
+    now = [0.0]
+    manual = Manual()
+    queue = GradingQueue(store, Clock(), executor=manual, slots=1, timer=lambda: now[0])
+    queue.start()
+    queue.enqueue(ada1 := accepted(store, "ada"))
+    queue.enqueue(alan1 := accepted(store, "alan"))
+    now[0] = 400.0
+    assert manual.grade_next() == ada1  # alan's is handed out now, at 400 s
+    queue.enqueue(ada2 := accepted(store, "ada"))
+    queue.enqueue(alan2 := accepted(store, "alan"))
+    now[0] = 401.0
+    assert manual.grade_next() == alan1
+    assert [manual.grade_next() for _ in range(2)] == [alan2, ada2]
+    now[0] = 2000.0  # ten minutes on, her 400 s no longer count: round robin again
+    queue.enqueue(ada3 := accepted(store, "ada"))
+    assert manual.jobs[-1][0] == ada3
+    queue.close()
+    store.close()
