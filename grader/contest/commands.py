@@ -282,6 +282,8 @@ def serve(
                 limits=limits(timeout, memory_mb),
                 # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
                 executor=client.get_executor(pure=False) if client else None,
+                # as many at once as the cluster grades at once: the queue, not Dask, chooses whose turn it is
+                slots=max(1, sum(client.nthreads().values())) if client else None,
             )
         except (ContestFileError, RosterError) as e:
             raise ContestCommandError(str(e)) from None
@@ -360,9 +362,11 @@ def export_results(
 
     The server need not be stopped: the gradebook is rebuilt from FOLDER/contest.sqlite each time."""
     from grader.batch.commands import export, report
-    from grader.contest.export import write_gradebook
+    from grader.batch.gradebook import Gradebook
+    from grader.contest.export import results_csv, write_gradebook
     from grader.contest.server import read_tokens
     from grader.contest.store import DATABASE, Store
+    from grader.files import write_atomically
 
     _folder(folder)
     if not (folder / DATABASE).exists():
@@ -373,11 +377,18 @@ def export_results(
     store = Store(folder)
     try:
         db = write_gradebook(folder, rules, store, students)
+        click.echo(f"wrote {db} ({len(students)} students)", err=True)
+        if csv_out:  # grade export's CSV, with the checks the grader set aside in each student's counted submissions
+            book = Gradebook(db)
+            try:
+                write_atomically(csv_out, results_csv(rules, store, book.rows(), book.checks()))
+            finally:
+                book.close()
+            click.echo(f"wrote {csv_out} ({len(students)} students)", err=True)
     finally:
         store.close()
-    click.echo(f"wrote {db} ({len(students)} students)", err=True)
-    if csv_out or gradescope_dir:
-        ctx.invoke(export, db=db, csv_out=csv_out, gradescope_dir=gradescope_dir)
+    if gradescope_dir:
+        ctx.invoke(export, db=db, csv_out=None, gradescope_dir=gradescope_dir)
     if png_dir:
         ctx.invoke(report, db=db, png_dir=png_dir, top=10)
     if not (csv_out or gradescope_dir or png_dir):

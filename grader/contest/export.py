@@ -10,11 +10,14 @@ edited by hand, and safe to delete.
 
 from __future__ import annotations
 
+import csv
 import hashlib
+import io
 from pathlib import Path
 from typing import Any
 
 from grader import __version__
+from grader.batch.exports import csv_text
 from grader.batch.gradebook import Gradebook
 from grader.batch.summary import NOT_SUBMITTED
 from grader.contest.config import Contest
@@ -119,3 +122,45 @@ def write_gradebook(folder: Path, contest: Contest, store: Store, students: tupl
             book.db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to move, no -wal beside it
             book.close()
     return path
+
+
+def set_aside_of(row: Row, contest: Contest) -> dict[str, Any] | None:
+    """What the grader set aside in ``row``'s grading, for the coach: how many checks (``internal_errors`` of
+    them the grader's own failures), their ``points`` in the task's contest points (the share of the task's
+    points that was never judged: the score is over the other checks alone), and the grader's note. None when
+    nothing was set aside."""
+    aside, task = row.set_aside, contest.task(row.task)
+    if not aside or task is None:
+        return None
+    unjudged = float(aside.get("points") or 0)
+    stake = unjudged + float(row.max_score or 0)  # the report's max_score is over the counted checks only
+    return {
+        "checks": int(aside.get("checks") or 0),
+        "points": round(task.points * unjudged / stake, 2) if stake > 0 else 0.0,
+        "internal_errors": int(aside.get("internal_errors") or 0),
+        "note": str(aside.get("note") or ""),
+    }
+
+
+SET_ASIDE_COLUMNS = ("set_aside_checks", "set_aside_points", "set_aside_submissions")
+
+
+def results_csv(contest: Contest, store: Store, rows: list[dict], checks: list[dict]) -> str:
+    """The gradebook's CSV (``grade export``'s, from ``rows`` and ``checks``) with three columns more, so that a
+    coach sees which totals rest on checks the grader set aside, and regrades those submissions: for each
+    student's counted submissions, the checks set aside, their contest points, and which ("m1=4 m2=7")."""
+    mine: dict[str, list[Row]] = {}
+    for row in store.all(reports=False):
+        mine.setdefault(row.student, []).append(row)
+    table = list(csv.reader(io.StringIO(csv_text(rows, checks))))
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow([*table[0], *SET_ASIDE_COLUMNS])
+    for line in table[1:]:
+        chosen = counted(contest, mine.get(line[0], []))
+        flagged = [(task, row, aside) for task, row in sorted(chosen.items()) if (aside := set_aside_of(row, contest))]
+        checks_aside = sum(aside["checks"] for *_, aside in flagged)
+        points_aside = round(sum(aside["points"] for *_, aside in flagged), 2)
+        ids = " ".join(f"{task}={row.id}" for task, row, _ in flagged)
+        writer.writerow([*line, checks_aside, f"{points_aside:g}", ids])
+    return out.getvalue()

@@ -1,19 +1,27 @@
-"""The contest's grading queue: submissions graded in arrival order, each on its task's milestone only, by the
-same sandboxed path as ``grade batch`` (``grader.batch.run.grade_one`` in a pool of worker processes).
+"""The contest's grading queue: submissions graded fairly between students, each on its task's milestone only,
+by the same sandboxed path as ``grade batch`` (``grader.batch.run.grade_one`` in a pool of worker processes).
+
+Fair, not first come first served: one student's five uploads of a training run that sleeps out its budget
+must not hold the only worker for half an hour ahead of everyone else. The queue keeps the waiting submissions
+itself and hands the executor only as many as it has ``slots``; each time one frees, the next is the oldest
+waiting submission of the student who, in order: has not used more than ``share_seconds`` of grading in the
+last ``share_window`` seconds; has the fewest submissions being graded; was served least recently.
 
 Unlike a batch, the server cannot know how many processes will grade at once, and a shared fork server waits
 for all its clients before it serves any: so each worker process starts its own (a few CPU seconds, once),
-when the queue starts (``warm_up``). The pool runs submissions first come, first served; each result is
-recorded by ``Store.finish`` (one transaction, only while the row is still queued). A grader failure (the
-``{"error": ...}`` result, or a worker process that died) marks the submission failed: not the student's
-doing, it costs them nothing.
+when the queue starts (``warm_up``). Each result is recorded by ``Store.finish`` (one transaction, only while
+the row is still queued). A grader failure (the ``{"error": ...}`` result, or a worker process that died) marks
+the submission failed: not the student's doing, it costs them nothing.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import math
 import threading
+import time
+from collections import defaultdict, deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from datetime import datetime
@@ -21,6 +29,10 @@ from datetime import datetime
 from grader.contest.store import Store
 
 log = logging.getLogger("grader.contest")
+
+SHARE_WINDOW = 600.0  # seconds: the recent past in which a student's grading time is counted
+SHARE_SECONDS = 300.0  # a student who used more than this of it waits behind everyone who did not
+EXTERNAL_SLOTS = 16  # submissions handed at once to an executor not the queue's own (a Dask cluster's), by default
 
 
 class GradingQueue:
@@ -36,6 +48,10 @@ class GradingQueue:
         executor: Executor | None = None,
         on_done: Callable[[int], None] = lambda sid: None,
         options: Callable[[str], dict] = lambda student: {},
+        slots: int | None = None,
+        share_seconds: float = SHARE_SECONDS,
+        share_window: float = SHARE_WINDOW,
+        timer: Callable[[], float] = time.monotonic,
     ):
         from grader.options import limits as default_limits
 
@@ -47,6 +63,16 @@ class GradingQueue:
         self.options = options  # a student's extra arguments to grade_one: a paper's seed and rules
         self._executor = executor
         self._own = executor is None
+        # Submissions handed to the executor at once: as many as it grades at once, so that the choice of the
+        # next one stays here, where it is fair, not in the executor's first-come queue.
+        self.slots = slots or (workers if executor is None else max(workers, EXTERNAL_SLOTS))
+        self.share_seconds = share_seconds
+        self.share_window = share_window
+        self.timer = timer
+        self._waiting: dict[int, tuple[str, str, str]] = {}  # sid -> (student, path, task), in arrival order
+        self._running: dict[int, tuple[str, float]] = {}  # sid -> (student, when it was handed out)
+        self._served: dict[str, float] = {}  # student -> when their latest submission was handed out
+        self._used: dict[str, deque[tuple[float, float]]] = defaultdict(deque)  # student -> (ended, seconds)
         self._pending: dict[int, Future] = {}
         self._lock = threading.Lock()
         self._closed = False
@@ -66,25 +92,72 @@ class GradingQueue:
             self.enqueue(row.id)
 
     def enqueue(self, sid: int) -> None:
-        """Grade submission ``sid`` (committed as queued) after those queued before it."""
-        from grader.batch.run import grade_one
-
+        """Queue submission ``sid`` (committed as queued) for grading, in its student's turn."""
         row = self.store.get(sid)
         if row is None or row.path is None or self._executor is None:
             return
+        path = str(self.store.folder.resolve() / row.path)  # a Dask worker may run in another folder
         with self._lock:
-            if self._closed or sid in self._pending:
+            if self._closed or sid in self._waiting or sid in self._pending:
                 return
-            path = str(self.store.folder.resolve() / row.path)  # a Dask worker may run in another folder
-            future = self._executor.submit(grade_one, path, [row.task], self.limits, None, **self.options(row.student))
-            self._pending[sid] = future
-        future.add_done_callback(functools.partial(self._record, sid))
+            self._waiting[sid] = (row.student, path, row.task)
+        self._dispatch()
+
+    def used(self, student: str, now: float) -> float:
+        """The seconds of grading ``student``'s submissions took in the last ``share_window``, those being graded
+        included (called with the lock held)."""
+        ended = self._used[student]
+        while ended and now - ended[0][0] > self.share_window:
+            ended.popleft()
+        running = sum(now - started for who, started in self._running.values() if who == student)
+        return sum(seconds for _, seconds in ended) + running
+
+    def _next(self) -> int | None:
+        """The submission to grade next (called with the lock held): each student's oldest waiting one, the
+        student chosen by (over their share, submissions being graded, last served), oldest first on a tie."""
+        now = self.timer()
+        oldest: dict[str, int] = {}
+        for sid, (student, _, _) in self._waiting.items():
+            oldest.setdefault(student, sid)
+        if not oldest:
+            return None
+
+        def turn(student: str) -> tuple:
+            busy = sum(1 for who, _ in self._running.values() if who == student)
+            over = self.used(student, now) > self.share_seconds
+            return (over, busy, self._served.get(student, -math.inf), oldest[student])
+
+        return oldest[min(oldest, key=turn)]
+
+    def _dispatch(self) -> None:
+        """Hand the executor the next submissions while it has free slots."""
+        from grader.batch.run import grade_one
+
+        while True:
+            with self._lock:
+                if self._closed or self._executor is None or len(self._pending) >= self.slots:
+                    return
+                sid = self._next()
+                if sid is None:
+                    return
+                student, path, task = self._waiting.pop(sid)
+                now = self.timer()
+                self._running[sid] = (student, now)
+                self._served[student] = now
+                future = self._executor.submit(grade_one, path, [task], self.limits, None, **self.options(student))
+                self._pending[sid] = future
+            future.add_done_callback(functools.partial(self._record, sid))
 
     def _record(self, sid: int, future: Future) -> None:
         with self._lock:
             self._pending.pop(sid, None)
+            student, started = self._running.pop(sid, ("", 0.0))
+            now = self.timer()
+            if student:
+                self._used[student].append((now, now - started))
         if future.cancelled():
             return  # closing: it stays queued for the next start
+        self._dispatch()  # the freed slot goes to the next student's turn before this result is written
         try:
             result = future.result()
         except Exception as e:  # noqa: BLE001 - a worker process that died (memory, signal)
@@ -100,8 +173,9 @@ class GradingQueue:
         self.on_done(sid)
 
     def pending(self) -> int:
+        """Submissions waiting here or being graded."""
         with self._lock:
-            return len(self._pending)
+            return len(self._pending) + len(self._waiting)
 
     def close(self) -> None:
         """Stop: drop what has not started, end the workers and the fork server. Submissions not recorded
@@ -110,6 +184,7 @@ class GradingQueue:
 
         with self._lock:
             self._closed = True
+            self._waiting.clear()  # still queued in the store: graded at the next start
         if self._own and self._executor is not None:
             _stop_workers(self._executor)
             self._executor.shutdown(wait=True, cancel_futures=True)

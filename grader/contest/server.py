@@ -29,8 +29,9 @@ from contextlib import asynccontextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
+import anyio
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -38,18 +39,19 @@ from markupsafe import Markup
 from starlette.concurrency import run_in_threadpool
 from starlette.datastructures import UploadFile
 
-from grader.batch.exports import csv_text, gradescope_json
+from grader.batch.exports import gradescope_json
 from grader.batch.gradebook import Gradebook
 from grader.contest.commands import ADMIN_TOKEN, CONTEST_FILE, ROSTER, TOKENS
 from grader.contest.config import Board, Contest, Scoring, load
-from grader.contest.export import write_gradebook
+from grader.contest.export import results_csv as results_with_set_aside
+from grader.contest.export import set_aside_of, write_gradebook
 from grader.contest.feedback import visible_report
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import finals_allowed, is_metric, leaderboard
 from grader.contest.policy import Phase, closed_reason, contest_end, may_select, may_submit, window_of, window_state
 from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Standings, coach_view, freeze_time, student_view
-from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row, Store
+from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Refused, Row, Store
 from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, allowed_files, check_upload, too_big, write
 from grader.milestones import GRADABLE
 from grader.paper.config import SECRET_FILE
@@ -64,11 +66,94 @@ CHART_NAME = re.compile(r"[a-z][a-z-]*\.png")
 REFUSAL_SHOWN = timedelta(minutes=5)  # how long a student's page shows their latest refused upload
 FREEZE_LIFTED = "freeze_lifted"  # the setting: when the coach lifted the contest's scheduled freeze
 UNKNOWN_TOKEN = "this token is not one of this contest's"  # the API's 401 and the login form's message
+# How long an upload's body may take to arrive once its headers have: 20 MB in a minute is 0.35 MB/s, slow wifi.
+BODY_SECONDS = 60.0
+EVENTS_READ = 500  # the latest events the coach's view collapses (runs of identical ones) and shows the first of
 SQLITE_IDS = range(-(2**63), 2**63)  # the ids SQLite can hold: any other names no submission (not an overflow)
+
+
+class TooBig(Exception):
+    """An upload's files over MAX_UPLOAD_BYTES, found while reading them."""
+
+    def __init__(self, size: int):
+        super().__init__(size)
+        self.size = size
+
+
+class Limiter:
+    """Counts of recent failures (refusals, wrong logins) per key ("token:ada", "address:10.0.0.7"), in a
+    sliding minute, each kind of key ("token", "address") with its own most; in memory: a restart forgets them."""
+
+    def __init__(self, most: dict[str, int], span: timedelta = timedelta(minutes=1)):
+        self.most = most
+        self.span = span
+        self._times: dict[str, deque[datetime]] = defaultdict(deque)
+        self._lock = threading.Lock()  # the sync routes run in the thread pool
+
+    def _recent(self, key: str, now: datetime) -> deque[datetime]:
+        times = self._times[key]
+        while times and now - times[0] >= self.span:
+            times.popleft()
+        return times
+
+    def full(self, keys: list[str], now: datetime) -> str | None:
+        """The first of ``keys`` at its most in the last minute, said for a person ("your token"); else None."""
+        with self._lock:
+            for key in keys:
+                kind = key.split(":", 1)[0]
+                if len(self._recent(key, now)) >= self.most[kind]:
+                    return f"your {kind}"
+        return None
+
+    def count(self, keys: list[str], now: datetime) -> None:
+        with self._lock:
+            for key in keys:
+                self._recent(key, now).append(now)
+
+
+def collapsed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` (newest first) with each run of identical consecutive ones (same student, kind and detail) as
+    one, its ``count`` the run's length and ``first_at`` its earliest time: twelve identical refusals are a line
+    "×12", not a screenful."""
+    runs: list[dict[str, Any]] = []
+    for event in events:
+        last = runs[-1] if runs else None
+        if last and (last["student"], last["kind"], last["detail"]) == (
+            event["student"],
+            event["kind"],
+            event["detail"],
+        ):
+            last["count"] += 1
+            last["first_at"] = event["at"]
+        else:
+            runs.append({**event, "count": 1, "first_at": event["at"]})
+    return runs
 
 
 def utc_now() -> datetime:
     return datetime.now(timezone.utc)
+
+
+def same_origin(request: Request) -> None:
+    """Refuse a state-changing request sent by a page of another origin (403). A browser adds the coach's cookie
+    to a form another site posts here, SameSite or not (a page on another port of the same host is the same
+    site); it also says where the form came from, in ``Origin`` (or, failing that, ``Referer``), which the page
+    cannot forge. A request with neither comes from no browser (`grade submit`, curl, a script): it carries a
+    token of its own, not a victim's cookie, and is let through."""
+    if request.method in ("GET", "HEAD", "OPTIONS"):
+        return
+    source = request.headers.get("origin") or request.headers.get("referer")
+    if source is None:
+        return
+    host = request.headers.get("host", "").lower()
+    sent_from = "" if source == "null" else urlsplit(source).netloc.lower()  # null: a sandboxed frame, a file
+    if not host or sent_from != host:
+        raise HTTPException(
+            403,
+            f"refused: this request comes from a page of another origin ({source[:100]}), not from this server's "
+            f"own pages ({host or 'no Host header'}); another site may not act in your name. Use the forms on "
+            "this server's pages (behind a proxy, pass the browser's Host header on)",
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -125,11 +210,19 @@ def create_app(
     limits=None,
     uploads_per_minute: int = 10,
     executor: Executor | None = None,
+    body_seconds: float = BODY_SECONDS,
+    refusals_per_minute: int = 10,
+    address_per_minute: int = 60,
+    slots: int | None = None,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
     (default: grader.options.limits()); ``executor`` grades instead of a pool of the server's own (a Dask
-    client's, for ``--scheduler``: its workers must see the contest folder at the same path). Grading starts
+    client's, for ``--scheduler``: its workers must see the contest folder at the same path); ``body_seconds``
+    how long an upload's body may take to arrive; ``refusals_per_minute`` the refused uploads of one token
+    recorded in a minute, ``address_per_minute`` those and the wrong logins of one address (a classroom behind
+    one router shares it); ``slots`` the submissions handed to the executor at once (default: ``workers``, or
+    grading.EXTERNAL_SLOTS for an ``executor``). Grading starts
     with the app's lifespan, so an app used without it (a TestClient outside ``with``) records uploads as
     queued and grades nothing."""
     folder = Path(contest_dir)
@@ -139,6 +232,7 @@ def create_app(
     students = tuple(dict.fromkeys([*roster, *tokens.values()]))
     store = Store(folder)
     recent: dict[str, deque[datetime]] = defaultdict(deque)
+    failures = Limiter({"token": refusals_per_minute, "address": address_per_minute})
     templates = Environment(loader=PackageLoader("grader.templates", "contest"), autoescape=select_autoescape(["html"]))
     state: dict[str, Any] = {"queue": None}
     templates.filters["clock"] = lambda moment: _clock(moment, clock())
@@ -161,7 +255,7 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
-        queue = GradingQueue(store, clock, workers, limits, executor=executor, options=paper_options)
+        queue = GradingQueue(store, clock, workers, limits, executor=executor, options=paper_options, slots=slots)
         queue.start()
         state["queue"] = queue
         try:
@@ -170,7 +264,14 @@ def create_app(
             state["queue"] = None
             queue.close()
 
-    app = FastAPI(title="gptkit contest", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app = FastAPI(
+        title="gptkit contest",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        dependencies=[Depends(same_origin)],  # run before each route's own: before who is asking is even looked at
+    )
     app.state.store = store
 
     # --- The rules with the coach's changes ------------------------------------------------------------------
@@ -300,6 +401,7 @@ def create_app(
                 error=row.error,
                 report=row.report,
                 graded_at=_iso(row.graded_at),
+                set_aside=set_aside_of(row, contest),  # the coach's flag: a score that rests on fewer checks
             )
             return entry
         if row.voided:
@@ -437,8 +539,14 @@ def create_app(
     async def login(request: Request) -> Response:
         form = await request.form(max_files=0, max_fields=5)
         token = str(form.get("token") or "").strip()
+        address = f"address:{_client(request)}"
+        if failures.full([address], clock()):  # even a right token: past the limit, guessing stops for a minute
+            page = render("login.html", message="Too many wrong tokens from your address: wait a minute and try again.")
+            page.status_code = 429
+            return page
         who = check_token(token)
         if who is None:
+            failures.count([address], clock())
             store.event(clock(), None, "login refused", f"an unknown token from {_client(request)}")
             page = render("login.html", message=f"{UNKNOWN_TOKEN.capitalize()}: check it and try again.")
             page.status_code = 401
@@ -509,6 +617,13 @@ def create_app(
 
         if base.paper is None:
             raise HTTPException(404, "this contest is not on a paper: there is no notebook to download")
+        # The notebook is the paper's questions: handed out only while the student's window is open. Its download
+        # is a login: it opens a personal window (recorded), or the questions could be read before the clock runs.
+        _, window, _ = student_state(who.name, record_login=True)
+        if window.phase is not Phase.OPEN:
+            opens = f" (it opens at {window.start.isoformat()})" if window.start else ""
+            when = f"has not started{opens}" if window.phase is Phase.NOT_STARTED else "has ended"
+            raise HTTPException(403, f"your contest window {when}: the paper's notebook is handed out while it is open")
         # the time the notebook states is the contest's window, not the paper's own minutes
         paper = dataclasses.replace(base.paper, minutes=rules().window.duration.total_seconds() / 60)
         try:
@@ -524,8 +639,21 @@ def create_app(
     def api_me(who: Who = Depends(student)) -> dict[str, Any]:
         return me_data(who)
 
-    async def refuse(who: Who, task: str, status: int, reason: str) -> HTTPException:
-        await run_in_threadpool(store.event, clock(), who.name, "refused", f"{task}: {reason}")
+    async def refuse(
+        request: Request, who: Who, task: str, status: int, reason: str, rejected: bool = False
+    ) -> HTTPException:
+        """The refusal of an upload, recorded for the coach (``rejected``: as a rejected submission too), unless
+        the student's token or their address has had ``refusals_per_minute`` (``address_per_minute``) refusals
+        recorded in the last minute: then a 429 that records nothing, so a script's loop cannot fill the log."""
+        now = clock()
+        keys = [f"token:{who.name}", f"address:{_client(request)}"]
+        full = failures.full(keys, now)
+        if full:
+            return HTTPException(429, f"too many refused uploads from {full}: wait a minute, then fix the upload")
+        failures.count(keys, now)
+        if rejected:
+            await run_in_threadpool(store.reject, who.name, task, now, reason)
+        await run_in_threadpool(store.event, now, who.name, "refused", f"{task}: {reason}")
         return HTTPException(status, reason)
 
     def rate_limited(name: str, now: datetime) -> bool:
@@ -537,26 +665,14 @@ def create_app(
         times.append(now)
         return False
 
-    @app.post("/submit/{task}")
-    async def submit(task: str, request: Request, who: Who = Depends(student)) -> Response:
-        # Every store call runs in the thread pool: the store's lock may be held by another upload's fsync,
-        # and the event loop must not wait for it.
-        contest, now = await run_in_threadpool(rules), clock()
-        if contest.task(task) is None:
-            raise await refuse(who, task, 404, f"{task} is not a task of this contest")
-        length = request.headers.get("content-length")
-        if length is None or not length.isdigit():
-            raise await refuse(who, task, 411, "the upload needs a Content-Length")
-        if int(length) > MAX_UPLOAD_BYTES:
-            raise await refuse(who, task, 413, too_big(int(length)))
-        if rate_limited(who.name, now):
-            raise await refuse(who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
-        rows, first_login = await run_in_threadpool(lambda: (history(who.name), store.first_login(who.name)))
-        decision = may_submit(
-            contest, who.name, task, now, [r.as_policy(contest, queued_as_graded=True) for r in rows], first_login
+    def late_body() -> str:
+        return (
+            f"the upload did not arrive within {body_seconds:g} s: nothing was recorded; try again on a faster "
+            "connection, or send a smaller file"
         )
-        if not decision.allowed:
-            raise await refuse(who, task, 403, decision.reason)
+
+    async def uploaded_files(request: Request) -> list[tuple[str, bytes]]:
+        """The upload's files (name, bytes), read in full; raises TooBig past MAX_UPLOAD_BYTES."""
         form = await request.form(max_files=MAX_FILES, max_fields=10)
         files = []
         total = 0
@@ -565,14 +681,58 @@ def create_app(
                 data = await value.read()
                 total += len(data)
                 if total > MAX_UPLOAD_BYTES:
-                    raise await refuse(who, task, 413, too_big(total))
+                    raise TooBig(total)
                 files.append((value.filename or "", data))
+        return files
+
+    @app.post("/submit/{task}")
+    async def submit(task: str, request: Request, who: Who = Depends(student)) -> Response:
+        # Every store call runs in the thread pool: the store's lock may be held by another upload's fsync,
+        # and the event loop must not wait for it.
+        contest, now = await run_in_threadpool(rules), clock()
+        if contest.task(task) is None:
+            raise await refuse(request, who, task, 404, f"{task} is not a task of this contest")
+        length = request.headers.get("content-length")
+        if length is None or not length.isdigit():
+            raise await refuse(request, who, task, 411, "the upload needs a Content-Length")
+        if int(length) > MAX_UPLOAD_BYTES:
+            raise await refuse(request, who, task, 413, too_big(int(length)))
+        if rate_limited(who.name, now):
+            raise await refuse(request, who, task, 429, f"too many uploads: at most {uploads_per_minute} a minute")
+        # A quick refusal, before the body is read, of an upload the rules refuse already (a closed window, a used
+        # cap); the decision that counts is taken again once the body is in (``decide``, below).
+        rows, first_login = await run_in_threadpool(lambda: (history(who.name), store.first_login(who.name)))
+        decision = may_submit(
+            contest, who.name, task, now, [r.as_policy(contest, queued_as_graded=True) for r in rows], first_login
+        )
+        if not decision.allowed:
+            raise await refuse(request, who, task, 403, decision.reason)
+        try:
+            with anyio.fail_after(body_seconds):  # a body trickled in byte by byte must not hold the server
+                files = await uploaded_files(request)
+        except TimeoutError:
+            raise await refuse(request, who, task, 408, late_body()) from None
+        except TooBig as e:
+            raise await refuse(request, who, task, 413, too_big(e.size)) from None
         try:
             checked = check_upload(task, files)
         except UploadError as e:
-            await run_in_threadpool(store.reject, who.name, task, now, str(e))
-            raise await refuse(who, task, 400, str(e)) from None
-        sid = await run_in_threadpool(store.accept, who.name, task, now, lambda target: write(checked, target))
+            raise await refuse(request, who, task, 400, str(e), rejected=True) from None
+
+        def decide(rows: list[Row], first_login: datetime | None, at: datetime) -> str | None:
+            """The decision that counts: at ``at``, the moment of acceptance, with the body in, inside the store's
+            transaction (the window, the cap and the interval as they stand then, this upload's rivals included)."""
+            contest = rules()
+            policy = [r.as_policy(contest, queued_as_graded=True) for r in rows]
+            decision = may_submit(contest, who.name, task, at, policy, first_login)
+            return None if decision.allowed else decision.reason
+
+        try:
+            sid = await run_in_threadpool(
+                store.accept, who.name, task, clock, lambda target: write(checked, target), decide
+            )
+        except Refused as e:
+            raise await refuse(request, who, task, 403, str(e)) from None
         log.info("submission %d: %s to %s, queued", sid, who.name, task)
         enqueue(sid)
         payload = {"id": sid, "status": QUEUED, "url": f"/api/submissions/{sid}"}
@@ -654,11 +814,12 @@ def create_app(
             tasks=[t.id for t in contest.tasks],
             submissions=[view(r, contest, full=True) for r in reversed(store.all(reports=False))],
             people=people,
-            events=store.events(limit=50),
+            events=collapsed(store.events(limit=EVENTS_READ))[:50],
             freeze=freeze_state(contest, now),
             leaderboards=leaderboards(who, contest, standings),
             extend=extend_minutes(),
             queued=len(store.queued()),
+            task_points={t.id: t.points for t in contest.tasks},
             now=_iso(now),
         )
 
@@ -671,6 +832,7 @@ def create_app(
             "frozen_at": store.setting("frozen_at"),
             "freeze": freeze_state(contest, clock()),
             "extend_minutes": extend_minutes(),
+            "events": collapsed(store.events(limit=EVENTS_READ)),
         }
 
     async def minutes_of(request: Request) -> tuple[float, dict]:
@@ -733,7 +895,10 @@ def create_app(
         if stored(sid) is None:
             raise HTTPException(404, f"no submission {sid}")
         if not store.requeue(sid):
-            raise HTTPException(409, f"submission {sid} did not fail: only a failed submission is graded again")
+            raise HTTPException(
+                409,
+                f"submission {sid} did not fail and has no checks set aside: only such a submission is graded again",
+            )
         store.event(clock(), None, "regrade", f"submission {sid} queued again")
         enqueue(sid)
         return done(request, "/coach", {"id": sid, "status": QUEUED})
@@ -763,7 +928,7 @@ def create_app(
 
     @app.get("/coach/results.csv")
     def results_csv(who: Who = Depends(coach)) -> Response:
-        text = csv_text(*gradebook())
+        text = results_with_set_aside(rules(), store, *gradebook())
         attachment = {"Content-Disposition": "attachment; filename=results.csv"}
         return Response(text, media_type="text/csv", headers=attachment)
 

@@ -99,6 +99,7 @@ class Row:
     graded_at: datetime | None
     selected: bool
     voided: bool
+    set_aside: dict[str, Any] | None = None  # the report's checks set aside (checks, points, ...); None: none
 
     def points(self, contest: Contest) -> float:
         """The score in the contest's points for the task (0 if not graded)."""
@@ -125,6 +126,11 @@ def _time(text: str | None) -> datetime | None:
 
 
 def _row(r: sqlite3.Row) -> Row:
+    report = json.loads(r["report"]) if "report" in r.keys() and r["report"] else None
+    # The report's set_aside (grader/results.py), or the column Store.all extracts when it reads no reports.
+    aside = (
+        report.get("set_aside") if report else json.loads(r["set_aside"] or "null") if "set_aside" in r.keys() else None
+    )
     return Row(
         id=r["id"],
         student=r["student"],
@@ -134,12 +140,17 @@ def _row(r: sqlite3.Row) -> Row:
         path=r["path"],
         score=r["score"],
         max_score=r["max_score"],
-        report=json.loads(r["report"]) if "report" in r.keys() and r["report"] else None,
+        report=report,
         error=r["error"],
         graded_at=_time(r["graded_at"]),
         selected=bool(r["selected"]),
         voided=bool(r["voided"]),
+        set_aside=aside if isinstance(aside, dict) and aside.get("checks") else None,
     )
+
+
+class Refused(Exception):
+    """An upload the rules refuse at the moment it would be recorded; ``str()`` is the reason, for the student."""
 
 
 class Store:
@@ -177,14 +188,36 @@ class Store:
 
     # --- Submissions ---------------------------------------------------------------------------------------
 
-    def accept(self, student: str, task: str, at: datetime, write: Callable[[Path], str]) -> int:
+    def accept(
+        self,
+        student: str,
+        task: str,
+        at: datetime | Callable[[], datetime],
+        write: Callable[[Path], str],
+        decide: Callable[[list[Row], datetime | None, datetime], str | None] | None = None,
+    ) -> int:
         """Record an accepted upload: ``write(folder)`` saves its files into the new, empty ``folder`` and
         returns the path to grade (relative to ``folder``); the queued row is committed only once they are
-        written (and synced). Returns the submission's id."""
+        written (and synced). Returns the submission's id.
+
+        ``at`` is the time of acceptance, or a clock, read once the store's lock is held. ``decide(rows,
+        first_login, at)`` says why the upload is refused (None: accepted), given the student's submissions and
+        first login as they stand inside the same transaction: no other upload can be inserted between the
+        decision and this one's insert, so six uploads at once cannot all pass a cap of 3. A refusal raises
+        :class:`Refused` and records nothing."""
         with self._transaction() as db:
+            now = at() if callable(at) else at
+            if decide is not None:
+                rows = [
+                    _row(r) for r in db.execute("SELECT * FROM submissions WHERE student = ? ORDER BY id", (student,))
+                ]
+                login = db.execute("SELECT first_login FROM logins WHERE student = ?", (student,)).fetchone()
+                reason = decide(rows, datetime.fromisoformat(login["first_login"]) if login else None, now)
+                if reason:
+                    raise Refused(reason)
             cursor = db.execute(
                 "INSERT INTO submissions (student, task, received_at, status) VALUES (?, ?, ?, ?)",
-                (student, task, at.isoformat(), QUEUED),
+                (student, task, now.isoformat(), QUEUED),
             )
             sid = int(cursor.lastrowid or 0)
             folder = self.uploads / str(sid)
@@ -254,12 +287,14 @@ class Store:
         return True
 
     def requeue(self, sid: int) -> bool:
-        """Queue a failed submission again (the coach, once the grader is fixed); False if it is not failed."""
+        """Queue again a failed submission, or a graded one with checks set aside (the coach, once the grader is
+        fixed); False if it is neither."""
         with self._transaction() as db:
             cursor = db.execute(
-                "UPDATE submissions SET status = ?, error = NULL, report = NULL, graded_at = NULL "
-                "WHERE id = ? AND status = ?",
-                (QUEUED, sid, FAILED),
+                "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
+                "graded_at = NULL WHERE id = ? AND (status = ? OR (status = ? AND "
+                "json_extract(report, '$.set_aside.checks') > 0))",
+                (QUEUED, sid, FAILED, GRADED),
             )
             return cursor.rowcount > 0
 
@@ -296,6 +331,8 @@ class Store:
         """Every submission, oldest first; without ``reports`` their reports are not read (None): the scoreboard
         needs only the scores."""
         columns = "*" if reports else ", ".join(c for c in COLUMNS if c != "report")
+        if not reports:  # the flag the coach's page shows, without the whole report
+            columns += ", json_extract(report, '$.set_aside') AS set_aside"
         return [_row(r) for r in self._query(f"SELECT {columns} FROM submissions ORDER BY id")]
 
     def set_selected(self, sid: int, selected: bool) -> None:

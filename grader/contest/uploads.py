@@ -19,6 +19,12 @@ MAX_ZIP_BYTES = 50 << 20  # a zip's files, unpacked
 MAX_ZIP_MEMBERS = 200
 MAX_FILES = 20  # files in one request
 NOTEBOOK = "submission.ipynb"
+# A notebook's JSON nesting: Jupyter's own are under 10 deep (ipywidgets' state a few more). json.loads, and the
+# grader's notebook readers after it, recurse once a level: 200,000 levels end in a RecursionError, a 500.
+MAX_NOTEBOOK_DEPTH = 100
+_BRACKETS = b"[]{}"
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in _BRACKETS)
+_STEPS = bytes.maketrans(b"[{]}", b"\x01\x01\xff\xff")  # as int8: +1, +1, -1, -1
 
 
 def too_big(size: int) -> str:
@@ -74,7 +80,29 @@ def _unzip(data: bytes, allowed: tuple[str, ...]) -> list[tuple[str, bytes]]:
     return list(kept.items())
 
 
+def json_depth(data: bytes) -> int:
+    """How deep ``data``'s JSON arrays and objects nest (the brackets inside strings are text), counted without
+    parsing it, in time linear in its size. Invalid JSON gets a number too: the parser refuses it after this."""
+    import numpy as np  # here, not at the top: `grade submit` imports this module, and needs the standard library only
+
+    # Escaped backslashes, then escaped quotes, go first: each quote left opens or closes a string, so the odd
+    # pieces between quotes are the strings' text and the even ones the structure.
+    outside = b"".join(data.replace(b"\\\\", b"").replace(b'\\"', b"").split(b'"')[::2])
+    steps = np.frombuffer(outside.translate(_STEPS, _NOT_BRACKETS), dtype=np.int8)  # +1 an opening, -1 a closing
+    deepest = depth = 0
+    for chunk in range(0, len(steps), 1 << 20):  # a running sum per MB of brackets: 8 MB of memory at a time
+        running = np.cumsum(steps[chunk : chunk + (1 << 20)], dtype=np.int64) + depth
+        deepest, depth = max(deepest, int(running.max())), int(running[-1])
+    return deepest
+
+
 def _notebook(name: str, data: bytes) -> None:
+    depth = json_depth(data)
+    if depth > MAX_NOTEBOOK_DEPTH:
+        raise UploadError(
+            f"{name} is nested more than {MAX_NOTEBOOK_DEPTH} levels deep: a notebook saved by Jupyter is under "
+            "10; save yours again from Jupyter and upload that"
+        )
     try:
         notebook = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, json.JSONDecodeError) as e:

@@ -29,7 +29,7 @@ from fastapi.testclient import TestClient
 from grader.contest import server as server_module
 from grader.contest.commands import contest as contest_group
 from grader.contest.server import create_app
-from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES
+from grader.contest.uploads import MAX_FILES, MAX_NOTEBOOK_DEPTH, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES, json_depth
 from helpers import SOLUTIONS, auth, tokens, upload
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
@@ -302,6 +302,32 @@ def test_a_notebook_that_is_not_one_is_400(folder, data):
     assert not any((folder / "uploads").iterdir())
 
 
+def test_a_notebook_nested_200000_levels_deep_is_400_before_it_is_parsed(folder):
+    """json.loads recurses once a level: this one would end in a RecursionError, a 500 and a traceback."""
+    client = TestClient(create_app(folder, Clock()))
+    before = snapshot(folder)
+    deep = b'{"cells": [], "nbformat": 4, "metadata": {"x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}}"
+    refused = upload(client, folder, "ada", "m1", [("mine.ipynb", deep)])
+    expect_refused(refused, 400, "mine.ipynb", "levels deep", str(MAX_NOTEBOOK_DEPTH))
+    expect_only_a_rejection(before, snapshot(folder), "ada", "m1")
+    assert not any((folder / "uploads").iterdir())
+
+
+def test_a_notebook_in_a_zip_is_held_to_the_same_depth(folder):
+    client = TestClient(create_app(folder, Clock()))
+    deep = b'{"cells": [' + b"{" * 5000 + b"}" * 5000 + b'], "nbformat": 4}'
+    refused = upload(client, folder, "ada", "m1", [("work.zip", zipped({"mine.ipynb": deep}))])
+    expect_refused(refused, 400, "levels deep")
+
+
+def test_brackets_inside_a_notebooks_strings_are_not_nesting():
+    """A cell of source full of brackets (and escaped quotes) is text, at depth 3."""
+    source = json.dumps("[" * 5000 + '\\" {{' * 100)
+    notebook = ('{"cells": [{"cell_type": "code", "source": ' + source + '}], "nbformat": 4}').encode()
+    assert json_depth(notebook) == 3
+    assert json_depth(b"[[[]]] [[]]") == 3 and json_depth(b"{}") == 1 and json_depth(b'"[["') == 0
+
+
 # --- Floods -------------------------------------------------------------------------------------------------------
 
 
@@ -321,6 +347,62 @@ def test_a_flood_from_one_token_is_429_while_another_student_still_uploads(folde
     assert [p.name for p in (folder / "uploads").iterdir()] == [str(accepted.json()["id"])]
     clock.now += timedelta(minutes=1)  # the minute has passed: ada may upload again
     assert upload(client, folder, "ada", "m1", reference()).status_code == 202
+
+
+def test_refusals_past_the_limit_per_token_are_429_and_not_recorded(folder):
+    """A script that uploads junk in a loop: the first refusals are recorded (the coach sees them), the rest are
+    a 429 that writes nothing, neither an event nor a rejected row."""
+    clock = Clock()
+    client = TestClient(create_app(folder, clock, uploads_per_minute=100, refusals_per_minute=3))
+    bad = [("m1_attention.py", b"\xff")]
+    assert [upload(client, folder, "ada", "m1", bad).status_code for _ in range(3)] == [400] * 3
+    before = snapshot(folder)
+    for _ in range(20):
+        expect_refused(upload(client, folder, "ada", "m1", bad), 429, "too many refused", "a minute")
+    assert snapshot(folder) == before
+    assert upload(client, folder, "alan", "m1", bad).status_code == 400  # another token still has its own
+    clock.now += timedelta(minutes=1)
+    assert upload(client, folder, "ada", "m1", bad).status_code == 400
+
+
+def test_refusals_past_the_limit_per_address_are_429_whatever_the_token(folder):
+    client = TestClient(create_app(folder, Clock(), refusals_per_minute=10, address_per_minute=4))
+    bad = [("m1_attention.py", b"\xff")]
+    assert [upload(client, folder, who, "m1", bad).status_code for who in ("ada", "ada", "alan", "alan")] == [400] * 4
+    before = snapshot(folder)
+    expect_refused(upload(client, folder, "grace", "m1", bad), 429, "your address")
+    assert snapshot(folder) == before
+
+
+def test_wrong_logins_past_the_limit_per_address_are_429_and_not_recorded(folder):
+    """Past the limit even a right token is refused from that address for the minute: guessing stops."""
+    clock = Clock()
+    client = TestClient(create_app(folder, clock, address_per_minute=5))
+    for _ in range(5):
+        assert client.post("/login", data={"token": "wrong"}).status_code == 401
+    before = snapshot(folder)
+    assert [e[3] for e in before["events"]] == ["login refused"] * 5
+    for token in ("wrong", tokens(folder)["ada"]):
+        answer = client.post("/login", data={"token": token}, follow_redirects=False)
+        assert answer.status_code == 429 and "wait a minute" in answer.text and "set-cookie" not in answer.headers
+    assert snapshot(folder) == before
+    clock.now += timedelta(minutes=1)
+    assert client.post("/login", data={"token": tokens(folder)["ada"]}, follow_redirects=False).status_code == 303
+
+
+def test_the_coach_sees_identical_consecutive_events_once_with_their_count(folder):
+    client = TestClient(create_app(folder, Clock(), uploads_per_minute=100, refusals_per_minute=100))
+    bad = [("m1_attention.py", b"\xff")]
+    for _ in range(12):
+        upload(client, folder, "ada", "m1", bad)
+    upload(client, folder, "alan", "m1", bad)
+    upload(client, folder, "ada", "m1", bad)
+    events = client.get("/api/coach", headers=auth(folder, "coach")).json()["events"]
+    assert [(e["student"], e["count"]) for e in events] == [("ada", 1), ("alan", 1), ("ada", 12)], events
+    assert events[2]["detail"] == "m1: m1_attention.py is not UTF-8 text"
+    page = client.get("/coach", headers={**auth(folder, "coach"), "Accept": "text/html"}).text
+    log = page.split("<h2>Events</h2>")[1]
+    assert log.count("m1_attention.py is not UTF-8 text") == 3 and log.count("×12") == 1
 
 
 # --- Other students' submissions ----------------------------------------------------------------------------------
@@ -386,6 +468,56 @@ def test_every_coach_route_is_403_for_a_student_and_401_for_nobody(folder):
         expect_refused(client.request(method, url, data=form if method == "POST" else None), 401, "token")
     assert snapshot(folder) == before
     assert client.get("/api/coach", headers=auth(folder, "coach")).status_code == 200
+
+
+def post_routes(app) -> list[str]:
+    return sorted(p for r in app.routes if isinstance(r, APIRoute) and "POST" in r.methods for p in [r.path])
+
+
+@pytest.mark.parametrize("origin", [{"Origin": "https://evil.example"}, {"Origin": "null"}])
+def test_a_cross_site_post_with_the_coachs_cookie_is_403_and_changes_nothing(folder, origin):
+    """A page on another site (or a sandboxed frame: Origin null) posts to /coach/freeze, the coach's browser
+    adding their cookie: refused, and the board is not frozen."""
+    client = TestClient(create_app(folder, Clock()))
+    sid = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    before = snapshot(folder)
+    client.cookies.set("contest_token", tokens(folder)["coach"])
+    refused = client.post("/coach/freeze", headers=origin)
+    expect_refused(refused, 403, "origin", "this server")
+    for url in ("/coach/extend", "/coach/extra-time", f"/coach/void/{sid}", f"/coach/regrade/{sid}"):
+        expect_refused(client.post(url, data={"minutes": "30", "student": "ada"}, headers=origin), 403, "origin")
+    assert snapshot(folder) == before
+    assert client.get("/api/coach").json()["frozen_at"] is None
+
+
+def test_every_post_route_checks_the_origin_for_students_and_the_coach_alike(folder):
+    app = create_app(folder, Clock())
+    client = TestClient(app)
+    sid = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    before = snapshot(folder)
+    routes = post_routes(app)
+    assert {"/login", "/logout", "/submit/{task}", "/select/{sid}", "/coach/freeze"} <= set(routes), routes
+    for path in routes:
+        url = path.replace("{sid}", str(sid)).replace("{task}", "m1").replace("{task_id}", "m1")
+        for who in ("ada", "coach"):
+            client.cookies.set("contest_token", tokens(folder)[who])
+            for header in ({"Origin": "https://evil.example"}, {"Referer": "https://evil.example/page"}):
+                answer = client.post(url, data={"token": tokens(folder)[who]}, headers=header, follow_redirects=False)
+                expect_refused(answer, 403, "origin")
+                assert "set-cookie" not in answer.headers
+    assert snapshot(folder) == before
+
+
+def test_a_post_from_the_servers_own_pages_or_with_no_origin_at_all_is_obeyed(folder):
+    """A form on the server's own page sends its Origin; `grade submit`, curl and scripts send none."""
+    client = TestClient(create_app(folder, Clock()))
+    coach = auth(folder, "coach")
+    own = client.post("/coach/freeze", headers={**coach, "Origin": "http://testserver"})
+    assert own.status_code == 200, own.text
+    assert client.post("/coach/unfreeze", headers={**coach, "Referer": "http://testserver/coach"}).status_code == 200
+    assert client.post("/coach/freeze", headers=coach).status_code == 200
+    sent = upload(client, folder, "ada", "m1", reference())
+    assert sent.status_code == 202, sent.text
 
 
 # --- Tokens -------------------------------------------------------------------------------------------------------
@@ -508,3 +640,44 @@ def test_an_upload_outside_the_window_is_403_and_recorded(folder, minutes, word)
     expect_refused(refused, 403, word)
     expect_only_a_rejection(before, snapshot(folder), "ada", "m1", status=403)
     assert files_under(folder.parent) == files and not any((folder / "uploads").iterdir())
+
+
+# --- The paper's notebook -----------------------------------------------------------------------------------------
+
+
+def on_a_paper(folder: Path, window: str) -> None:
+    """The contest on a paper of one part (m1), with ``window`` as its [window] table."""
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
+    (folder / "contest.toml").write_text(
+        f'title = "Paper"\npaper = "paper1"\n[window]\n{window}\n[feedback]\nduring = "full"\n'
+        '[scoreboard]\nmode = "public"\n'
+    )
+
+
+def test_the_papers_notebook_is_not_served_before_the_students_window_opens(folder):
+    on_a_paper(folder, "start = 2026-03-14T09:00:00Z\nduration = 60")
+    clock = Clock(minutes=-5)
+    client = TestClient(create_app(folder, clock))
+    early = client.get("/paper.ipynb", headers=auth(folder, "ada"))
+    expect_refused(early, 403, "not started", "09:00")
+    assert "cells" not in early.text
+    page = client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"})
+    assert "/paper.ipynb" not in page.text  # no link to a download that would be refused
+    clock.now = START
+    assert client.get("/paper.ipynb", headers=auth(folder, "ada")).json()["cells"]
+
+
+def test_downloading_the_papers_notebook_starts_a_personal_window_and_records_it(folder):
+    """A personal window starts at the first login: the notebook's download is one, or a student could read
+    the questions at leisure and only then start their clock."""
+    on_a_paper(folder, "personal = true\nduration = 60")
+    clock = Clock(minutes=10)
+    client = TestClient(create_app(folder, clock))
+    book = client.get("/paper.ipynb", headers=auth(folder, "ada"))
+    assert book.status_code == 200 and book.json()["cells"]
+    me = client.get("/api/me", headers=auth(folder, "ada")).json()
+    assert me["start"] == clock.now.isoformat(timespec="seconds") and me["phase"] == "open"
+    assert snapshot(folder)["logins"] == [("ada", clock.now.isoformat())]
+    clock.now += timedelta(minutes=61)  # the window is over: the notebook is no longer handed out
+    expect_refused(client.get("/paper.ipynb", headers=auth(folder, "ada")), 403, "ended")

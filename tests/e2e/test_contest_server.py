@@ -1010,3 +1010,87 @@ def test_the_server_of_a_paper_refuses_two_roster_names_that_draw_the_same_numbe
     (folder / "roster.csv").write_text("student\nAda Lovelace\nada lovelace\n")
     with pytest.raises(RosterError, match="'Ada Lovelace' and 'ada lovelace' differ only in letter case or spaces"):
         create_app(folder, Clock())
+
+
+# --- Checks the grader set aside ------------------------------------------------------------------------------------
+
+
+def check(name: str, score: float, max_score: float, counted: bool = True) -> dict:
+    internal = {} if counted else {"internal_error": True, "message": "the grader's own check failed"}
+    return {"name": name, "score": score, "max_score": max_score, "passed": score == max_score, "message": "",
+            "counted": counted, **internal}  # fmt: skip
+
+
+def graded_with(store: Store, sid: int, at: datetime, checks: list[dict]) -> None:
+    """Submission ``sid`` graded on m1 with ``checks``, its report as the grader writes one (``set_aside``)."""
+    counted = [c for c in checks if c["counted"]]
+    aside = [c for c in checks if not c["counted"]]
+    report = {
+        "milestones": [
+            {
+                "id": "m1",
+                "title": "Attention",
+                "score": sum(c["score"] for c in counted),
+                "max_score": sum(c["max_score"] for c in counted),
+                "checks": checks,
+            }
+        ],
+        "set_aside": {
+            "checks": len(aside),
+            "points": sum(c["max_score"] for c in aside),
+            "internal_errors": len(aside),
+            "note": f"{len(aside)} check(s) failed inside the grader" if aside else "",
+        },
+    }
+    assert store.finish(sid, at, report)
+
+
+def test_a_submission_with_checks_set_aside_is_flagged_to_the_coach_who_can_grade_it_again(folder):
+    """ada's "30 of 30" rests on 3 of the grader's 4 checks: a quarter of m1's points was never judged."""
+    clock = Clock()
+    client = TestClient(create_app(folder, clock))
+    store = Store(folder)
+    flagged = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    clean = upload(client, folder, "alan", "m1", reference()).json()["id"]
+    graded_with(store, flagged, clock.now, [check(f"c{i}", 5, 5) for i in range(3)] + [check("c3", 0, 5, False)])
+    graded_with(store, clean, clock.now, [check(f"c{i}", 5, 5) for i in range(4)])
+
+    coach = auth(folder, "coach")
+    rows = {s["id"]: s for s in client.get("/api/coach", headers=coach).json()["submissions"]}
+    assert rows[flagged]["points"] == 30 and rows[clean]["points"] == 30
+    assert rows[flagged]["set_aside"] == {
+        "checks": 1,
+        "points": 7.5,
+        "internal_errors": 1,
+        "note": "1 check(s) failed inside the grader",
+    }
+    assert rows[clean]["set_aside"] is None
+    page = client.get("/coach", headers={**coach, "Accept": "text/html"}).text
+    table = page.split("<h2>Submissions</h2>")[1].split("<h2>")[0]
+    ada_row = next(r for r in table.split("<tr>") if f">{flagged}</a>" in r)
+    alan_row = next(r for r in table.split("<tr>") if f">{clean}</a>" in r)
+    assert "1 check set aside" in ada_row and "7.5 of 30 points" in ada_row and "Grade again" in ada_row
+    assert "set aside" not in alan_row and "Grade again" not in alan_row
+    again = client.post(f"/coach/regrade/{flagged}", headers=coach)
+    assert again.status_code == 200 and store.get(flagged).status == "queued"
+    refused = client.post(f"/coach/regrade/{clean}", headers=coach)
+    assert refused.status_code == 409 and "set aside" in refused.json()["detail"]
+
+
+def test_grade_contest_export_has_columns_for_the_checks_set_aside(folder):
+    clock = Clock()
+    client = TestClient(create_app(folder, clock))
+    store = Store(folder)
+    flagged = upload(client, folder, "ada", "m1", reference()).json()["id"]
+    clean = upload(client, folder, "alan", "m1", reference()).json()["id"]
+    graded_with(store, flagged, clock.now, [check(f"c{i}", 5, 5) for i in range(3)] + [check("c3", 0, 5, False)])
+    graded_with(store, clean, clock.now, [check(f"c{i}", 5, 5) for i in range(4)])
+    result = CliRunner().invoke(contest_group, ["export", str(folder), "--csv", str(folder / "out.csv")])
+    assert result.exit_code == 0, result.output
+    rows = {r["student"]: r for r in csv.DictReader((folder / "out.csv").open())}
+    assert (rows["ada"]["set_aside_checks"], rows["ada"]["set_aside_points"]) == ("1", "7.5")
+    assert rows["ada"]["set_aside_submissions"] == f"m1={flagged}"
+    assert (rows["alan"]["set_aside_checks"], rows["alan"]["set_aside_points"]) == ("0", "0")
+    assert rows["alan"]["set_aside_submissions"] == "" and float(rows["alan"]["score"]) == 30
+    served = client.get("/coach/results.csv", headers=auth(folder, "coach")).text
+    assert served.splitlines() == (folder / "out.csv").read_text().splitlines()
