@@ -579,7 +579,9 @@ except Exception:
     pass
 """
 STEAL_FROM_EVERYWHERE = f"""
-import glob as _glob, os as _os
+import ctypes as _ctypes, glob as _glob, os as _os
+for _cover in ("/tmp", "/dev/shm", _os.path.dirname(_os.getcwd())):  # lift the private places, if it can
+    _ctypes.CDLL(None).umount2(_cover.encode(), 2)
 _found = []
 for _place in ("/tmp", "/dev/shm", _os.path.dirname(_os.getcwd()), _os.path.expanduser("~")):
     _found += _glob.glob(_os.path.join(_place, "{DROP_MARKER}.py"))

@@ -12,15 +12,19 @@ are shuffled together into every call, in an order drawn afresh for each run:
 
 So a model cannot tell A from B, nor a probe from a scored window: it must predict each row as if it were
 scored and checked. Every comparison and the loss happen here; nothing about a row (its text, a position) goes
-into a message. What this cannot see: a model that keeps state between rows (remembering the first output it
-gave for a prefix, and repeating it) agrees with itself on every probe; see docs/exercises.md.
+into a message.
+
+The rows are dealt to several copies of the trained model (``deal``), each restored from its saved bytes in a
+fresh worker of its own, and a probe never goes to the copy that evaluates its window: a model that kept state
+between rows (remembering the first output it gave for a prefix, and repeating it) would otherwise agree with
+itself on every probe. Each copy gets scored rows and probes alike, in an order of its own.
 """
 
 from __future__ import annotations
 
 import math
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,21 +83,41 @@ def shuffled(count: int, seed: int) -> list[int]:
     return torch.randperm(count, generator=torch.Generator().manual_seed(seed + 1)).tolist()
 
 
+def deal(rows: list[Row], copies: int, seed: int) -> list[list[int]]:
+    """The rows' indices dealt to ``copies`` copies of the model, each list in an order of its own: the scored
+    rows at random, each probe to a copy other than its window's (with one copy, every row to it)."""
+    gen = torch.Generator().manual_seed(seed + 2)
+    to = [int(torch.randint(copies, (), generator=gen)) if row.probe_of < 0 else -1 for row in rows]
+    for i, row in enumerate(rows):
+        if row.probe_of >= 0:
+            other = int(torch.randint(max(1, copies - 1), (), generator=gen))
+            to[i] = other + (copies > 1 and other >= to[row.probe_of])
+    dealt = [[i for i, c in enumerate(to) if c == copy] for copy in range(copies)]
+    return [[hand[j] for j in torch.randperm(len(hand), generator=gen).tolist()] for hand in dealt]
+
+
 def evaluate(
-    forward: Callable[[torch.Tensor], Any],
+    forwards: Callable[[torch.Tensor], Any] | Sequence[Callable[[torch.Tensor], Any]],
     rows: list[Row],
     vocab_size: int,
-    order: list[int],
+    hands: list[list[int]],
     between_calls: Callable[[], None] = lambda: None,
 ) -> dict[str, float]:
-    """Bits per character on each split, from the rows in ``order``, ``EVAL_BATCH`` a call; ``between_calls``
-    runs after each call (the caller's CPU allowance). BadOutput, NotCausal, or whatever ``forward`` raises."""
+    """Bits per character on each split: ``forwards[k]`` evaluates the rows of ``hands[k]`` in that order,
+    ``EVAL_BATCH`` a call, the copies taking turns; ``between_calls`` runs after each call (the caller's CPU
+    allowance). BadOutput, NotCausal, or whatever a forward raises."""
+    forwards = list(forwards) if isinstance(forwards, Sequence) else [forwards]
+    calls = [
+        (forwards[k], hand[start : start + EVAL_BATCH])
+        for start in range(0, max(map(len, hands), default=0), EVAL_BATCH)
+        for k, hand in enumerate(hands)
+        if hand[start:]
+    ]
     nats = {"A": 0.0, "B": 0.0}
     count = {"A": 0, "B": 0}
     compared = {i for n, r in enumerate(rows) if r.probe_of >= 0 for i in (r.probe_of, n)}
     kept: dict[int, torch.Tensor] = {}  # the logits of the probes and of their windows
-    for start in range(0, len(order), EVAL_BATCH):
-        batch = order[start : start + EVAL_BATCH]
+    for forward, batch in calls:
         x = torch.stack([rows[i].tokens[:-1] for i in batch])
         logits = checked(forward(x), (*x.shape, vocab_size)).float()
         for j, i in enumerate(batch):

@@ -39,6 +39,7 @@ class Task:
     eval_windows: int = 256  # per split
     probe_windows: int = 64  # causality probes, mixed into the evaluation's calls (grader/lmbudget/evaluate.py)
     eval_cpu_seconds: float = 5.0  # the evaluation's own CPU allowance, after training (its forward calls)
+    eval_copies: int = 4  # fresh workers, each with its own copy of the trained model, that share the rows
     points: float = 10.0
     # Whether `grade check` (and Gradescope, nbgrader) print split B's loss. A contest reads it from the report
     # either way (the check's ``value``) and shows it only once the coach reveals it.

@@ -385,6 +385,10 @@ class WorkerConnection:
             return f"the worker {what}", LIMIT_OF_SIGNAL.get(sig, "")
         return f"the worker process ended with exit code {code} (os._exit or sys.exit in your code?)", ""
 
+    def restore(self, saved: Any) -> Remote:
+        """``Remote.save``'s bytes (from another worker) as an object in this one, unpickled here."""
+        return self.request({"op": Request.RESTORE, "keep": True}, (saved,))
+
     @property
     def cpu(self) -> float:
         """CPU seconds its whole process tree has used so far (children, killed ones too, where a cgroup counts
@@ -454,6 +458,10 @@ class Remote:
     def grads(self, x: Any, w: Any) -> Any:
         """Each parameter's gradient of ``(self(x) * w).sum()``, by name (a shared one once)."""
         return self._ask(Request.GRADS, x, w)
+
+    def save(self) -> Any:
+        """The object as ``torch.save``'s bytes (a uint8 tensor), pickled in its worker: for ``restore``."""
+        return self._ask(Request.SAVE)
 
     def count_positions(self, via: str) -> Remote:
         """A counter (read its ``positions`` attribute) of the positions fed to submodule ``via``."""

@@ -53,7 +53,7 @@ def _baseline_loss() -> float:
     model = module.train_within_budget(splits.train, list(splits.vocab), BUDGET, task.context)
     rows = plan(splits, 64, 0, task.context, seed=0)  # the scored windows alone, as the grader makes them
     with torch.no_grad():
-        return evaluate(model, rows, len(splits.vocab), list(range(len(rows))))["A"]
+        return evaluate(model, rows, len(splits.vocab), [list(range(len(rows)))])["A"]
 
 
 @pytest.fixture(scope="module")

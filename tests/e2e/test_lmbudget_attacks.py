@@ -122,7 +122,8 @@ class TextOnly(Leak):
         return (likely > -4.0).float()
 """
 
-# Leaks only from the call where the old evaluation's split B began (A's windows came first, 32 a call).
+# Leaks only on later calls, where the old evaluation's split B came (A's windows first, 32 a call); each copy of
+# the model now counts its own calls, so from the second one on.
 B_ONLY = """
 
 class BOnly(Leak):
@@ -130,15 +131,34 @@ class BOnly(Leak):
 
     def cheat(self, idx):
         BOnly.calls += 1
-        return torch.full((len(idx),), float(BOnly.calls > 2))
+        return torch.full((len(idx),), float(BOnly.calls > 1))
+"""
+
+# Leaks, but remembers the output it gave for each prefix and gives it again: a probe and its window then agree
+# on everything before the cut, whichever came first, unless they go to different copies of the model.
+MEMO = """
+
+class Memo(Leak):
+    seen = {}
+
+    def forward(self, idx):
+        logits = super().forward(idx)
+        for r in range(len(idx)):
+            for t in range(idx.shape[1]):
+                key = tuple(idx[r, : t + 1].tolist())
+                if key in Memo.seen:
+                    logits[r, t] = Memo.seen[key]
+                else:
+                    Memo.seen[key] = logits[r, t].clone()
+        return logits
 """
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "model,extra",
-    [("Leak", ""), ("TextOnly", TEXT_ONLY), ("BOnly", B_ONLY)],
-    ids=["always", "on-rows-that-read-like-text", "on-split-b-only"],
+    [("Leak", ""), ("TextOnly", TEXT_ONLY), ("BOnly", B_ONLY), ("Memo", MEMO)],
+    ids=["always", "on-rows-that-read-like-text", "on-split-b-only", "remembering-each-prefix"],
 )
 def test_a_model_that_reads_the_answer_from_its_input_is_not_causal(tmp_path, model, extra):
     a, b, _ = check(tmp_path, LEAK.replace("{model}", model) + extra)
@@ -148,7 +168,7 @@ def test_a_model_that_reads_the_answer_from_its_input_is_not_causal(tmp_path, mo
 
 # --- 4. nothing of the held-out text leaves through a failed run --------------------------------------------------
 
-# Raises on its third call with the decoded batch as the message and as the file name of the place it raised.
+# Raises on its second call with the decoded batch as the message and as the file name of the place it raised.
 TELLS = (
     BIGRAM
     + """
@@ -162,7 +182,7 @@ class Tells(torch.nn.Module):
 
     def forward(self, idx):
         Tells.calls += 1
-        if Tells.calls == 3:
+        if Tells.calls == 2:  # each copy of the model counts its own calls
             text = "".join(self.vocab[i] for i in idx[:4].flatten().tolist())
             exec(compile("raise RuntimeError(TEXT)", text, "exec"), {"TEXT": "LEAKED " + text})
         return self.inner(idx)
@@ -278,21 +298,11 @@ def train_within_budget(text, vocab, budget_seconds, context=64):
     return model
 """
 AT_IMPORT = dict(before=f"burn({BURN})", body="model = torch.nn.Embedding(len(vocab), len(vocab))")
-# A child that trains (burns) and sends its result up a pipe; forward waits for it: nobody waits for the child.
+# A child that trains (burns) and says so down a pipe; train waits on the pipe, and nobody waits for the child.
+# (A model that waited for such a child in forward gains nothing now: it is evaluated as copies in fresh workers,
+# which no child of the trained worker outlives.)
 IN_A_CHILD = dict(
     before=f"""
-class Later(torch.nn.Module):
-    def __init__(self, V, pipe):
-        super().__init__()
-        self.table, self.pipe = torch.nn.Embedding(V, V), pipe
-
-    def forward(self, idx):
-        if self.pipe is not None:
-            os.read(self.pipe, 1)  # the child's work, done while the grader evaluates
-            self.pipe = None
-        return self.table(idx)
-
-
 def start_child():
     read, write = os.pipe()
     if os.fork() == 0:
@@ -301,7 +311,7 @@ def start_child():
         os._exit(0)
     return read
 """,
-    body="model = Later(len(vocab), start_child())",
+    body="os.read(start_child(), 1)\n    model = torch.nn.Embedding(len(vocab), len(vocab))",
 )
 IN_FORWARD = dict(
     before=f"""

@@ -27,6 +27,8 @@ class Request:
     COUNT_POSITIONS = "count_positions"  # count the positions fed to a submodule from now on
     STANDIN = "standin"  # build the grader's trusted stand-in model
     COUNT_OPS = "count_ops"  # call a module's function, counting the tensor operations it dispatches (rules.py)
+    SAVE = "save"  # a handle's object as torch.save's bytes (a uint8 tensor), for RESTORE in a fresh worker
+    RESTORE = "restore"  # torch.load those bytes here: a copy that remembers nothing of another worker's calls
     ALL = (
         IMPORT,
         CALL,
@@ -40,6 +42,8 @@ class Request:
         COUNT_POSITIONS,
         STANDIN,
         COUNT_OPS,
+        SAVE,
+        RESTORE,
     )
 
 

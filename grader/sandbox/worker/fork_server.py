@@ -68,11 +68,10 @@ def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None
     CGROUPS.close()
     if OWN_UIDS:
         jail.give_to(config["uid"], config["submission"])
-    isolated = jail.enter_worker_namespaces(OWN_UIDS)
-    if isolated and PLACES is not None:
-        keep = {**PLACES["keep"], config["submission"]: True}
-        if not jail.private_places(PLACES["cover"], keep, PLACES["readonly_root"]):
-            os._exit(files.agreement.EXIT_NO_PRIVATE_PLACES)  # the protection was claimed: never run without it
+    places = None if PLACES is None else {**PLACES, "keep": {**PLACES["keep"], config["submission"]: True}}
+    isolated, private = jail.enter_worker_namespaces(OWN_UIDS, places)
+    if places is not None and not private:
+        os._exit(files.agreement.EXIT_NO_PRIVATE_PLACES)  # the protection was claimed: never run without it
     pidns = isolated or jail.libc.unshare(jail.CLONE_NEWPID) == 0
     child = os.fork()
     if child:

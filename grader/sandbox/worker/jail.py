@@ -323,24 +323,31 @@ def _write_at(dir_fd: int, path: str, text: str, missing_ok: bool = False) -> No
 # ------------------------------------------------------------------ one worker
 
 
-def enter_worker_namespaces(as_root: bool) -> bool:
-    """New mount, PID, network and IPC namespaces; as a non-root user, inside a new user namespace too.
+def enter_worker_namespaces(as_root: bool, places: dict | None = None) -> tuple[bool, bool]:
+    """New mount, PID, network and IPC namespaces; as a non-root user, inside a new user namespace too. With
+    ``places``, ``private_places(**places)`` in the new mount namespace. (namespaces, private places).
 
-    Its own network and IPC namespaces: no abstract Unix socket, System V segment or message queue that
-    one worker makes is seen by another (they all share the fork server's otherwise)."""
+    Its own network and IPC namespaces: no abstract Unix socket, System V segment or message queue that one
+    worker makes is seen by another (they all share the fork server's otherwise). As a non-root user the worker
+    is root in its user namespace: its private places are mounted before that namespace exists, so that they
+    reach it locked, like every other mount (it could unmount them, and find the shared folders below, else).
+    """
     own = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWNET | CLONE_NEWIPC
     if as_root:
-        return libc.unshare(own) == 0
+        if libc.unshare(own) != 0:
+            return False, False
+        return True, places is not None and private_places(**places)
+    private = places is not None and libc.unshare(CLONE_NEWNS) == 0 and private_places(**places)
     uid, gid = os.geteuid(), os.getegid()
     if libc.unshare(CLONE_NEWUSER | own) != 0:
-        return False
+        return False, False
     try:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"0 {uid} 1")
         _write("/proc/self/gid_map", f"0 {gid} 1")
     except OSError:
         pass  # unmapped ids: the worker runs as the overflow user, which is stricter still
-    return True
+    return True, private
 
 
 def probe_worker_namespaces(as_root: bool, places: dict | None = None) -> tuple[bool, bool]:
@@ -348,9 +355,8 @@ def probe_worker_namespaces(as_root: bool, places: dict | None = None) -> tuple[
     throwaway child: (namespaces, private places)."""
     pid = os.fork()
     if pid == 0:
-        if not enter_worker_namespaces(as_root):
-            os._exit(1)
-        os._exit(0 if places is not None and private_places(**places) else 2)
+        isolated, private = enter_worker_namespaces(as_root, places)
+        os._exit(0 if private else 2 if isolated else 1)
     code = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
     return code in (0, 2), code == 0
 

@@ -3,7 +3,7 @@
 The fork server (``fork_server.py``) forks one worker per request for one; the worker
 imports the student's modules and answers a small menu of requests (``Request`` in
 ``../common/agreement.py``: import, call, getattr, value, state_dict, describe, load,
-input_grad, grads, count_positions, standin, count_ops) with plain data.
+input_grad, grads, count_positions, standin, count_ops, save, restore) with plain data.
 
 Nothing here decides a grade: the grading process checks every value it gets.
 Loaded by path by the fork server, so it imports nothing from the ``grader`` package.
@@ -46,6 +46,8 @@ class RequestHandler:
             Request.COUNT_POSITIONS: self.op_count_positions,
             Request.STANDIN: self.op_standin,
             Request.COUNT_OPS: self.op_count_ops,
+            Request.SAVE: self.op_save,
+            Request.RESTORE: self.op_restore,
         }
 
     def handle(self, obj) -> dict:
@@ -210,6 +212,25 @@ class RequestHandler:
         counter = PositionCounter()
         submodule(self.handles[req["handle"]], req["via"]).register_forward_pre_hook(counter)
         return counter
+
+    def op_save(self, req, blobs):
+        """The handle's object, pickled by ``torch.save``: bytes the grading process passes on, never reads."""
+        import io
+
+        import torch
+
+        buffer = io.BytesIO()
+        torch.save(self.handles[req["handle"]], buffer)
+        return torch.frombuffer(bytearray(buffer.getvalue()), dtype=torch.uint8)
+
+    def op_restore(self, req, blobs):
+        """An object from ``op_save``'s bytes (another worker's), unpickled here, in the submission's process."""
+        import io
+
+        import torch
+
+        data = self.value(req["args"][0], blobs)
+        return torch.load(io.BytesIO(data.numpy().tobytes()), weights_only=False)
 
     def op_standin(self, req, blobs):
         return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"], bool(req.get("tied")))

@@ -18,6 +18,7 @@ carries the points, B is worth 0 here and waits for a contest's reveal.
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 from dataclasses import dataclass
@@ -25,7 +26,7 @@ from dataclasses import dataclass
 import pytest
 
 from grader.lmbudget.corpus import corpus_files, load_splits
-from grader.lmbudget.evaluate import BadOutput, NotCausal, evaluate, new_seed, plan, shuffled
+from grader.lmbudget.evaluate import BadOutput, NotCausal, deal, evaluate, new_seed, plan
 from grader.lmbudget.task import LOSS_FORMAT, RunFailed, Task, load_task
 from grader.milestones import GRADABLE
 from grader.sandbox.client import Remote, StudentError, WorkerConnection, WorkerCrash
@@ -38,6 +39,12 @@ TASK = load_task()
 # The evaluation's messages, fixed: a model that has seen held-out text chooses nothing in them.
 EVAL_ERROR = "runtime error while evaluating your model"
 EVAL_MEMORY = "memory limit exceeded while evaluating your model"
+# The model is evaluated as copies restored in fresh workers: it must survive torch.save and torch.load.
+EVAL_SAVE = (
+    "runtime error while copying your model for the evaluation: the model train_within_budget returns must "
+    "survive torch.save and torch.load (define its classes at the top level of lmbudget.py; no lambdas, open "
+    "files or generators in its attributes)"
+)
 NOT_CAUSAL = (
     "not causal: on the grader's probes (held-out windows whose later inputs it replaced) your model's outputs at "
     "earlier positions changed. A model must predict each character from those before it only: is every "
@@ -129,25 +136,45 @@ class _OverAllowance(Exception):
     pass
 
 
+def _copies(view: MilestoneView, model: Remote, task: Task) -> list[Remote]:
+    """The trained model, saved in its worker, restored in ``eval_copies`` fresh workers of its own: nothing one
+    copy remembers of the rows it saw reaches another (a probe and its window are never in the same one)."""
+    saved = model.save()
+    view.shared.close()  # the trained worker, and anything it left running, ends here: its CPU count is final
+    copies = []
+    for _ in range(task.eval_copies):
+        worker = view.shared.server.spawn(view.shared.submission)
+        worker.deadline = view.deadline
+        copies.append(worker.restore(saved).call("eval", keep=True))
+    return copies
+
+
 def _evaluate(view: MilestoneView, worker: WorkerConnection, model: Remote, task: Task, run: Run) -> None:
     """Score the model on A and B with the probes among them; run's losses, or its failure in fixed words."""
     splits = load_splits(task.corpus, task.block_chars)
     seed = new_seed()
     rows = plan(splits, task.eval_windows, task.probe_windows, task.context, seed)
     trained = worker.cpu
+    copies: list[Remote] = []
     over = (
         f"time limit exceeded: evaluating your model took more than the evaluation's allowance of "
         f"{task.eval_cpu_seconds:g} CPU seconds (or {_eval_seconds(task):g} s of wall-clock time); work done "
         "in forward, or by a process your code started, counts there"
     )
 
+    def spent() -> float:  # saving the model, and every copy's worker from its start: import, restore, forward
+        return worker.cpu - trained + sum(copy.worker.cpu for copy in copies)
+
     def allowance() -> None:  # between calls: stop as soon as the allowance is spent
-        if worker.cpu - trained > task.eval_cpu_seconds:
+        if spent() > task.eval_cpu_seconds:
             raise _OverAllowance
 
     view.start_test(_eval_seconds(task))
     try:
-        losses = evaluate(lambda x: model(x, grad=False), rows, len(splits.vocab), shuffled(len(rows), seed), allowance)
+        copies = _copies(view, model, task)
+        forwards = [functools.partial(copy.__call__, grad=False) for copy in copies]
+        hands = deal(rows, len(copies), seed)
+        losses = evaluate(forwards, rows, len(splits.vocab), hands, allowance)
     except BadOutput as e:
         return run.fail(f"no model: {e}", None)
     except NotCausal:
@@ -159,10 +186,14 @@ def _evaluate(view: MilestoneView, worker: WorkerConnection, model: Remote, task
             return run.fail(over, "time")
         return run.fail(EVAL_MEMORY if e.limit == "memory" else EVAL_ERROR, e.limit)
     except StudentError as e:
-        return run.fail(EVAL_MEMORY if e.type == ErrorKind.MEMORY_ERROR else EVAL_ERROR, "")
+        if e.type == ErrorKind.MEMORY_ERROR:
+            return run.fail(EVAL_MEMORY, "")
+        return run.fail(EVAL_SAVE if not copies else EVAL_ERROR, "")
     finally:
         view.shared.close()  # reaped: its CPU count is final, children included
-    if worker.cpu - trained > task.eval_cpu_seconds:
+        for copy in copies:
+            copy.worker.close()
+    if spent() > task.eval_cpu_seconds:
         return run.fail(over, "time")
     run.losses = losses
 
