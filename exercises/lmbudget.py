@@ -14,7 +14,9 @@ The grader calls ``train_within_budget(text, vocab, budget_seconds, context)`` o
 Return a ``torch.nn.Module`` whose ``model(idx)`` maps a (B, T) int64 tensor of token ids, T up to
 ``context``, to (B, T, len(vocab)) logits for the next character at each position. The grader puts
 it in eval mode and reads it only through its forward, which must be causal (position t may read
-``idx[:, :t + 1]`` only: the grader probes it) and has its own small CPU allowance. Score: bits per
+``idx[:, :t + 1]`` only: the grader probes it) and has its own small CPU allowance. The grader evaluates
+copies of it, each saved with ``torch.save`` and loaded in a fresh process: define its classes at the top
+level of this file, and keep no lambdas, open files or processes in it. Score: bits per
 character on held-out text (two splits, A and B, that never reach your code), normalised between a
 bigram baseline (0 points) and the kit's reference recipe (full points); see docs/exercises.md.
 

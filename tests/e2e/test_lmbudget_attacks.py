@@ -350,3 +350,24 @@ def test_cpu_spent_anywhere_counts_against_the_budget(tmp_path, parts):
 def test_the_tiny_task_is_a_task(tmp_path):
     task = load_task(tiny(tmp_path))
     assert isinstance(task, Task) and task.eval_cpu_seconds == EVAL_CPU and task.corpus == "grader"
+
+
+# --- the copies: a model must survive torch.save and torch.load ----------------------------------------------------
+
+LOCAL_CLASS = """
+import torch
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    class Local(torch.nn.Embedding):  # defined inside the function: pickle cannot find it again
+        pass
+
+    return Local(len(vocab), len(vocab))
+"""
+
+
+@pytest.mark.slow
+def test_a_model_that_cannot_be_copied_is_told_why(tmp_path):
+    a, b, _ = check(tmp_path, LOCAL_CLASS)
+    for split in (a, b):
+        zero(split, "runtime error", "runtime error while copying your model for the evaluation")

@@ -24,6 +24,7 @@ import time
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from grader.lmbudget.corpus import corpus_files, load_splits
 from grader.lmbudget.evaluate import BadOutput, NotCausal, deal, evaluate, new_seed, plan
@@ -39,11 +40,12 @@ TASK = load_task()
 # The evaluation's messages, fixed: a model that has seen held-out text chooses nothing in them.
 EVAL_ERROR = "runtime error while evaluating your model"
 EVAL_MEMORY = "memory limit exceeded while evaluating your model"
+MAX_SAVED_BYTES = 256 << 20  # a model trained in the budget is far smaller (the reference's: under 1 MB)
 # The model is evaluated as copies restored in fresh workers: it must survive torch.save and torch.load.
 EVAL_SAVE = (
     "runtime error while copying your model for the evaluation: the model train_within_budget returns must "
-    "survive torch.save and torch.load (define its classes at the top level of lmbudget.py; no lambdas, open "
-    "files or generators in its attributes)"
+    f"survive torch.save and torch.load, and be under {MAX_SAVED_BYTES >> 20} MB once saved (define its classes at "
+    "the top level of lmbudget.py; no lambdas, open files or generators in its attributes)"
 )
 NOT_CAUSAL = (
     "not causal: on the grader's probes (held-out windows whose later inputs it replaced) your model's outputs at "
@@ -141,6 +143,10 @@ def _copies(view: MilestoneView, model: Remote, task: Task) -> list[Remote]:
     copy remembers of the rows it saw reaches another (a probe and its window are never in the same one)."""
     saved = model.save()
     view.shared.close()  # the trained worker, and anything it left running, ends here: its CPU count is final
+    if not (isinstance(saved, torch.Tensor) and saved.dtype == torch.uint8 and saved.dim() == 1):
+        raise StudentError("TypeError", "the worker sent back no saved model", [])  # the worker's doing
+    if saved.numel() > MAX_SAVED_BYTES:
+        raise StudentError("ValueError", f"the model is over {MAX_SAVED_BYTES >> 20} MB once saved", [])
     copies = []
     for _ in range(task.eval_copies):
         worker = view.shared.server.spawn(view.shared.submission)
