@@ -29,6 +29,10 @@ class Verdict(str, Enum):
     NOT_COUNTED = "not counted"  # the grader's own error, or nothing it could observe
 
 
+# How a settled claim's message begins (grader/runner.py): `grade report` lists the students whose code made one.
+CLAIM_COUNTED = "this check could not be completed on your code"
+
+
 class Recheck(str, Enum):
     """What re-running a claimed grader fault on the reference showed (grader/runner.py ``settle_claims``)."""
 

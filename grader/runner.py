@@ -25,7 +25,7 @@ import pytest
 from grader.hints import hint_for
 from grader.milestones import GRADABLE
 from grader.paper.variants import LESSON, Variant
-from grader.results import CheckResult, NotObserved, Recheck, Report, Verdict
+from grader.results import CLAIM_COUNTED, CheckResult, NotObserved, Recheck, Report, Verdict
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
@@ -268,7 +268,7 @@ def settle_claims(
         check.counted, check.internal_error, check.passed, check.score = True, False, False, 0.0
         check.verdict = Verdict.RUNTIME_ERROR.value
         check.message = redact(
-            "this check could not be completed on your code (" + check.message.removeprefix("not counted: ") + "). "
+            f"{CLAIM_COUNTED} (" + check.message.removeprefix("not counted: ") + "). "
             "The same check, run on the reference solution in a fresh sandbox, completes: so it counts as failed. "
             "Your code's process said the grader failed, or sent back something the grader could not use"
         )

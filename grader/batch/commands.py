@@ -25,6 +25,7 @@ from grader.batch.summary import (
 from grader.files import write_atomically
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import OutputPath, dask_client, limit_options, limits, milestone_option, scheduler_option
+from grader.results import CLAIM_COUNTED
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
 __all__ = ["batch", "export", "report", "failure_rates"]
@@ -261,6 +262,12 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         click.echo(
             f"{len(aside)} check{'s' * (len(aside) != 1)} not counted (set aside: neither won nor lost), "
             "left out of the shares and failure rates below"
+        )
+    if claimed := Counter(c["student"] for c in checks if c["message"].startswith(CLAIM_COUNTED)):
+        who = ", ".join(f"{s} ({n})" for s, n in sorted(claimed.items())[:top])
+        click.echo(
+            f"{sum(claimed.values())} check{'s' * (sum(claimed.values()) != 1)} reported a grader fault that the "
+            f"reference does not have, counted as failed (see docs/sandbox.md): {who}"
         )
     if mean := mean_line(rows):
         click.echo(mean)

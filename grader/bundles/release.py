@@ -18,9 +18,9 @@ from grader import templates
 from grader.files import atomic_path
 
 PROJECT = Path(__file__).resolve().parents[2]
-# Folders that hold answers or hidden checks, dropped whole: the hidden suites and their helpers, and the
-# trusted earlier milestones.
-HIDDEN = ("grader/suites/hidden", "grader/sandbox/worker/trusted")
+# What holds answers, hidden checks or held-out text, dropped whole: the hidden suites and their helpers, the
+# trusted earlier milestones, and lmbudget's default corpus (its held-out splits; no public check reads it).
+HIDDEN = ("grader/suites/hidden", "grader/sandbox/worker/trusted", "grader/lmbudget/grader-corpus.txt.gz")
 # The student-facing contract, named one by one so that nothing else put in docs/ ships by accident. The
 # release's README (grader/templates/release-README.md) and these pages link to one another (tests/e2e/test_links.py
 # checks every link resolves).
@@ -36,9 +36,11 @@ def build(out: Path, project: Path = PROJECT) -> list[str]:
         for doc in DOCS:
             (stage / doc).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(project / doc, stage / doc)
-        for folder in HIDDEN:
-            if (stage / folder).exists():
-                shutil.rmtree(stage / folder)
+        for hidden in HIDDEN:
+            if (stage / hidden).is_dir():
+                shutil.rmtree(stage / hidden)
+            elif (stage / hidden).exists():
+                (stage / hidden).unlink()
         # The release's own: the `grade` command and the grader package (stretch/ and its `gptkit` do not ship).
         (stage / "pyproject.toml").write_text(templates.text("release-pyproject.toml"))
         (stage / "README.md").write_text(templates.text("release-README.md"))

@@ -4,10 +4,12 @@ The held-out splits must be text the worker cannot read while it runs (``grader/
 decides that from the sandbox's real view; ``grade contest check`` refuses a task whose text it can read,
 ``grade check`` warns). The corpora (``corpus`` in the task file):
 
-* ``grader`` (the default): this grader package's own Python sources, ``grader/**/*.py`` sorted by their
-  path, pure-ASCII files only, up to 1,000,000 characters, each after a ``# file: PATH`` line. The sandbox
-  hides them from the worker (``private-root``, ``grader-files-hidden``), and they are on every machine
-  that grades, so tests and CI download nothing. They change with the kit's code: recalibrate on upgrade.
+* ``grader`` (the default): a frozen snapshot of this grader package's own Python sources
+  (``grader/**/*.py`` sorted by their path, pure-ASCII files only, up to 1,000,000 characters, each after a
+  ``# file: PATH`` line), shipped gzipped inside the package (``FROZEN``, made by ``freeze()`` once): the
+  sandbox hides it from the worker (``private-root``, ``grader-files-hidden``), it is on every machine that
+  grades, so tests and CI download nothing, and it does not change when the kit's code does, so the
+  calibration holds (``python -m grader.lmbudget.corpus --freeze`` makes a new one: then recalibrate).
 * ``file:PATH``: a text file of the coach's own (UTF-8; a relative PATH is the task file's folder's). The
   one choice for a contest with stakes: any public text (this kit's sources included) a student can carry
   inside their submission.
@@ -24,6 +26,7 @@ characters, then ``UNK`` (a held-out character never seen in training maps to it
 from __future__ import annotations
 
 import functools
+import gzip
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,6 +35,7 @@ import torch
 UNK = "\ufffd"  # the vocabulary's last entry: any character the train split lacks
 CYCLE, A_SLOT, B_SLOT = 10, 8, 9
 GRADER_DIR = Path(__file__).resolve().parents[1]  # the grader package: hidden from every worker
+FROZEN = Path(__file__).with_name("grader-corpus.txt.gz")  # the ``grader`` corpus, frozen (``freeze``)
 CORPUS_CHARS = 1_000_000  # about the size of tiny Shakespeare, so the corpora train alike
 FILE_PREFIX = "file:"
 CORPORA = ("grader", "shakespeare", "python", f"{FILE_PREFIX}PATH")
@@ -64,8 +68,17 @@ def split_text(text: str, block: int) -> tuple[str, str, str]:
     return "".join(parts[0]), "".join(parts[1]), "".join(parts[2])
 
 
+def freeze() -> None:
+    """Write ``FROZEN`` from the grader's sources as they are now (then recalibrate: the text changed)."""
+    text = "".join(
+        f"# file: {p.relative_to(GRADER_DIR.parent).as_posix()}\n{p.read_text(encoding='ascii')}\n"
+        for p in grader_files()
+    )
+    FROZEN.write_bytes(gzip.compress(text.encode("ascii"), mtime=0))
+
+
 def grader_files() -> list[Path]:
-    """The ``grader`` corpus's files: see the module's docstring."""
+    """The files ``freeze`` takes: see the module's docstring."""
     chosen, total = [], 0
     for path in sorted(GRADER_DIR.rglob("*.py"), key=lambda p: p.relative_to(GRADER_DIR).as_posix()):
         size = len(data := path.read_bytes())
@@ -87,7 +100,7 @@ def file_path(corpus: str, base: Path | None = None) -> Path:
 def corpus_files(corpus: str, base: Path | None = None) -> list[Path]:
     """The files the corpus's text is read from: what the worker must not be able to read."""
     if corpus == "grader":
-        return grader_files()
+        return [FROZEN]
     if corpus.startswith(FILE_PREFIX):
         return [file_path(corpus, base)]
     if corpus == "python":
@@ -103,10 +116,7 @@ def corpus_files(corpus: str, base: Path | None = None) -> list[Path]:
 
 def load_text(corpus: str, data_dir: str | Path | None = None, base: Path | None = None) -> str:
     if corpus == "grader":
-        return "".join(
-            f"# file: {p.relative_to(GRADER_DIR.parent).as_posix()}\n{p.read_text(encoding='ascii')}\n"
-            for p in grader_files()
-        )
+        return gzip.decompress(FROZEN.read_bytes()).decode("ascii")
     if corpus.startswith(FILE_PREFIX):
         path = file_path(corpus, base)
         try:
@@ -136,3 +146,12 @@ def windows(ids: torch.Tensor, count: int, length: int, offset: float = 0.0) -> 
     stride = (len(ids) - length) / max(1, count - 1)
     chosen = (torch.linspace(0, len(ids) - length, count) + offset * stride).clamp(max=len(ids) - length).long()
     return torch.stack([ids[s : s + length] for s in chosen.tolist()])
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--freeze"]:
+        sys.exit("usage: python -m grader.lmbudget.corpus --freeze")
+    freeze()
+    print(f"wrote {FROZEN} ({FROZEN.stat().st_size:,} bytes)")

@@ -74,6 +74,9 @@ def test_forged_faults_in_a_batch(tmp_path, honest_m1, full_m1):
         score, top = con.execute("SELECT score, max_score FROM submissions WHERE student = 'forger'").fetchone()
         aside = con.execute("SELECT COUNT(*) FROM checks WHERE NOT counted").fetchone()[0]
     assert (score, top, aside) == (pytest.approx(honest_m1["score"], abs=0.01), pytest.approx(full_m1), 0)
+    report = cli("report", str(tmp_path / "g.sqlite"))
+    assert "reported a grader fault that the reference does not have" in report.stdout, report.stdout
+    assert "forger (" in report.stdout, report.stdout
 
 
 M2_IMPORT = "import torch.nn as nn\n"
