@@ -119,3 +119,12 @@ def test_no_gradients_recorded(m4):
     for name, value in model.state_dict().items():
         if not torch.equal(value, before[name]):
             checks.fail(f"generation changed the model's weight {name}: it must only read the model")
+
+
+def test_training_mode_kept(m4):
+    """generation leaves the model in the mode it found it in: a model in training mode stays so"""
+    model = m4.standin(V, D, T, 6)
+    model.call("train", True, keep=True)  # as a training loop that samples between steps leaves it
+    before = checks.training_modes(model)
+    generate(m4, model, 6, prompt(6, 2, 3), 4)
+    checks.same_training_modes(model, before, "generate")
