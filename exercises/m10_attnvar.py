@@ -28,7 +28,7 @@ The rules (checked, as in a contest; a broken rule scores 0 for that function):
   A loop over a literal tuple or list, ``for t in (q, k, v)`` (or a ``zip`` of such),
   is fine. The grader also
   counts the tensor operations a call dispatches: that number must not grow with
-  n_heads or T.
+  n_heads or T (a branch for a special case, such as one K/V group, is fine).
 - Do not call ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention`` or
   ``F.multi_head_attention_forward``: compute the attention yourself.
 

@@ -28,7 +28,9 @@ def generate(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.T
 
     Run everything under ``torch.no_grad()`` (a decorator or a ``with``
     block): generation never calls backward, so recording gradients would
-    only waste memory. Then, max_new times:
+    only waste memory. Leave the model as you found it: no ``model.eval()``
+    left behind (a model in training mode stays in training mode). Then,
+    max_new times:
 
     1. Crop: feed the model at most the LAST ``model.T`` tokens. It has
        position embeddings for only T positions, and the sequence grows.

@@ -30,7 +30,8 @@ def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> 
     Shape in: start (B, t) token ids. Shape out: (B, t + max_new), the prompt
     followed by the new tokens, exactly the tokens m4's ``generate`` returns.
 
-    Run everything under ``torch.no_grad()``. Use the model's submodules, and
+    Run everything under ``torch.no_grad()``, and leave the model as you found
+    it (no ``model.eval()`` left behind). Use the model's submodules, and
     CALL them (``block.attn.qkv(x)``, not its weight): ``model.tok``,
     ``model.pos``, for each block in ``model.blocks``: ``block.ln1``,
     ``block.attn.qkv``, ``block.attn.proj``, ``block.ln2``, ``block.ffn``; then

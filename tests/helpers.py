@@ -42,12 +42,15 @@ class Variant:
     """A submission made from the reference: text edits, whole files, or files removed.
 
     ``milestone`` is where it must lose points (None: it must score full marks);
-    ``expect`` is a phrase that a failing check's message in that milestone must contain.
+    ``expect`` is a phrase that a failing check's message in that milestone must contain;
+    ``lost``, where given, is exactly how many of that milestone's points it must lose (a bug in one
+    function costs that function's points, not its neighbours').
     """
 
     name: str
     milestone: str | None = None
     expect: str = ""
+    lost: float | None = None
     edits: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
     files: dict[str, str] = field(default_factory=dict)
     drop: tuple[str, ...] = ()
@@ -80,9 +83,11 @@ class Variant:
         return folder
 
 
-def bug(name: str, milestone: str, expect: str, file: str, *edits: tuple[str, str]) -> Variant:
-    """One realistic bug: exact text edits to one reference file."""
-    return Variant(name, milestone, expect, edits={file: list(edits)})
+def bug(
+    name: str, milestone: str, expect: str, file: str, *edits: tuple[str, str], lost: float | None = None
+) -> Variant:
+    """One realistic bug: exact text edits to one reference file (``lost``: the points it must cost, if fixed)."""
+    return Variant(name, milestone, expect, lost=lost, edits={file: list(edits)})
 
 
 def ok(name: str, edits: dict[str, list[tuple[str, str]]]) -> Variant:

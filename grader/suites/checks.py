@@ -236,6 +236,36 @@ def equal(actual: Any, expected: Any, what: str, hint: str = "") -> None:
         fail(f"{what} is {actual!r}, expected {expected!r}" + (f"; {hint}" if hint else ""))
 
 
+def training_modes(model: Remote) -> dict[str, Any]:
+    """The ``training`` flag of a model in the worker and of its submodules, by name ("" is the model).
+
+    The submodules are those that hold a parameter or a buffer, and every module above them: the state's
+    names give them without a worker operation of their own, and ``model.eval()`` reaches them all.
+    """
+    state = model.state_dict()
+    names = {""}
+    for key in state if isinstance(state, dict) else ():
+        path = str(key).split(".")[:-1]
+        names.update(".".join(path[: i + 1]) for i in range(len(path)))
+    return {name: model.call("get_submodule", name, keep=True).attr("training") for name in sorted(names)}
+
+
+def same_training_modes(model: Remote, before: dict[str, Any], function: str) -> None:
+    """``function`` left every module of ``model`` in the mode ``before`` recorded (the contract: the model is
+    left unchanged, its mode included)."""
+    after = training_modes(model)
+    for name, was in before.items():
+        if after.get(name) != was:
+            where = f"model.{name}" if name else "the model"
+            now = "eval" if after.get(name) is False else "training"
+            fail(
+                f"{function} left the model in {now} mode: {where}.training was {was!r} before the call and is "
+                f"{after.get(name)!r} after it, but generation must leave the model as it found it. "
+                "torch.no_grad() alone records no gradients; if you call model.eval(), restore the caller's mode "
+                "afterwards (was_training = model.training, then model.train(was_training))"
+            )
+
+
 # Plain-words causes for parameters that are missing, unexpected or misshapen, by name prefix.
 PARAMETER_HINTS = {
     "proj.": "the output projection proj = nn.Linear(d, d)",

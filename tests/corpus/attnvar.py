@@ -36,6 +36,12 @@ GQA_BODY = f"""    q = split_heads(x @ w_q, n_heads)
 MLA_ATTEND = """    v = split_heads(c @ w_up_v, n_heads)
     return merge_heads(attend(q, k, v)) @ w_o"""
 
+# What multi_head_attention's own checks are worth (grader/suites/hidden/test_attnvar.py): its third of the
+# rules (2 points) and of the shapes (1), its four reference cases of twelve (3), its four causality cases of
+# twelve (2), and the large-inputs check (1). A rule broken in MHA alone costs exactly these (issue 26): the
+# equivalences of GQA and latent attention with MHA are theirs, compared with the reference's MHA.
+MHA_POINTS = 2 / 3 + 1 / 3 + 1 + 2 / 3 + 1
+
 BUGGY = [
     bug("attnvar-no-causal-mask", "attnvar", "causal mask", M10, (f"    {MASK}\n", "")),
     bug(
@@ -85,6 +91,7 @@ BUGGY = [
 
 def grouped_query_attention""",
         ),
+        lost=MHA_POINTS,
     ),
     # No loop statement for the source scan to find: only the count of operations sees it.
     bug(
@@ -103,6 +110,7 @@ def grouped_query_attention""",
 
 def grouped_query_attention""",
         ),
+        lost=MHA_POINTS,
     ),
     bug(
         "attnvar-latent-uses-sdpa",
@@ -257,6 +265,63 @@ def grouped_query_attention""",
     out = attend(q, k, v)  # (B, n_groups, group, T, hs): head g * group + j
     return out.permute(0, 3, 1, 2, 4).reshape(B, T, d) @ w_o
 """,
+                ),
+            ]
+        },
+    ),
+]
+
+# Issue 26: special cases on one code path of many. x-transformers keeps a real branch for one K/V head (no
+# copies: K and V squeezed, one einsum against every query head); Llama's and Hugging Face's repeat_kv return
+# early when n_rep == 1. Both are loop-free, so the count of operations must compare probes that take the same
+# branch, never one call on the fast path with another off it.
+GQA_HEADS = """    q = split_heads(x @ w_q, n_heads)
+    k = split_heads(x @ w_k, n_groups)
+    v = split_heads(x @ w_v, n_groups)
+"""
+CORRECT += [
+    ok(
+        "attnvar-gqa-multi-query-fast-path",
+        {
+            M10: [
+                (
+                    GQA_HEADS,
+                    """    q = split_heads(x @ w_q, n_heads)
+    if n_groups == 1:  # multi-query attention: one K/V head for all, attended without copies
+        k, v = x @ w_k, x @ w_v  # (B, T, hs)
+        T, hs = q.shape[-2], q.shape[-1]
+        scores = torch.einsum("bhqd,bkd->bhqk", q, k) / math.sqrt(hs)
+        future = torch.ones(T, T, dtype=torch.bool, device=q.device).triu(1)
+        weights = F.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+        return merge_heads(torch.einsum("bhqk,bkd->bhqd", weights, v)) @ w_o
+    k = split_heads(x @ w_k, n_groups)
+    v = split_heads(x @ w_v, n_groups)
+""",
+                ),
+            ]
+        },
+    ),
+    ok(
+        "attnvar-gqa-repeat-kv-early-return",
+        {
+            M10: [
+                (
+                    REPEAT,
+                    """    k = repeat_kv(k, group)
+    v = repeat_kv(v, group)
+""",
+                ),
+                (
+                    "def latent_attention",
+                    '''def repeat_kv(t: torch.Tensor, n_rep: int) -> torch.Tensor:
+    """(B, n_kv, T, hs) -> (B, n_kv * n_rep, T, hs), each K/V head n_rep times in a row (Llama's repeat_kv)."""
+    if n_rep == 1:  # multi-head attention: nothing to repeat
+        return t
+    B, n_kv, T, hs = t.shape
+    return t[:, :, None].expand(B, n_kv, n_rep, T, hs).reshape(B, n_kv * n_rep, T, hs)
+
+
+def latent_attention''',
                 ),
             ]
         },

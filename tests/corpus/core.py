@@ -272,6 +272,14 @@ BUGGY = [
         ("    return idx\n", "    return idx[:, start.shape[1]:]\n"),
     ),
     bug("m4-no-no-grad", "m4", "no_grad", M4, ("@torch.no_grad()\n", "")),
+    # The contract leaves the model unchanged, its mode included (issue 26): eval() and never back.
+    bug(
+        "m4-leaves-eval-mode",
+        "m4",
+        "left the model in eval mode",
+        M4,
+        ("    idx = start\n", "    model.eval()  # no dropout while generating\n    idx = start\n"),
+    ),
 ]
 
 # ------------------------------------------------------------------ correct: written differently, full marks

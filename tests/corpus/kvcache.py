@@ -145,6 +145,14 @@ BUGGY = [
         M7,
         (DECORATED, "def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.Tensor:"),
     ),
+    # The contract leaves the model unchanged, its mode included (issue 26): eval() and never back.
+    bug(
+        "kvcache-leaves-eval-mode",
+        "kvcache",
+        "left the model in eval mode",
+        M7,
+        ("    cache = [None] * len(model.blocks)\n", "    model.eval()\n    cache = [None] * len(model.blocks)\n"),
+    ),
 ]
 
 CORRECT = [
@@ -183,6 +191,30 @@ CORRECT = [
         out = F.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1) @ v
 """,
                 ),
+            ]
+        },
+    ),
+    # eval() while generating, and the caller's mode restored afterwards, as Hugging Face's generate leaves it.
+    ok(
+        "kvcache-eval-then-restore",
+        {
+            M7: [
+                (
+                    LOOP,
+                    """    was_training = model.training
+    model.eval()
+    try:
+        cache = [None] * len(model.blocks)
+        idx = start
+        for i in range(max_new):
+            position = 0 if i == 0 else t + i - 1
+            logits = feed(model, start if i == 0 else idx[:, -1:], position, cache)
+            idx = torch.cat([idx, logits.argmax(dim=-1, keepdim=True)], dim=1)
+        return idx
+    finally:
+        model.train(was_training)
+""",
+                )
             ]
         },
     ),

@@ -9,6 +9,9 @@ LATENT = "        return latent_size  # one latent c, from which both K and V ar
 PER_TOKEN = "    return n_layers * cached_per_layer(n_heads, head_size, n_groups, latent_size) * dtype_size(dtype)"
 TABLE = 'DTYPE_BYTES = {"float32": 4, "fp32": 4, "bfloat16": 2, "bf16": 2, "float16": 2, "fp16": 2, "int8": 1}'
 FLOOR = "    return memory_bytes // (batch * per_token)"
+BOTH = """    if n_groups is not None and latent_size is not None:
+        raise ValueError("give n_groups (GQA, MQA) or latent_size (latent attention), not both")
+"""
 RATIO = "    return cached_per_layer(n_heads, head_size) / cached_per_layer(n_heads, head_size, n_groups, latent_size)"
 
 BUGGY = [
@@ -67,6 +70,24 @@ BUGGY = [
         M11,
         ("    if dtype not in DTYPE_BYTES:\n", "    if dtype not in DTYPE_BYTES and False:\n"),
     ),
+    # The documented validations (issue 26): a count that is not positive, and n_groups with latent_size.
+    bug(
+        "kvmemory-no-validation",
+        "kvmemory",
+        "must raise ValueError",
+        M11,
+        ("        if not value > 0:\n", "        if False:\n"),
+        (BOTH, ""),
+    ),
+    # ... while a length of 0 (an empty cache) and a memory of 0 (nothing fits) are answers, not errors.
+    bug(
+        "kvmemory-zero-refused",
+        "kvmemory",
+        "may be 0",
+        M11,
+        ("    if length < 0:\n", "    if length <= 0:\n"),
+        ("    if memory_bytes < 0:\n", "    if memory_bytes <= 0:\n"),
+    ),
     bug(
         "mc-queries-cached", "kvmemory", "a past token's query is never used again", M11, ('Q_MC1 = "b"', 'Q_MC1 = "c"')
     ),
@@ -110,6 +131,8 @@ def _table_size(dtype: str) -> int:""",
                 (FLOOR, "    length, _ = divmod(memory_bytes, per_token * batch)\n    return int(length)"),
                 (
                     RATIO,
+                    "    if n_groups is not None and latent_size is not None:\n"
+                    '        raise ValueError("n_groups or latent_size, not both")\n'
                     "    if latent_size is not None:\n        return 2 * n_heads * head_size / latent_size\n"
                     "    return n_heads / (n_groups or n_heads)",
                 ),

@@ -71,6 +71,12 @@ def test_buggy_variant_loses_points_only_in_its_milestone(corpus_reports, varian
     named = any(variant.expect.lower() in m.lower() for m in messages)
     listing = "\n".join(messages)
     assert named, f"no failing {variant.milestone} message contains {variant.expect!r}:\n{explain(result)}\n{listing}"
+    if variant.lost is not None:
+        graded = result.milestone(variant.milestone)
+        lost = graded["max_score"] - graded["score"]
+        assert lost == pytest.approx(variant.lost, abs=0.02), (
+            f"{variant.milestone} lost {lost:.2f} points, expected {variant.lost:.2f}:\n{listing}"
+        )
 
 
 @pytest.mark.parametrize("variant", CORRECT, ids=lambda v: v.name)

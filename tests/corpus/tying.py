@@ -36,6 +36,14 @@ BUGGY = [
         (TIE, "model.head.weight = nn.Parameter(model.tok.weight)"),
     ),
     bug("library-untied", "tying", "a Parameter of its own", M6, ("        tie_weights(self)\n", "")),
+    # One Parameter, but the head's: the token table's initialisation is replaced by the head's (issue 26).
+    bug(
+        "tie-the-other-way",
+        "tying",
+        "the head takes the token table's",
+        M6,
+        (TIE, "model.tok.weight = model.head.weight"),
+    ),
     bug("library-default-dropout", "tying", "dropout", M6, (LAYER, layer(dropout=""))),
     bug("library-relu", "tying", "ReLU in the feed-forward", M6, (LAYER, layer(activation=""))),
     bug("library-post-norm", "tying", "post-norm", M6, (LAYER, layer(norm_first=""))),
@@ -44,7 +52,6 @@ BUGGY = [
 ]
 
 CORRECT = [
-    ok("tie-the-other-way", {M6: [(TIE, "model.tok.weight = model.head.weight")]}),
     ok(
         "library-module-list-and-own-mask",
         {

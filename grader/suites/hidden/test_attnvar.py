@@ -17,6 +17,7 @@ import torch.nn.functional as F
 from grader.suites import causality, checks, rules
 
 B, T, D, HEADS, GROUPS, RANK = 3, 7, 24, 4, 2, 10
+GROWTH_D = 48  # the rules' calls: 16 heads of 3 at most
 MHA, GQA, MLA = "multi_head_attention", "grouped_query_attention", "latent_attention"
 FUNCTIONS = (MHA, GQA, MLA)
 
@@ -47,16 +48,25 @@ def sizes_of(fn: str, heads: int, t: int, groups: int) -> str:
 
 
 def growths(fn: str) -> tuple[rules.Growth, ...]:
-    """Calls whose numbers of tensor operations must be equal: 2 and 8 heads, then 4 and 16 positions."""
+    """Calls whose numbers of tensor operations must not grow: 4, 8 and 16 heads, then 4, 8 and 16 positions
+    (and for GQA, 2, 4 and 8 query heads per group).
+
+    Each growth stays on one code path: never one K/V group (x-transformers' multi-query branch) nor as many
+    groups as heads (Llama's n_rep == 1 early return), where a correct function may dispatch other work.
+    GQA scales its groups with its heads (2 query heads per group throughout).
+    """
 
     def call(heads: int, groups: int, t: int) -> rules.Call:
-        x, rest = inputs(99, fn, b=2, t=t, heads=heads, groups=groups, rank=12)
+        x, rest = inputs(99, fn, b=2, t=t, d=GROWTH_D, heads=heads, groups=groups, rank=12)
         return rules.Call((x, *rest), sizes_of(fn, heads, t, groups))
 
-    return (
-        rules.Growth("the number of heads", call(2, 1, 5), call(8, 4, 5)),
-        rules.Growth("the number of positions", call(4, 2, 4), call(4, 2, 16)),
-    )
+    found = [
+        rules.Growth("the number of heads", *(call(heads, heads // 2, 5) for heads in (4, 8, 16))),
+        rules.Growth("the number of positions", *(call(4, 2, t) for t in (4, 8, 16))),
+    ]
+    if fn == GQA:
+        found.append(rules.Growth("the query heads per group", *(call(heads, 2, 5) for heads in (4, 8, 16))))
+    return tuple(found)
 
 
 RULES = (
@@ -297,18 +307,20 @@ def test_large_inputs_stay_causal(attnvar, verdicts):
 
 
 # ---------------------------------------------------------------- equivalences
+# Each is a check of GQA or of latent attention alone: the multi-head attention they must equal is the
+# reference's, so a rule broken in (or a bug of) the student's multi_head_attention costs only its own points.
 
 
 @pytest.mark.points(2)
-def test_all_groups_is_multi_head(attnvar, verdicts):
+def test_all_groups_is_multi_head(attnvar, verdicts, ref):
     """grouped_query_attention with n_groups = n_heads gives multi_head_attention's output"""
     x, rest = inputs(40, MHA)
-    mha = run(attnvar, verdicts, MHA, x, rest)
+    mha = reference(ref, MHA, x, rest)
     gqa = run(attnvar, verdicts, GQA, x, (*rest, HEADS))
     diff = float((gqa - mha).abs().max())
     if diff > 1e-5:
         checks.fail(
-            f"with n_groups = n_heads = {HEADS}, grouped_query_attention differs from your multi_head_attention "
+            f"with n_groups = n_heads = {HEADS}, grouped_query_attention differs from multi-head attention "
             f"by up to {diff:.3g}: every query head should then have its own K/V head, head h using K/V head h"
         )
 
@@ -332,16 +344,16 @@ def test_one_group_shares_its_keys_and_values(attnvar, verdicts):
 
 
 @pytest.mark.points(2)
-def test_latent_with_identity_is_multi_head(attnvar, verdicts):
+def test_latent_with_identity_is_multi_head(attnvar, verdicts, ref):
     """latent_attention with r = d and w_down = I gives multi_head_attention with w_k = w_up_k, w_v = w_up_v"""
     x, rest = inputs(42, MHA)
     w_q, w_k, w_v, w_o, heads = rest
-    mha = run(attnvar, verdicts, MHA, x, rest)
+    mha = reference(ref, MHA, x, rest)
     mla = run(attnvar, verdicts, MLA, x, (w_q, torch.eye(D), w_k, w_v, w_o, heads))
     diff = float((mla - mha).abs().max())
     if diff > 1e-5:
         checks.fail(
-            f"with w_down = identity, latent_attention differs from your multi_head_attention by up to {diff:.3g}: "
+            f"with w_down = identity, latent_attention differs from multi-head attention by up to {diff:.3g}: "
             "keys and values must come from the latent c = x @ w_down (k = c @ w_up_k, v = c @ w_up_v), queries "
             "from x @ w_q"
         )

@@ -401,3 +401,12 @@ def test_model_unchanged(kvcache, ref):
                 f"generation changed the model's weight {name}: it must only read the model "
                 "(keep the cache in your own tensors, and change nothing in place)"
             )
+
+
+def test_training_mode_kept(kvcache, ref):
+    """generation leaves the model in the mode it found it in: a model in training mode stays so"""
+    model, _ = build(kvcache, ref, 27)
+    model.call("train", True, keep=True)  # as a training loop that samples between steps leaves it
+    before = checks.training_modes(model)
+    generate_cached(kvcache, model, prompt(270, 2, 3), 4)
+    checks.same_training_modes(model, before, "generate_cached")

@@ -12,6 +12,8 @@ import math
 
 import pytest
 
+from grader.sandbox.client import StudentError
+from grader.sandbox.common.agreement import ErrorKind
 from grader.suites import checks, questions
 from grader.suites.hidden import kv_questions
 
@@ -148,23 +150,69 @@ def test_latent_size_matters(kvmemory):
         check_per_token(kvmemory, (4, heads, 64, "bf16", None, latent), f"a latent of {latent} per layer")
 
 
+DTYPE_NAMES = "the dtype names are float32/fp32, bfloat16/bf16, float16/fp16 and int8"
+POSITIVE = "a count must be positive (only length and memory_bytes may be 0)"
+ONE_VARIANT = "n_groups (GQA, MQA) and latent_size (latent attention) are two variants: give one of them, not both"
+MODEL = (2, 4, 8, "fp32")  # the toy model
+# (case id, function, positional arguments, keywords, what makes the call invalid): every validation the stub
+# documents, each function that takes the argument tried once.
 INVALID = [
-    ("kv_bytes_per_token", (2, 4, 8, "int4"), {}),
-    ("kv_bytes_per_token", (2, 4, 8, "fp12"), {}),
-    ("kv_bytes_per_token", (2, 64, 128, "fp16"), {"n_groups": 7}),
+    ("int4", "kv_bytes_per_token", (2, 4, 8, "int4"), {}, DTYPE_NAMES),
+    ("fp12", "kv_bytes_per_token", (2, 4, 8, "fp12"), {}, DTYPE_NAMES),
+    (
+        "7-groups-for-64-heads",
+        "kv_bytes_per_token",
+        (2, 64, 128, "fp16"),
+        {"n_groups": 7},
+        "n_groups must divide n_heads",
+    ),
+    ("groups-and-latent", "kv_bytes_per_token", MODEL, {"n_groups": 2, "latent_size": 16}, ONE_VARIANT),
+    ("ratio-groups-and-latent", "kv_ratio", (32, 128), {"n_groups": 8, "latent_size": 512}, ONE_VARIANT),
+    ("0-layers", "kv_bytes_per_token", (0, 4, 8, "fp32"), {}, POSITIVE),
+    ("negative-heads", "kv_bytes_per_token", (2, -4, 8, "fp32"), {}, POSITIVE),
+    ("0-head-size", "kv_bytes_per_token", (2, 4, 0, "fp32"), {}, POSITIVE),
+    ("0-groups", "kv_bytes_per_token", MODEL, {"n_groups": 0}, POSITIVE),
+    ("0-latent", "kv_bytes_per_token", MODEL, {"latent_size": 0}, POSITIVE),
+    ("kv-bytes-0-batch", "kv_bytes", (0, 16, *MODEL), {}, POSITIVE),
+    ("kv-bytes-negative-length", "kv_bytes", (2, -1, *MODEL), {}, POSITIVE),
+    ("max-context-0-batch", "max_context", (1000, 0, *MODEL), {}, POSITIVE),
+    ("max-context-negative-memory", "max_context", (-1, 1, *MODEL), {}, POSITIVE),
 ]
 
 
+def shown_call(name: str, args: tuple, kwargs: dict) -> str:
+    return f"{name}({', '.join([*map(repr, args), *(f'{k}={v}' for k, v in kwargs.items())])})"
+
+
 @pytest.mark.points(2)
-@pytest.mark.parametrize("name,args,kwargs", INVALID, ids=["int4", "fp12", "7-groups-for-64-heads"])
-def test_invalid_arguments_raise_value_error(kvmemory, name, args, kwargs):
-    """an unknown dtype name, or n_groups that does not divide n_heads, raises a clear ValueError"""
-    shown = ", ".join([*map(repr, args), *(f"{k}={v}" for k, v in kwargs.items())])
-    checks.raises_value_error(
-        lambda: kvmemory.call(name, *args, **kwargs),
-        f"{name}({shown})",
-        "the dtype names are float32/fp32, bfloat16/bf16, float16/fp16 and int8, and n_groups must divide n_heads",
-    )
+@pytest.mark.parametrize("name,args,kwargs,why", [c[1:] for c in INVALID], ids=[c[0] for c in INVALID])
+def test_invalid_arguments_raise_value_error(kvmemory, name, args, kwargs, why):
+    """an unknown dtype name, a count that is not positive, n_groups that does not divide n_heads, or both
+    n_groups and latent_size, raises a clear ValueError"""
+    checks.raises_value_error(lambda: kvmemory.call(name, *args, **kwargs), shown_call(name, args, kwargs), why)
+
+
+ZERO = [  # (function, positional arguments, the answer, why 0 is an answer)
+    ("kv_bytes", (2, 0, 12, 12, 64, "fp32"), "a length of 0 is an empty cache: 0 bytes"),
+    ("max_context", (0, 1, 12, 12, 64, "fp32"), "a memory of 0 holds no token: the longest context is 0"),
+]
+
+
+@pytest.mark.parametrize("name,args,why", ZERO, ids=["kv-bytes-length-0", "max-context-memory-0"])
+def test_zero_length_and_memory_are_answers(kvmemory, name, args, why):
+    """kv_bytes with length 0 and max_context with a memory of 0 return 0 (only a negative one raises)"""
+    call = shown_call(name, args, {})
+    try:
+        got = kvmemory.call(name, *args)
+    except StudentError as e:
+        if e.type == ErrorKind.NOT_IMPLEMENTED:
+            raise
+        checks.fail(
+            f"{call} raised {e.type} ({e.message:.120}): {why}. length and memory_bytes may be 0; "
+            "only a negative one raises ValueError"
+        )
+    if checks.number(got, call, integer=True) != 0:
+        checks.fail(f"{call} is {got!r}, expected 0: {why}")
 
 
 # ---------------------------------------------------------------- whole caches

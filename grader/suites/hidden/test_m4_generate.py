@@ -112,10 +112,13 @@ def test_batch_rows_are_independent(m4):
 def test_no_gradients_recorded(m4):
     """generation runs without recording gradients and leaves the model unchanged"""
     model = m4.standin(V, D, T, 5)
-    before = model.state_dict()
+    model.call("train", True, keep=True)  # as a training loop that samples between steps leaves it
+    before, modes = model.state_dict(), checks.training_modes(model)
     generate(m4, model, 5, prompt(5, 2, 3), 4)
     if model.attr("calls_with_grad"):
         checks.fail("the model was called with gradients enabled: wrap generation in torch.no_grad()")
     for name, value in model.state_dict().items():
         if not torch.equal(value, before[name]):
             checks.fail(f"generation changed the model's weight {name}: it must only read the model")
+    # Unchanged includes the mode: an eval() left behind turns off the dropout of the caller's next training step
+    checks.same_training_modes(model, modes, "generate")

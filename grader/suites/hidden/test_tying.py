@@ -60,6 +60,31 @@ def test_tie_weights_shares_one_parameter(tying):
     assert_shared(tied(tying, tinygpt(tying)).describe(), "after tie_weights, the TinyGPT")
 
 
+def test_tie_keeps_the_token_table(tying, ref):
+    """the tied weight is the token table as it was: the head takes tok's Parameter, not the other way round"""
+    seed, config = 6, (V, D, HEADS, LAYERS, T_MAX)
+    state = tied(tying, tinygpt(tying, config, seed=seed)).state_dict()
+    checks.seed(seed)  # the worker built its TinyGPT after the same seed: the same draws, in the same order
+    untied = ref.m2_model.TinyGPT(*config)
+    table = checks.tensor(state.get("tok.weight") if isinstance(state, dict) else None, "tok.weight", (V, D))
+    if torch.equal(table, untied.head.weight.detach()):
+        checks.fail(
+            "after tie_weights the shared weight holds the head's initial values: the token table was replaced "
+            "by the head's Parameter (model.tok.weight = model.head.weight). Tie the other way: the head takes "
+            "the token table's Parameter, model.head.weight = model.tok.weight, so the embedding keeps its values"
+        )
+    checks.assert_close_where(
+        table,
+        untied.tok.weight.detach(),
+        "the tied weight",
+        ("token id", "channel"),
+        explain=lambda: (
+            "tie_weights must keep the token table's values: make head.weight the very Parameter "
+            "that tok.weight already is"
+        ),
+    )
+
+
 def test_tying_saves_vocab_times_d(tying):
     """tying saves vocab x d parameters: 38,597,376 (23.7%) for GPT-2 small"""
     model = tinygpt(tying)
