@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from corpus import core
 from helpers import Variant, bug, cli, ok
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
@@ -275,3 +276,26 @@ def test_common_bug_loses_public_points_and_names_its_cause(release, variant):
 def test_correct_code_in_another_style_keeps_full_public_marks(release, milestone, variant):
     result = graded(release, variant, milestone)
     assert result["score"] == result["max_score"], summary(result)
+
+
+# (core.BUGGY's name, a phrase naming the cause): seven common mistakes, each of which the FIRST failing public check
+# must explain, since a release's `grade check` prints only that one without -v.
+FIRST = [
+    ("m1-no-scaling", "divided by sqrt(d_k)"),
+    ("m1-mask-triu", "torch.triu"),
+    ("m1-softmax-over-queries", "the softmax must normalise over the keys"),
+    ("m1-mask-buffer-8-unsliced", "mask[:T, :T]"),
+    ("m3-no-zero-grad", "opt.zero_grad()"),
+    ("m3-targets-not-shifted", "the targets are not shifted"),
+    ("m4-crops-first-tokens", "cropped to its last model.T tokens"),
+]
+
+
+@pytest.mark.parametrize("name,cause", FIRST, ids=[name for name, _ in FIRST])
+def test_the_first_failing_public_check_names_the_cause(release, name, cause):
+    variant = next(v for v in core.BUGGY if v.name == name)
+    assert variant.milestone
+    result = graded(release, variant, variant.milestone)
+    failed = [c["message"] for c in result["checks"] if not c["passed"]]
+    assert failed, summary(result)
+    assert cause in failed[0], f"the first failure does not name {cause!r}: {failed[0][:400]}\n{summary(result)}"
