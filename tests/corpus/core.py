@@ -159,6 +159,8 @@ BUGGY = [
         M1,
         (FILL, "scores = scores + (causal_mask(T, q.device) - 1) * 1e4"),
     ),
+    # a finite fill that holds for ordinary scores and gives way to scaled ones: the fill is blamed, not the mask
+    bug("m1-finite-fill-1e5", "m1", "finite", M1, (FILL, FILL.replace('float("-inf")', "-1e5"))),
     bug("m1-no-output-projection", "m1", "proj is never applied", M1, ("return self.proj(out)", "return out")),
     bug(
         "m1-output-projection-removed",
