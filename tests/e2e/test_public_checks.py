@@ -112,6 +112,14 @@ BUGS = [
         "m9_padding.py",
         ("clm_loss(model(inp), tgt, ignore_index=pad_id)", "clm_loss(model(inp), tgt)"),
     ),
+    # the lesson group checks the numbers the lesson prints, with all four files together
+    bug(
+        "lesson-with-a-triu-mask",
+        "lesson",
+        "the lesson prints 4.0511",
+        "m1_attention.py",
+        ("torch.tril(torch.ones(T, T, device=device))", "torch.triu(torch.ones(T, T, device=device))"),
+    ),
     # an answer the grader cannot read as a number fails here, where the student can still fix its form
     bug("quiz-number-in-words", "quiz", "should be a number", "quiz.py", ("Q7 = 1e10", 'Q7 = "10 billion"')),
     bug("quiz-nan", "quiz", "finite number", "quiz.py", ("Q7 = 1e10", 'Q7 = float("nan")')),
