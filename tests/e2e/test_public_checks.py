@@ -123,6 +123,11 @@ BUGS = [
     # an answer the grader cannot read as a number fails here, where the student can still fix its form
     bug("quiz-number-in-words", "quiz", "should be a number", "quiz.py", ("Q7 = 1e10", 'Q7 = "10 billion"')),
     bug("quiz-nan", "quiz", "finite number", "quiz.py", ("Q7 = 1e10", 'Q7 = float("nan")')),
+    # a readable but wrong answer is told wrong from its locked hash, the answer itself not shipped
+    bug("quiz-wrong-number", "quiz", "Q7: 100000000000.0 is not right", "quiz.py", ("Q7 = 1e10", "Q7 = 1e11")),
+    bug(
+        "kvmemory-wrong-number", "kvmemory", "Q_NUM1: 40 is not right", "m11_kvmemory.py", ("Q_NUM1 = 5", "Q_NUM1 = 40")
+    ),
     bug("padding-on-the-left", "padding", "pads on the left", "m9_padding.py", ("[i, :len(s)]", "[i, L - len(s) :]")),
     bug(
         "padding-targets-not-shifted",
