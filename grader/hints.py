@@ -10,6 +10,11 @@ HINTS = [
         "two shapes disagree; if one of them has a fixed size (a mask, or the whole table of position "
         "embeddings), slice it to the input's length T (mask[:T, :T], pos(arange(T)))",
     ),
+    (
+        r"Sizes of tensors must match except in dimension",
+        "torch.cat joins tensors that must agree in every other dimension; if one of them is a cache, is it "
+        "this call's own (a default argument such as cache=[] is made once and kept between calls)?",
+    ),
     (r"view size is not compatible with input tensor", "use .reshape (or .contiguous() before .view)"),
     (r"index out of range in self", "a token id or a position is outside its embedding table"),
     (r"mat1 and mat2 shapes cannot be multiplied", "a Linear layer got an input of the wrong width"),
