@@ -22,6 +22,14 @@ HINTS = [
         r"Expected all tensors to be on the same device|is not on the expected device",
         "create new tensors on the input's device (device=x.device)",
     ),
+    # Before the general signature hint: the call is the student's, the CausalSelfAttention often the grader's.
+    (
+        r"CausalSelfAttention\.forward\(\) (got an unexpected keyword argument|takes \d+ positional arguments? "
+        r"but \d+ (were|was) given)",
+        "m2 is graded with the grader's own m1, not yours, and its CausalSelfAttention.forward(x) takes only x, as "
+        "the contract's signature says: a block that passes more (layer_past, a mask, a cache) fails there even "
+        "where your own m1 accepts it, so call self.attn with x alone",
+    ),
     (
         r"takes \d+ positional arguments? but \d+ (were|was) given|missing \d+ required positional argument|"
         r"got an unexpected keyword argument",

@@ -188,6 +188,14 @@ BUGGY = [
         ("        self.ln = nn.LayerNorm(d)\n", ""),
         ("self.head(self.ln(x))", "self.head(x)"),
     ),
+    # a block written for a cache: m2 runs it on the grader's own m1, whose forward(x) takes x alone
+    bug(
+        "m2-block-passes-layer-past",
+        "m2",
+        "graded with the grader's own m1",
+        M2,
+        (BLOCK_ATTN, BLOCK_ATTN.replace("self.ln1(x))", "self.ln1(x), layer_past=None)")),
+    ),
     bug("m2-ffn-2x", "m2", "feed-forward", M2, (FFN, FFN.replace("4 * d", "2 * d"))),
     bug("m2-bias-in-head", "m2", "bias=False", M2, (HEAD, "self.head = nn.Linear(d, vocab_size)")),
     bug(
