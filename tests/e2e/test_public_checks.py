@@ -8,6 +8,7 @@ reference scores full public marks, and that the release still holds no hidden t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -306,7 +307,8 @@ FIRST = [
 
 @pytest.mark.parametrize("name,cause", FIRST, ids=[name for name, _ in FIRST])
 def test_the_first_failing_public_check_names_the_cause(release, name, cause):
-    variant = next(v for v in core.BUGGY if v.name == name)
+    # built under its own folder name: BUGS above may hold a variant of the same name
+    variant = dataclasses.replace(next(v for v in core.BUGGY if v.name == name), name=f"first-{name}")
     assert variant.milestone
     result = graded(release, variant, variant.milestone)
     failed = [c["message"] for c in result["checks"] if not c["passed"]]
