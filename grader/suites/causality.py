@@ -58,9 +58,18 @@ def _out(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str) -
 
 
 def no_future_leak(
-    forward: Forward, x: torch.Tensor, perturb: Perturb, shape: tuple[int, ...], what: str, tol: float = 0.0
+    forward: Forward,
+    x: torch.Tensor,
+    perturb: Perturb,
+    shape: tuple[int, ...],
+    what: str,
+    tol: float = 0.0,
+    hint: str = LEAK_HINT,
 ) -> None:
-    """Changing inputs from position t on leaves outputs before t alone and changes output t."""
+    """Changing inputs from position t on leaves outputs before t alone and changes output t.
+
+    ``hint`` is what a leak is blamed on: the mask's usual faults, unless the caller has evidence of another cause.
+    """
     base = _out(forward, x, shape, what)
     tol = tol * float(base.abs().max())
     for t in range(x.shape[1]):
@@ -70,7 +79,7 @@ def no_future_leak(
             b, s = (int(i) for i in (before == before.max()).nonzero()[0])
             fail(
                 f"{what}: position {s} (batch {b}) changes by {float(before.max()):.3g} when the inputs "
-                f"from position {t} on change; {LEAK_HINT}"
+                f"from position {t} on change; {hint}"
             )
         if diff[:, t].max() == 0:
             fail(

@@ -159,6 +159,8 @@ BUGGY = [
         M1,
         (FILL, "scores = scores + (causal_mask(T, q.device) - 1) * 1e4"),
     ),
+    # a finite fill that holds for ordinary scores and gives way to scaled ones: the fill is blamed, not the mask
+    bug("m1-finite-fill-1e5", "m1", "finite", M1, (FILL, FILL.replace('float("-inf")', "-1e5"))),
     bug("m1-no-output-projection", "m1", "proj is never applied", M1, ("return self.proj(out)", "return out")),
     bug(
         "m1-output-projection-removed",
@@ -185,6 +187,14 @@ BUGGY = [
         M2,
         ("        self.ln = nn.LayerNorm(d)\n", ""),
         ("self.head(self.ln(x))", "self.head(x)"),
+    ),
+    # a block written for a cache: m2 runs it on the grader's own m1, whose forward(x) takes x alone
+    bug(
+        "m2-block-passes-layer-past",
+        "m2",
+        "graded with the grader's own m1",
+        M2,
+        (BLOCK_ATTN, BLOCK_ATTN.replace("self.ln1(x))", "self.ln1(x), layer_past=None)")),
     ),
     bug("m2-ffn-2x", "m2", "feed-forward", M2, (FFN, FFN.replace("4 * d", "2 * d"))),
     bug("m2-bias-in-head", "m2", "bias=False", M2, (HEAD, "self.head = nn.Linear(d, vocab_size)")),

@@ -130,6 +130,26 @@ BUGGY = [
         M7,
         (UNCACHED_COUNT, "return sum(range(max_new))"),
     ),
+    # a bug of every pass whose first token can still come out right: the replay names it, not "the cache"
+    bug(
+        "scores-over-sqrt-d",
+        "kvcache",
+        "divided by sqrt(d), the model's width",
+        M7,
+        (SCALE, SCALE.replace("q.shape[-1]", "d")),
+    ),
+    # a cache in a default argument outlives the call: the same call repeated gives other tokens
+    bug(
+        "cache-in-a-default-argument",
+        "kvcache",
+        "outlives a call",
+        M7,
+        (DECORATED, DECORATED.replace("max_new: int = 5)", "max_new: int = 5, cache: list = [])")),
+        (
+            "    cache = [None] * len(model.blocks)\n    idx = start\n",
+            "    cache.extend([None] * (len(model.blocks) - len(cache)))\n    idx = start\n",
+        ),
+    ),
     bug("no-length-check", "kvcache", "a clear ValueError is expected", M7, (RAISE, "")),
     bug(
         "length-check-off-by-one",

@@ -30,6 +30,14 @@ BUGGY = [
         M11,
         (KV_HEADS, "    kv_heads = n_heads\n"),
     ),
+    # at 32 heads in 8 groups, n_heads // n_groups = 4 = 8 / 2: another size tells it from a missing factor 2
+    bug(
+        "group-size-for-groups",
+        "kvmemory",
+        "query heads per group",
+        M11,
+        (KV_HEADS, "    kv_heads = n_heads if n_groups is None else n_heads // n_groups\n"),
+    ),
     bug(
         "bits-for-bytes",
         "kvmemory",

@@ -81,6 +81,33 @@ BUGGY = [
         M8,
         (TOP_K, TOP_K.replace("logits < kth", "logits <= kth")),
     ),
+    # k + 1 kept: the combined top-k + top-p check blames the top-k step, shown wrong on its own
+    bug(
+        "sampling-top-k-keeps-k-plus-1",
+        "sampling",
+        "that step is wrong on its own (see the top-k check)",
+        M8,
+        (KTH, "kth = torch.topk(logits, min(top_k + 1, logits.size(-1)), dim=-1).values[..., -1:]"),
+    ),
+    # int32 ids: one check asks for torch.long and says .long(); the draws are still read
+    bug(
+        "sampling-int32-ids",
+        "sampling",
+        "convert with .long()",
+        M8,
+        (DRAW, DRAW + ".int()"),
+    ),
+    # inverse-CDF sampling with the uniform draw (B,) not made a column: a size mismatch inside sample_next
+    bug(
+        "sampling-inverse-cdf-without-a-column",
+        "sampling",
+        "in sample_next, the logits and probabilities are (B, V)",
+        M8,
+        (
+            DRAW,
+            "u = torch.rand(probs.shape[0], generator=generator)\n    return (probs.cumsum(dim=-1) < u).sum(dim=-1)",
+        ),
+    ),
     bug(
         "sampling-top-k-not-clamped",
         "sampling",

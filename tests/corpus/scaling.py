@@ -21,6 +21,21 @@ BUGGY = [
         (HEAD, "head = 0 if tied else vocab_size * d + vocab_size"),
     ),
     bug("no-position-table", "scaling", "position table", M5, (EMBEDDINGS, "embeddings = vocab_size * d")),
+    # at the shrunk size d = vocab_size = max_T = 1 these are off as much as other mistakes: told apart at another
+    bug(
+        "no-final-layernorm",
+        "scaling",
+        "the final LayerNorm (2 d) is missing",
+        M5,
+        ("block_parameter_count(d) + 2 * d + head", "block_parameter_count(d) + head"),
+    ),
+    bug(
+        "position-table-one-row-too-many",
+        "scaling",
+        "one row too many",
+        M5,
+        (EMBEDDINGS, "embeddings = vocab_size * d + (max_T + 1) * d"),
+    ),
     bug("chinchilla-without-20", "scaling", "the 20 is missing", M5, (OPTIMAL_N, "n_params = math.sqrt(compute / 6)")),
     bug(
         "flops-forward-only",

@@ -73,6 +73,19 @@ CASES = [
         wrong=(*MASK_HINTS, "softmax runs over", "unscaled", "not divided by", "not scaled by", "1/sqrt(d)"),
         every="likely cause: the scores are divided by d_",
     ),
+    # a finite fill overpowered by scaled inputs: the leak is the fill's, not the mask's shape
+    Hints(
+        "m1-finite-fill-1e5",
+        hidden=("float('-inf')", "overpower"),
+        public=None,
+        wrong=(
+            "tril, not triu",
+            "upper-triangular",
+            "sliced to the input's length",
+            "is the diagonal masked",
+            "softmax runs over",
+        ),
+    ),
 ]
 
 

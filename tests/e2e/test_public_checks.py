@@ -8,11 +8,13 @@ reference scores full public marks, and that the release still holds no hidden t
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
 import pytest
 
+from corpus import core
 from helpers import Variant, bug, cli, ok
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
@@ -111,9 +113,22 @@ BUGS = [
         "m9_padding.py",
         ("clm_loss(model(inp), tgt, ignore_index=pad_id)", "clm_loss(model(inp), tgt)"),
     ),
+    # the lesson group checks the numbers the lesson prints, with all four files together
+    bug(
+        "lesson-with-a-triu-mask",
+        "lesson",
+        "the lesson prints 4.0511",
+        "m1_attention.py",
+        ("torch.tril(torch.ones(T, T, device=device))", "torch.triu(torch.ones(T, T, device=device))"),
+    ),
     # an answer the grader cannot read as a number fails here, where the student can still fix its form
     bug("quiz-number-in-words", "quiz", "should be a number", "quiz.py", ("Q7 = 1e10", 'Q7 = "10 billion"')),
     bug("quiz-nan", "quiz", "finite number", "quiz.py", ("Q7 = 1e10", 'Q7 = float("nan")')),
+    # a readable but wrong answer is told wrong from its locked hash, the answer itself not shipped
+    bug("quiz-wrong-number", "quiz", "Q7: 100000000000.0 is not right", "quiz.py", ("Q7 = 1e10", "Q7 = 1e11")),
+    bug(
+        "kvmemory-wrong-number", "kvmemory", "Q_NUM1: 40 is not right", "m11_kvmemory.py", ("Q_NUM1 = 5", "Q_NUM1 = 40")
+    ),
     bug("padding-on-the-left", "padding", "pads on the left", "m9_padding.py", ("[i, :len(s)]", "[i, L - len(s) :]")),
     bug(
         "padding-targets-not-shifted",
@@ -275,3 +290,27 @@ def test_common_bug_loses_public_points_and_names_its_cause(release, variant):
 def test_correct_code_in_another_style_keeps_full_public_marks(release, milestone, variant):
     result = graded(release, variant, milestone)
     assert result["score"] == result["max_score"], summary(result)
+
+
+# (core.BUGGY's name, a phrase naming the cause): seven common mistakes, each of which the FIRST failing public check
+# must explain, since a release's `grade check` prints only that one without -v.
+FIRST = [
+    ("m1-no-scaling", "divided by sqrt(d_k)"),
+    ("m1-mask-triu", "torch.triu"),
+    ("m1-softmax-over-queries", "the softmax must normalise over the keys"),
+    ("m1-mask-buffer-8-unsliced", "mask[:T, :T]"),
+    ("m3-no-zero-grad", "opt.zero_grad()"),
+    ("m3-targets-not-shifted", "the targets are not shifted"),
+    ("m4-crops-first-tokens", "cropped to its last model.T tokens"),
+]
+
+
+@pytest.mark.parametrize("name,cause", FIRST, ids=[name for name, _ in FIRST])
+def test_the_first_failing_public_check_names_the_cause(release, name, cause):
+    # built under its own folder name: BUGS above may hold a variant of the same name
+    variant = dataclasses.replace(next(v for v in core.BUGGY if v.name == name), name=f"first-{name}")
+    assert variant.milestone
+    result = graded(release, variant, variant.milestone)
+    failed = [c["message"] for c in result["checks"] if not c["passed"]]
+    assert failed, summary(result)
+    assert cause in failed[0], f"the first failure does not name {cause!r}: {failed[0][:400]}\n{summary(result)}"

@@ -13,6 +13,7 @@ and names those that give exactly the student's tokens.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import NamedTuple
 
@@ -114,13 +115,14 @@ class Bug(NamedTuple):
     """A known bug, replayed on the whole sequence: the positions tokens were fed at, which keys each query saw.
 
     ``positions(p, t)`` and ``visible(i, j, t)`` take positions in the whole sequence (i a query's, j a key's)
-    and the prompt's length t; ``scale`` multiplies the scores (None: 1 / sqrt(d_head)).
+    and the prompt's length t; ``scale`` multiplies the scores (None: 1 / sqrt(d_head)), or is a function of the
+    model's width d and its number of heads that gives that factor.
     """
 
     cause: str
     positions: Callable = lambda p, t: p
     visible: Callable = lambda i, j, t: j <= i
-    scale: float | None = None
+    scale: float | Callable[[int, int], float] | None = None
 
 
 KNOWN_BUGS = [
@@ -146,6 +148,12 @@ KNOWN_BUGS = [
         visible=lambda i, j, t: (j <= i) & ((i < t) | (j < t) | (j == i)),
     ),
     Bug("the attention scores are not divided by sqrt(d_head), with d_head = d // n_heads", scale=1.0),
+    # a bug of every pass, prompt included: the first token may still come out right, the replay tells
+    Bug(
+        "the attention scores are divided by sqrt(d), the model's width, instead of sqrt(d_head), with d_head = "
+        "d // n_heads, in every pass, the prompt's included",
+        scale=lambda d, n_heads: d**-0.5,
+    ),
 ]
 
 
@@ -166,17 +174,27 @@ def replay(copy, start: torch.Tensor, max_new: int, bug: Bug | None = None) -> t
     return idx
 
 
-def attention(attn, x: torch.Tensor, mask: torch.Tensor, scale: float | None) -> torch.Tensor:
+def attention(
+    attn, x: torch.Tensor, mask: torch.Tensor, scale: float | Callable[[int, int], float] | None
+) -> torch.Tensor:
     B, n, d = x.shape
     q, k, v = (z.view(B, n, attn.n_heads, d // attn.n_heads).transpose(1, 2) for z in attn.qkv(x).split(d, dim=-1))
+    scale = scale(d, attn.n_heads) if callable(scale) else scale
     out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
     return attn.proj(out.transpose(1, 2).reshape(B, n, d))
 
 
-def same_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], want: torch.Tensor) -> None:
+def same_tokens(
+    copy,
+    start: torch.Tensor,
+    runs: list[torch.Tensor],
+    want: torch.Tensor,
+    again: Callable[[int], torch.Tensor] | None = None,
+) -> None:
     """Each of the student's results for ``start`` (one per max_new) must be the matching prefix of ``want``.
 
-    The first difference is named, with the likely cause: a known bug that gives every one of the runs.
+    The first difference is named, with the likely cause: a known bug that gives every one of the runs, or, when
+    ``again(max_new)`` (the student's call repeated) gives other tokens than the run did, state kept between calls.
     """
     t = start.shape[1]
     for got in runs:
@@ -188,7 +206,17 @@ def same_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], want: torch
             f"with a prompt of {tokens(t)} and max_new={got.shape[1] - t}, new token {i - t + 1} (position "
             f"{i}, batch row {b}) is {int(got[b, i])}, but m4's generate gives {int(want[b, i])}"
         )
+        if again is not None and not torch.equal(again(got.shape[1] - t), got):
+            checks.fail(f"{message}. {CARRIED_OVER}")
         checks.fail(f"{message}. {explain_tokens(copy, start, runs, i)}")
+
+
+# The evidence: the same call, repeated at once, gives other tokens; no bug of one call's arithmetic does that.
+CARRIED_OVER = (
+    "Likely cause: the same call made again gives other tokens, so something outlives a call: a cache kept in a "
+    "default argument (cache=[] is created once, when the function is defined) or in a global. Start every call "
+    "from a fresh cache, [None] * len(model.blocks), made inside generate_cached"
+)
 
 
 def explain_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], i: int) -> str:
@@ -208,9 +236,10 @@ def explain_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], i: int) 
             "each layer starting from an empty cache of its own"
         )
     return (
-        "The first new token is right, so the prompt pass works: the cache or the positions of later steps are "
-        "likely wrong (the position index not advanced, keys and values not appended to the cache, or one "
-        "layer reading another layer's cache)"
+        "The first new token is right, so the prompt pass is likely right (a bug in every pass, such as the "
+        "scaling, can still leave one token unchanged): then the cache or the positions of later steps are "
+        "wrong (the position index not advanced, keys and values not appended to the cache, or one layer "
+        "reading another layer's cache)"
     )
 
 
@@ -232,7 +261,7 @@ def test_same_tokens_as_generate(kvcache, ref, B, heads, layers, seed):
         start = prompt(100 * seed + t, B, t)
         want = expected(ref, copy, start, T + 1 - t)  # every max_new is a prefix of the longest
         runs = [generate_cached(kvcache, model, start, max_new) for max_new in range(1, T + 2 - t)]
-        same_tokens(copy, start, runs, want)
+        same_tokens(copy, start, runs, want, again=functools.partial(generate_cached, kvcache, model, start))
 
 
 def test_result_is_prompt_then_new_tokens(kvcache, ref):

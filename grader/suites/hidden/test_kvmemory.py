@@ -9,6 +9,7 @@ n_heads in place of n_groups, bits for bytes, a factor 2 on the latent) and nami
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 
@@ -54,20 +55,25 @@ def keywords(args: tuple) -> tuple[tuple, dict]:
     return (n_layers, n_heads, head_size, dtype), kwargs
 
 
-def explain_bytes(got: float, args: tuple, scale: int = 1) -> str:
-    """Every usual mistake that gives ``got`` (bytes of ``scale`` tokens), in plain words."""
+def mistakes(args: tuple, scale: int = 1) -> list[tuple[float, str]]:
+    """(the number, in bytes of ``scale`` tokens, that each usual mistake gives for ``args``; what it missed)."""
     n_layers, n_heads, head_size, dtype, n_groups, latent_size = args
     want = per_token(*args) * scale
     size = DTYPES[dtype]
     latent = latent_size is not None
     grouped = n_groups is not None and n_groups != n_heads
-    mistakes = [
+    return [
         (not latent and want // 2, "K and V are both cached: the factor 2 is missing"),
         (want // n_layers, "every layer keeps its own cache: multiply by n_layers"),
         (want * 8, f"that counts bits: one {dtype} number takes {size} byte{'s' * (size > 1)}, not {8 * size}"),
         (
             grouped and want // n_groups * n_heads,
             "with grouped-query attention only the n_groups K/V heads are cached: use n_groups, not n_heads",
+        ),
+        (
+            grouped and want // n_groups * (n_heads // n_groups),
+            "n_heads // n_groups is the number of query heads per group; the K/V heads cached are the n_groups "
+            "groups themselves",
         ),
         (
             latent and want * 2,
@@ -78,11 +84,32 @@ def explain_bytes(got: float, args: tuple, scale: int = 1) -> str:
             "latent attention caches only the latent c (latent_size numbers per layer), not K and V",
         ),
     ]
+
+
+def other_size(args: tuple) -> tuple:
+    """The same model with twice the heads and twice the groups: groups of the same size. Two mistakes that give
+    one number here (32 heads in 8 groups: n_heads // n_groups = 4 = 8 / 2) give different numbers there."""
+    n_layers, n_heads, head_size, dtype, n_groups, latent_size = args
+    return (n_layers, 2 * n_heads, head_size, dtype, n_groups and 2 * n_groups, latent_size)
+
+
+def explain_bytes(got: float, args: tuple, scale: int = 1, again: Callable[[tuple], float] | None = None) -> str:
+    """Every usual mistake that gives ``got`` (bytes of ``scale`` tokens), in plain words. Where several do,
+    ``again(args)``, the student's number for other arguments, keeps those that give it at another size too."""
+    n_layers, n_heads, head_size, dtype, n_groups, latent_size = args
+    want = per_token(*args) * scale
+    size = DTYPES[dtype]
+    fits = [i for i, (value, _) in enumerate(mistakes(args, scale)) if value and got == value]
+    if len(fits) > 1 and again is not None:
+        other = other_size(args)
+        there = again(other)
+        kept = [i for i in fits if mistakes(other, scale)[i][0] == there]
+        fits = kept or fits  # nothing fits there: the other size has a bug of its own, so keep them all
+    causes = list(dict.fromkeys(mistakes(args, scale)[i][1] for i in fits))
     sizes = [
         (want // size * other, f"one {dtype} number takes {size} byte{'s' * (size > 1)}, not {other}")
         for other in sorted(set(DTYPES.values()) - {size})
     ]
-    causes = list(dict.fromkeys(cause for value, cause in mistakes if value and got == value))
     causes = causes or [cause for value, cause in sizes if got == value]  # only when nothing likelier fits
     if causes:
         return "; or ".join(causes)
@@ -103,7 +130,8 @@ def check_per_token(kvmemory, args: tuple, what: str) -> None:
     want = per_token(*args)
     if got != want:
         checks.fail(
-            f"kv_bytes_per_token({shown_args(args)}) is {got:,}, expected {want:,} ({what}): {explain_bytes(got, args)}"
+            f"kv_bytes_per_token({shown_args(args)}) is {got:,}, expected {want:,} ({what}): "
+            + explain_bytes(got, args, again=lambda other: call_per_token(kvmemory, other))
         )
 
 

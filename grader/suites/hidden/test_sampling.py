@@ -11,6 +11,8 @@ Generation runs on the grader's stand-in model, as in milestone 4.
 
 from __future__ import annotations
 
+import contextlib
+
 import pytest
 import torch
 
@@ -29,6 +31,7 @@ from grader.suites.hidden.sampling_math import (
     keep_mask,
     likely_cause,
 )
+from grader.suites.shape_hints import shape_hint
 
 LM_V, LM_D, LM_T = 29, 16, 8  # the stand-in language model
 
@@ -58,7 +61,9 @@ def kept(sampling, logits: torch.Tensor, error_hint: str = "", **filters) -> tor
     """The student's filter_logits as a keep mask; the kept logits must be untouched, the others -inf."""
     call = f"filter_logits({describe_filters(**filters)}) on logits of shape {tuple(logits.shape)}"
     try:
-        out = sampling.call("filter_logits", logits, **filters)
+        # a check's own error hint knows its input best (leading dims); else the function's shape hint
+        with contextlib.nullcontext() if error_hint else shape_hint("filter_logits"):
+            out = sampling.call("filter_logits", logits, **filters)
     except StudentError as e:
         reraise_unimplemented(e)
         if e.type == ErrorKind.VALUE_ERROR and filters.get("top_p") == 1:
@@ -88,25 +93,41 @@ def kept(sampling, logits: torch.Tensor, error_hint: str = "", **filters) -> tor
     return same
 
 
-def token_ids(value, B: int, vocab: int, what: str = "sample_next's result") -> torch.Tensor:
-    """(B,) torch.long ids in [0, vocab)."""
+def token_ids(value, B: int, vocab: int, what: str = "sample_next's result", strict: bool = True) -> torch.Tensor:
+    """(B,) torch.long ids in [0, vocab). Not ``strict``: ids of another integer dtype are read as long, so that
+    one dtype slip costs the one check that asks for torch.long, not every check that draws."""
     if isinstance(value, torch.Tensor) and tuple(value.shape) == (B, 1):
         checks.fail(
             f"{what} has shape ({B}, 1), expected ({B},): one id per row, so squeeze the last axis "
             "(torch.multinomial(probs, 1) is (B, 1))"
         )
     value = checks.tensor(value, what, (B,), dtype=None)
+    integer = not (value.dtype.is_floating_point or value.dtype.is_complex or value.dtype == torch.bool)
+    if value.dtype != torch.long and integer and not strict:
+        value = value.long()
     if value.dtype != torch.long:
-        checks.fail(f"{what} has dtype {value.dtype}, expected torch.long: token ids are integers")
+        checks.fail(
+            f"{what} has dtype {value.dtype}, expected torch.long (int64), the dtype torch gives token ids "
+            "and embeddings take: "
+            + (
+                "convert with .long()"
+                if integer
+                else "sample ids with torch.multinomial or argmax, which return torch.long, not floats"
+            )
+        )
     if ((value < 0) | (value >= vocab)).any():
         bad = int(value[(value < 0) | (value >= vocab)][0])
         checks.fail(f"{what} holds the token id {bad}, outside the vocabulary 0..{vocab - 1}")
     return value
 
 
-def draw(sampling, logits: torch.Tensor, gen_seed: int, seed: int | None = None, **kwargs) -> torch.Tensor:
-    out = sampling.call("sample_next", logits, SeededGenerator(gen_seed), seed=seed, **kwargs)
-    return token_ids(out, logits.shape[0], logits.shape[-1])
+def draw(
+    sampling, logits: torch.Tensor, gen_seed: int, seed: int | None = None, strict: bool = False, **kwargs
+) -> torch.Tensor:
+    """sample_next's ids; only the check that asks for torch.long is ``strict`` about their dtype."""
+    with shape_hint("sample_next"):
+        out = sampling.call("sample_next", logits, SeededGenerator(gen_seed), seed=seed, **kwargs)
+    return token_ids(out, logits.shape[0], logits.shape[-1], strict=strict)
 
 
 def generated(
@@ -114,7 +135,10 @@ def generated(
 ) -> torch.Tensor:
     """generate_sampled's result, validated: (B, t + max_new) long ids that start with the prompt."""
     try:
-        out = sampling.call("generate_sampled", model, start, max_new, SeededGenerator(gen_seed), seed=seed, **kwargs)
+        with shape_hint("generate_sampled"):
+            out = sampling.call(
+                "generate_sampled", model, start, max_new, SeededGenerator(gen_seed), seed=seed, **kwargs
+            )
     except StudentError as e:
         if e.type == ErrorKind.VALUE_ERROR and "model.T" in e.message:
             checks.fail(
@@ -239,7 +263,12 @@ def test_top_k_then_top_p_on_any_batch_shape(sampling):
         index = tuple(int(i) for i in diff)
         where = checks.index_text(index, ("row",) if len(shape) == 2 else ("batch", "position"))
         g, w = got[index], want[index]
-        if torch.equal(g, (keep_mask(logits, top_k=k) & keep_mask(logits, top_p=p))[index]):
+        # Each filter alone, on the same logits, first: a wrong step shows there, and the combination is blamed
+        # only when both steps are right on their own.
+        alone = one_filter_wrong(sampling, logits, index, k, p)
+        if alone:
+            cause = alone
+        elif torch.equal(g, (keep_mask(logits, top_k=k) & keep_mask(logits, top_p=p))[index]):
             cause = (
                 "top-p used the probabilities of all V tokens: apply top-k first, then top-p to the softmax "
                 "of the logits top-k left (renormalised, they sum to 1 again)"
@@ -259,6 +288,21 @@ def test_top_k_then_top_p_on_any_batch_shape(sampling):
         )
 
 
+def one_filter_wrong(sampling, logits: torch.Tensor, index: tuple[int, ...], k: int, p: float) -> str | None:
+    """Why the combined filter is wrong at ``index`` when top-k or top-p alone already is there; None when
+    both are right on their own."""
+    for name, filters in (("top_k", {"top_k": k}), ("top_p", {"top_p": p})):
+        alone = kept(sampling, logits, **filters)[index]
+        want = keep_mask(logits, **filters)[index]
+        if not torch.equal(alone, want):
+            value = filters[name]
+            return (
+                f"filter_logits({name}={value}) alone keeps {ids_of(alone)} there, expected {ids_of(want)}: that "
+                f"step is wrong on its own (see the {name.replace('_', '-')} check), so fix it first"
+            )
+    return None
+
+
 # ---------------------------------------------------------------- sample_next
 
 
@@ -268,7 +312,7 @@ def test_greedy_cases_and_filtered_draws(sampling):
     logits = rows(11, 6, 10, scale=2.0)
     best = logits.argmax(dim=-1)
     try:
-        greedy = draw(sampling, logits, 0, temperature=0.0)
+        greedy = draw(sampling, logits, 0, temperature=0.0, strict=True)
     except StudentError as e:
         reraise_unimplemented(e)
         if e.type == ErrorKind.VALUE_ERROR:
@@ -287,7 +331,7 @@ def test_greedy_cases_and_filtered_draws(sampling):
             f"{int(best[r])} (return logits.argmax(dim=-1), do not sample)"
         )
     try:
-        one = draw(sampling, logits, 1, top_k=1)
+        one = draw(sampling, logits, 1, top_k=1, strict=True)
     except StudentError as e:
         reraise_unimplemented(e)
         checks.fail(f"sample_next(top_k=1): {e}; top_k=1 keeps exactly one token, the argmax")
@@ -303,7 +347,9 @@ def test_greedy_cases_and_filtered_draws(sampling):
     ):
         filters = describe_filters(top_k, top_p, temperature)
         try:
-            got = draw(sampling, BASE.expand(2000, V), gen_seed, temperature=temperature, top_k=top_k, top_p=top_p)
+            got = draw(
+                sampling, BASE.expand(2000, V), gen_seed, temperature=temperature, top_k=top_k, top_p=top_p, strict=True
+            )
         except StudentError as e:
             reraise_unimplemented(e)
             checks.fail(

@@ -1,8 +1,12 @@
-"""Public checks for `kvmemory`: the toy model's number, MQA as one group, and every question answered."""
+"""Public checks for `kvmemory`: the toy model's number, MQA as one group, and every question answered, and right
+or wrong (from its locked hash, grader/suites/locked.py: the release ships no answer)."""
 
 import pytest
 
 from grader.suites import checks
+from grader.suites.locked import is_right
+from grader.suites.locked_answers import LOCKED
+from grader.suites.questions import shown
 
 
 def test_public_toy_model(kvmemory):
@@ -25,7 +29,16 @@ def test_public_kv_bytes_scales(kvmemory):
 
 
 @pytest.mark.parametrize("question", ["Q_MC1", "Q_MC2", "Q_TEXT1", "Q_NUM1", "Q_NUM2", "Q_NUM3"])
-def test_public_answered(kvmemory, question):
-    """(public) the question has an answer"""
-    if kvmemory.value(question) is None:
+def test_public_answered(kvmemory, variant, question):
+    """(public) the question has an answer, and it is right"""
+    value = kvmemory.value(question)
+    if value is None:
         checks.not_implemented(f"{question} is still None")
+    if getattr(value, "short_type", None) in ("set", "frozenset"):  # a set is no plain data: listed in the worker
+        value = kvmemory.call("list", value, module="builtins")
+    # the locks hold the lesson's numbers: a paper's student, asked their own, is told only that they answered
+    if variant.seed is None and not is_right(question, value, LOCKED["kvmemory"][question]):
+        checks.fail(
+            f"{question}: {shown(value)} is not right (this public check knows right from wrong but not why: "
+            "work it through again from the question's comment)"
+        )

@@ -30,6 +30,7 @@ def test_public_worked_example(m1):
     weights = checks.tensor(pair[1], "weights", (4, 4))
     checks.finite(weights, "weights", ("query", "key"), explain=lambda: nan_cause(weights))
     sees_the_future(weights)
+    rows_sum_to_one(weights)
     checks.assert_close_where(weights[0], torch.tensor([1.0, 0, 0, 0]), "weights[0]", ("column",), atol=1e-4)
     checks.assert_close_where(
         out[0], torch.tensor([-0.0835, -0.0235, 0.1744, 2.2983]), "out[0]", ("column",), atol=1e-3
@@ -46,6 +47,22 @@ def sees_the_future(weights: torch.Tensor) -> None:
             "weight 0: the mask must let each query see itself and earlier keys only (lower-triangular, "
             "torch.tril), applied to the scores before the softmax"
         )
+
+
+def rows_sum_to_one(weights: torch.Tensor) -> None:
+    """Fails, naming the cause, when a row of weights does not sum to 1: the first number a student reads must
+    already say why, not only that weights[0] differs."""
+    rows, columns = weights.sum(-1), weights.sum(-2)
+    if torch.allclose(rows, torch.ones_like(rows), atol=1e-4):
+        return
+    i = int((rows - 1).abs().argmax())
+    # columns summing to 1 (rows not) is what a softmax over the queries gives, and nothing else here does
+    cause = (
+        "each column sums to 1 instead: the softmax must normalise over the keys, the last dimension (dim=-1)"
+        if torch.allclose(columns, torch.ones_like(columns), atol=1e-4)
+        else "the weights must be a softmax over each row's scores, blocked scores filled with -inf before it"
+    )
+    checks.fail(f"row {i} of weights sums to {float(rows[i]):.4f}, not 1: {cause}")
 
 
 def test_public_self_attention_shape(m1):

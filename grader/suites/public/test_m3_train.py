@@ -1,4 +1,8 @@
-"""Public checks for milestone 3: teacher forcing on a small example, and the lesson's losses."""
+"""Public checks for milestone 3: teacher forcing on a small example, and the lesson's losses.
+
+The checks run in this order, and a student's release shows the first that fails: the lesson's losses, a bare
+number that any of these bugs changes, come last, after the checks that name a cause.
+"""
 
 import torch
 
@@ -24,23 +28,13 @@ def test_public_inputs_targets(m3):
     if not (isinstance(pair, tuple | list) and len(pair) == 2):
         checks.fail(f"clm_inputs_targets should return (inp, tgt), not {checks.describe(pair)}")
     checks.equal(checks.tensor(pair[0], "inp", (1, 3), torch.long).tolist(), [[1, 2, 3]], "inp")
-    checks.equal(checks.tensor(pair[1], "tgt", (1, 3), torch.long).tolist(), [[2, 3, 4]], "tgt")
-
-
-def test_public_lesson_losses(m3):
-    """(public) seed 42, your TinyGPT(50, 64, 4, 2, 8): losses 4.0511, 3.4078, 2.7282, 1.5836 at steps 1, 5, 10, 20"""
-    model = m3.new("TinyGPT", 50, 64, 4, 2, 8, seed=42, module="m2_model")
-    data = torch.tensor(LESSON_DATA)
-    losses = m3.call("train", model, data, 20)
-    if not (isinstance(losses, list) and len(losses) == 20):
-        checks.fail(f"train(model, data, 20) should return 20 losses, not {checks.describe(losses)}")
-    for step, want in LESSON_LOSSES.items():
-        got = checks.number(losses[step - 1], f"step {step}'s loss")
-        if checks.differs(got, want, 2e-3):
-            checks.fail(
-                f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
-                "TinyGPT and its attention too: if the checks of m1 or m2 fail, fix those first)"
-            )
+    tgt = checks.tensor(pair[1], "tgt", (1, 3), torch.long).tolist()
+    if tgt == [[1, 2, 3]]:
+        checks.fail(
+            "tgt is [[1, 2, 3]], the inputs themselves: the targets are not shifted. The target of position i "
+            "is the next token, i + 1 (data[:, 1:])"
+        )
+    checks.equal(tgt, [[2, 3, 4]], "tgt")
 
 
 # Three sequences of 7 tokens (inputs and targets of 6) for the grader's stand-in model: vocabulary 19, context 6.
@@ -79,3 +73,19 @@ def test_public_gradients_reset_each_step(m3):
         "gradients zeroed at the start of every step, inside the loop (opt.zero_grad())? backward() adds "
         "to whatever .grad already holds"
     )
+
+
+def test_public_lesson_losses(m3):
+    """(public) seed 42, your TinyGPT(50, 64, 4, 2, 8): losses 4.0511, 3.4078, 2.7282, 1.5836 at steps 1, 5, 10, 20"""
+    model = m3.new("TinyGPT", 50, 64, 4, 2, 8, seed=42, module="m2_model")
+    data = torch.tensor(LESSON_DATA)
+    losses = m3.call("train", model, data, 20)
+    if not (isinstance(losses, list) and len(losses) == 20):
+        checks.fail(f"train(model, data, 20) should return 20 losses, not {checks.describe(losses)}")
+    for step, want in LESSON_LOSSES.items():
+        got = checks.number(losses[step - 1], f"step {step}'s loss")
+        if checks.differs(got, want, 2e-3):
+            checks.fail(
+                f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
+                "TinyGPT and its attention too: if the checks of m1 or m2 fail, fix those first)"
+            )

@@ -6,14 +6,21 @@ import torch
 
 from grader.sandbox.common.protocol import SeededGenerator
 from grader.suites import checks
+from grader.suites.shape_hints import shape_hint
 
 LOGITS = torch.tensor([[0.5, 2.0, -1.0, 0.1], [1.5, -0.5, 0.3, 3.0]])
+
+
+def sample_next(sampling, *args, **kwargs):
+    """The student's sample_next, a shape error in it explained for sampling, not for masks."""
+    with shape_hint("sample_next"):
+        return sampling.call("sample_next", *args, **kwargs)
 
 
 def test_public_temperature_zero(sampling):
     """(public) sample_next at temperature 0 is the argmax: [1, 3]"""
     out = checks.tensor(
-        sampling.call("sample_next", LOGITS, SeededGenerator(0), temperature=0.0),
+        sample_next(sampling, LOGITS, SeededGenerator(0), temperature=0.0),
         "sample_next's result",
         (2,),
         dtype=torch.long,
@@ -23,7 +30,7 @@ def test_public_temperature_zero(sampling):
 
 def test_public_seeded(sampling):
     """(public) the same generator seed gives the same draws"""
-    draws = [sampling.call("sample_next", LOGITS.repeat(50, 1), SeededGenerator(3)) for _ in range(2)]
+    draws = [sample_next(sampling, LOGITS.repeat(50, 1), SeededGenerator(3)) for _ in range(2)]
     first, second = (checks.tensor(d, "sample_next's result", (100,), dtype=torch.long) for d in draws)
     if not torch.equal(first, second):
         checks.fail("two generators seeded alike gave different draws: draw with the generator passed in")
@@ -33,7 +40,7 @@ def test_public_temperature_sharpens(sampling):
     """(public) logits [0, ln 3] give token 1 with probability 3/4; at temperature 0.5, 9/10 (4,000 draws)"""
     logits = torch.tensor([[0.0, math.log(3)]]).repeat(4000, 1)
     out = checks.tensor(
-        sampling.call("sample_next", logits, SeededGenerator(11), temperature=0.5),
+        sample_next(sampling, logits, SeededGenerator(11), temperature=0.5),
         "sample_next's result",
         (4000,),
         dtype=torch.long,

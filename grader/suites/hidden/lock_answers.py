@@ -1,0 +1,59 @@
+"""Writes grader/suites/locked_answers.py, the quiz's and kvmemory's answers locked (see grader/suites/locked.py),
+from the hidden questions: `python -m grader.suites.hidden.lock_answers`. tests/unit/test_locked.py checks that
+the file is up to date.
+
+kvmemory's numeric questions are locked with the lesson's numbers, a student grading alone's; in a paper, where a
+student's numbers are drawn, the public check only says whether each question is answered.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from pprint import pformat
+from typing import Any
+
+from grader.paper.variants import LESSON
+from grader.suites import locked
+from grader.suites.hidden import kv_questions
+from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
+from grader.suites.questions import MultipleChoice, Numeric, Question, Text, words
+
+TARGET = Path(locked.__file__).with_name("locked_answers.py")
+
+
+def lock(question: Question) -> dict[str, Any]:
+    """How ``question`` is locked: its kind, what reading its answers needs, and the hashes of its right keys."""
+    if isinstance(question, Text):
+        keys = sorted({words(a) for a in (question.answer, *question.synonyms)})
+        entry: dict[str, Any] = {"kind": "word"}
+    elif isinstance(question, MultipleChoice):
+        keys = ["".join(sorted(set(question.answer)))]
+        entry = {"kind": "letters", "choices": question.choices}
+    elif isinstance(question, Numeric):
+        # the grid is relative: an absolute tolerance would need another (none of these questions has one)
+        assert question.atol == 0, f"{question.id}: an absolute tolerance cannot be locked on a relative grid"
+        keys = locked.band_keys(question.answer, question.rtol)
+        entry = {"kind": "number", "rtol": question.rtol}
+    else:
+        raise TypeError(f"{question.id}: no lock for a {type(question).__name__}")
+    return {**entry, "hashes": sorted(locked.digest(question.id, k) for k in keys)}
+
+
+def locks() -> dict[str, dict[str, dict[str, Any]]]:
+    kvmemory = [kv_questions.question(i, LESSON) for i in kv_questions.IDS]
+    return {"quiz": {q.id: lock(q) for q in QUIZ}, "kvmemory": {q.id: lock(q) for q in kvmemory}}
+
+
+def source() -> str:
+    return (
+        '"""The quiz\'s and kvmemory\'s answers, locked (grader/suites/locked.py). Written by\n'
+        '`python -m grader.suites.hidden.lock_answers`: do not edit."""\n\n'
+        "from typing import Any\n\n"
+        f"LOCKED: dict[str, dict[str, dict[str, Any]]] = {pformat(locks(), width=110, sort_dicts=True)}\n"
+    )
+
+
+if __name__ == "__main__":
+    TARGET.write_text(source())
+    sys.stdout.write(f"wrote {TARGET}\n")
