@@ -62,8 +62,11 @@ def test_home_and_tmp_are_empty_and_writable(tmp_path, protections):
         pytest.skip("this machine gives the worker no namespaces of its own, so no private /tmp")
     probe = """
 import os as _os
-_mine = _os.getcwd()  # its own copy of the submission, which may lie under /tmp
-_seen = [n for n in _os.listdir("/tmp") if not _mine.startswith(f"/tmp/{n}/")] + _os.listdir("/dev/shm")
+import sys as _sys
+# given back: its own copy of the submission and the Python installation, either of which may lie under /tmp
+_mine = [_os.getcwd(), _sys.prefix, _sys.exec_prefix, *_sys.path]
+_seen = [n for n in _os.listdir("/tmp") if not any(p.startswith(f"/tmp/{n}/") for p in _mine)]
+_seen += _os.listdir("/dev/shm")
 if _seen:
     raise RuntimeError(f"a new worker found {_seen} in /tmp and /dev/shm")
 open("/tmp/mine", "w").write("x")
