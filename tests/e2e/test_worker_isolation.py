@@ -64,7 +64,7 @@ def test_home_and_tmp_are_empty_and_writable(tmp_path, protections):
 import os as _os
 import sys as _sys
 # given back: its own copy of the submission and the Python installation, either of which may lie under /tmp
-_mine = [_os.getcwd(), _sys.prefix, _sys.exec_prefix, *_sys.path]
+_mine = [_os.getcwd(), _sys.executable, _sys.prefix, _sys.exec_prefix, *_sys.path]
 _seen = [n for n in _os.listdir("/tmp") if not any(p.startswith(f"/tmp/{n}/") for p in _mine)]
 _seen += _os.listdir("/dev/shm")
 if _seen:
