@@ -15,6 +15,7 @@ import tempfile
 import time
 import urllib.request
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
@@ -278,3 +279,32 @@ def fill_paper_notebook(notebook: Path, seed: int, out: Path) -> None:
             if cell["id"] == f"quiz-{name}-answer":
                 cell["source"] = cell["source"].replace(f"{name} = None", f"{name} = {value!r}")
     out.write_text(json.dumps(data))
+
+
+# ---------------------------------------------------------------- contests on a clock the test sets
+
+CONTEST_START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)  # the contest files' [window] start
+
+
+class ContestClock:
+    """The contest server's clock (``create_app(folder, clock)``): ``minutes`` into the window; set ``now``."""
+
+    def __init__(self, minutes: float = 10):
+        self.now = CONTEST_START + timedelta(minutes=minutes)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def contest_folder(folder: Path, contest_toml: str, students: tuple[str, ...] = ("ada", "alan", "grace")) -> Path:
+    """A contest folder: its contest.toml, a roster of ``students`` and their tokens (`grade contest tokens`)."""
+    from click.testing import CliRunner
+
+    from grader.contest.commands import contest as contest_group
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "contest.toml").write_text(contest_toml)
+    (folder / "roster.csv").write_text("student\n" + "".join(f"{s}\n" for s in students))
+    result = CliRunner().invoke(contest_group, ["tokens", str(folder)])
+    assert result.exit_code == 0, result.output
+    return folder

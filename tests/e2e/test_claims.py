@@ -104,24 +104,19 @@ def test_a_forged_unobserved_gradient_is_still_decided(tmp_path, leaks):
 
 def test_forged_faults_in_a_contest(tmp_path, honest_m1, full_m1):
     """Uploaded to the contest server: the task's points are the share of m1's full points the code passes."""
-    from datetime import datetime, timedelta, timezone
-
-    from click.testing import CliRunner
     from fastapi.testclient import TestClient
 
-    from grader.contest.commands import contest as contest_group
     from grader.contest.server import create_app
-    from helpers import auth, upload
+    from helpers import ContestClock, auth, contest_folder, upload
 
-    start = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
-    (tmp_path / "contest.toml").write_text(
+    contest_folder(
+        tmp_path,
         'title = "Claims"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
-        '[scoreboard]\nmode = "public"\n[tasks.m1]\npoints = 30\n'
+        '[scoreboard]\nmode = "public"\n[tasks.m1]\npoints = 30\n',
+        students=("mallory",),
     )
-    (tmp_path / "roster.csv").write_text("student\nmallory\n")
-    assert CliRunner().invoke(contest_group, ["tokens", str(tmp_path)]).exit_code == 0
     forged = A.m1_stub_with_only_causal_mask(A.FORGE_GRADER_FAULTS).encode()
-    with TestClient(create_app(tmp_path, lambda: start + timedelta(minutes=5))) as client:
+    with TestClient(create_app(tmp_path, ContestClock(minutes=5))) as client:
         sid = upload(client, tmp_path, "mallory", "m1", [(A.M1, forged)]).json()["id"]
         for _ in range(400):
             entry = client.get(f"/api/submissions/{sid}", headers=auth(tmp_path, "mallory")).json()

@@ -14,20 +14,18 @@ import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import Future
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from grader.contest.commands import contest as contest_group
 from grader.contest.server import create_app
 from grader.contest.store import Store
-from helpers import SOLUTIONS, auth, free_port
+from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, contest_folder, free_port
 
-START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+START = CONTEST_START
 CONTEST = """
 title = "Race test"
 [window]
@@ -44,21 +42,12 @@ max_submissions = 3
 BOUNDARY = "race-boundary"
 
 
-class Clock:
-    def __init__(self, minutes: float = 10):
-        self.now = START + timedelta(minutes=minutes)
-
-    def __call__(self) -> datetime:
-        return self.now
+Clock = ContestClock
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    (tmp_path / "contest.toml").write_text(CONTEST)
-    (tmp_path / "roster.csv").write_text("student\nada\nalan\ngrace\n")
-    result = CliRunner().invoke(contest_group, ["tokens", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    return tmp_path
+    return contest_folder(tmp_path, CONTEST)
 
 
 def body_parts() -> tuple[bytes, bytes]:

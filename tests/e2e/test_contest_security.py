@@ -18,21 +18,19 @@ import sqlite3
 import struct
 import zipfile
 from collections.abc import Iterator
-from datetime import datetime, timedelta, timezone
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
 from grader.contest import server as server_module
-from grader.contest.commands import contest as contest_group
 from grader.contest.server import create_app
 from grader.contest.uploads import MAX_FILES, MAX_NOTEBOOK_DEPTH, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES, json_depth
-from helpers import SOLUTIONS, auth, tokens, upload
+from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, contest_folder, tokens, upload
 
-START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+START = CONTEST_START
 CONTEST = """
 title = "Security test"
 [window]
@@ -52,23 +50,12 @@ select = 1
 TABLES = ("submissions", "events", "logins", "settings", "extra_time")
 
 
-class Clock:
-    def __init__(self, minutes: float = 10):
-        self.now = START + timedelta(minutes=minutes)
-
-    def __call__(self) -> datetime:
-        return self.now
+Clock = ContestClock
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    contest = tmp_path / "contest"
-    contest.mkdir()
-    (contest / "contest.toml").write_text(CONTEST)
-    (contest / "roster.csv").write_text("student\nada\nalan\ngrace\n")
-    result = CliRunner().invoke(contest_group, ["tokens", str(contest)])
-    assert result.exit_code == 0, result.output
-    return contest
+    return contest_folder(tmp_path / "contest", CONTEST)
 
 
 def raw_upload(client: TestClient, folder: Path, who: str, task: str, filename: bytes, data: bytes):

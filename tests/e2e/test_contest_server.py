@@ -33,11 +33,14 @@ from grader.contest.submit import feedback_lines
 from grader.contest.uploads import UploadError, check_upload
 from grader.milestones import MILESTONES
 from helpers import (
+    CONTEST_START,
     EXERCISES,
     REPO,
     SOLUTIONS,
+    ContestClock,
     auth,
     cli,
+    contest_folder,
     fill_paper_notebook,
     free_port,
     serve_contest,
@@ -45,7 +48,7 @@ from helpers import (
     upload,
 )
 
-START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+START = CONTEST_START
 CONTEST = """
 title = "Server test"
 [window]
@@ -65,21 +68,12 @@ select = 1
 """
 
 
-class Clock:
-    def __init__(self, minutes: float = 10):
-        self.now = START + timedelta(minutes=minutes)
-
-    def __call__(self) -> datetime:
-        return self.now
+Clock = ContestClock
 
 
 @pytest.fixture
 def folder(tmp_path: Path) -> Path:
-    (tmp_path / "contest.toml").write_text(CONTEST)
-    (tmp_path / "roster.csv").write_text("student\nada\nalan\ngrace\n")
-    result = CliRunner().invoke(contest_group, ["tokens", str(tmp_path)])
-    assert result.exit_code == 0, result.output
-    return tmp_path
+    return contest_folder(tmp_path, CONTEST)
 
 
 def reference() -> list[tuple[str, bytes]]:
@@ -1045,8 +1039,9 @@ def graded_with(store: Store, sid: int, at: datetime, checks: list[dict]) -> Non
     assert store.finish(sid, at, report)
 
 
-def test_a_submission_with_checks_set_aside_is_flagged_to_the_coach_who_can_grade_it_again(folder):
-    """ada's "30 of 30" rests on 3 of the grader's 4 checks: a quarter of m1's points was never judged."""
+def one_set_aside(folder: Path) -> tuple[TestClient, Store, int, int]:
+    """ada's m1 graded with 3 of its 4 checks passed and the fourth set aside (a grader error), alan's with all 4
+    passed: (the client, the store, ada's submission, alan's)."""
     clock = Clock()
     client = TestClient(create_app(folder, clock))
     store = Store(folder)
@@ -1054,6 +1049,12 @@ def test_a_submission_with_checks_set_aside_is_flagged_to_the_coach_who_can_grad
     clean = upload(client, folder, "alan", "m1", reference()).json()["id"]
     graded_with(store, flagged, clock.now, [check(f"c{i}", 5, 5) for i in range(3)] + [check("c3", 0, 5, False)])
     graded_with(store, clean, clock.now, [check(f"c{i}", 5, 5) for i in range(4)])
+    return client, store, flagged, clean
+
+
+def test_a_submission_with_checks_set_aside_is_flagged_to_the_coach_who_can_grade_it_again(folder):
+    """ada's "30 of 30" rests on 3 of the grader's 4 checks: a quarter of m1's points was never judged."""
+    client, store, flagged, clean = one_set_aside(folder)
 
     coach = auth(folder, "coach")
     rows = {s["id"]: s for s in client.get("/api/coach", headers=coach).json()["submissions"]}
@@ -1078,13 +1079,7 @@ def test_a_submission_with_checks_set_aside_is_flagged_to_the_coach_who_can_grad
 
 
 def test_grade_contest_export_has_columns_for_the_checks_set_aside(folder):
-    clock = Clock()
-    client = TestClient(create_app(folder, clock))
-    store = Store(folder)
-    flagged = upload(client, folder, "ada", "m1", reference()).json()["id"]
-    clean = upload(client, folder, "alan", "m1", reference()).json()["id"]
-    graded_with(store, flagged, clock.now, [check(f"c{i}", 5, 5) for i in range(3)] + [check("c3", 0, 5, False)])
-    graded_with(store, clean, clock.now, [check(f"c{i}", 5, 5) for i in range(4)])
+    client, _, flagged, _ = one_set_aside(folder)
     result = CliRunner().invoke(contest_group, ["export", str(folder), "--csv", str(folder / "out.csv")])
     assert result.exit_code == 0, result.output
     rows = {r["student"]: r for r in csv.DictReader((folder / "out.csv").open())}
