@@ -116,8 +116,9 @@ def ignore_interrupts() -> None:
 
 @contextlib.contextmanager
 def _interrupts_deferred() -> Iterator[None]:
-    """Ctrl-C while the pool starts its workers (its submit does) takes effect once they have started: a worker
-    half started when it came would be known to no one, and, ignoring Ctrl-C, would outlive the batch."""
+    """Ctrl-C inside takes effect once the block is done. While the pool starts its workers (its submit does): a
+    worker half started when it came would be known to no one, and, ignoring Ctrl-C, would outlive the batch.
+    While a result is saved and counted: the count the batch prints is what it saved."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -215,18 +216,20 @@ def grade_all(
             error = result.get("error")
             if not error and (why := book.not_kept(f.student, digests[f.student], fingerprint, milestones)):
                 narrowed[f.student] = why
-            book.record(
-                f.student,
-                str(f.path),
-                digests[f.student],
-                __version__,
-                milestones,
-                None if error else result,
-                error,
-                fingerprint=fingerprint,
-                keep_others=True,
-            )
-            progress(f, result)
+            # Ctrl-C between the commit and its count would leave a result saved but not counted as saved.
+            with _interrupts_deferred():
+                book.record(
+                    f.student,
+                    str(f.path),
+                    digests[f.student],
+                    __version__,
+                    milestones,
+                    None if error else result,
+                    error,
+                    fingerprint=fingerprint,
+                    keep_others=True,
+                )
+                progress(f, result)
     except KeyboardInterrupt:
         if own:
             _stop_workers(executor)
