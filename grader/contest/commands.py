@@ -61,7 +61,9 @@ def _ignore_secrets(folder: Path) -> None:
     contest folder in git must not commit the tokens or the students' code by accident. Lines a .gitignore
     already there lacks are added to it; nothing in it is removed."""
     path = folder / ".gitignore"
-    wanted = [line for line in templates.text("contest-gitignore.tmpl").splitlines() if line and not line.startswith("#")]
+    wanted = [
+        line for line in templates.text("contest-gitignore.tmpl").splitlines() if line and not line.startswith("#")
+    ]
     had = path.read_text(encoding="utf-8") if path.exists() else ""
     missing = [line for line in wanted if line not in had.splitlines()]
     if not had:
