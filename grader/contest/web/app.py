@@ -60,7 +60,14 @@ def create_app(
     grading.EXTERNAL_SLOTS for an ``executor``). Grading starts with the app's lifespan, so an app used without
     it (a TestClient outside ``with``) records uploads as queued and grades nothing."""
     settings = Settings(
-        workers, limits, executor, slots, uploads_per_minute, body_seconds, refusals_per_minute, address_per_minute
+        workers=workers,
+        limits=limits,
+        executor=executor,
+        slots=slots,
+        uploads_per_minute=uploads_per_minute,
+        body_seconds=body_seconds,
+        refusals_per_minute=refusals_per_minute,
+        address_per_minute=address_per_minute,
     )
     state = ContestState(Path(contest_dir), clock, settings)
 
@@ -80,8 +87,8 @@ def create_app(
         openapi_url=None,
         dependencies=[Depends(same_origin)],  # run before each route's own: before who is asking is even looked at
     )
-    app.state.contest = state
-    app.state.store = state.store
+    app.state.contest = state  # the routes' State dependency reads it here
+    app.state.store = state.store  # where the app offered its store before the split: kept for its callers
     for router in (student.router, scoreboard.router, coach.router, exports.router):
         include(app, router)
     app.add_exception_handler(HTTPException, refused)
@@ -119,7 +126,8 @@ async def refused(request: Request, exc: Exception) -> Response:
 
 
 async def bad_form(request: Request, exc: Exception) -> Response:
-    """A form's field missing or not of its type: a 400 that names the field, as a refusal."""
+    """A form's (or a path's) field missing or not of its type: a 400 that names the field, as a refusal, as
+    the forms parsed by hand were answered before they were typed."""
     assert isinstance(exc, RequestValidationError)
     fields = [str(error.get("loc", ("",))[-1]) for error in exc.errors()]
     messages = [FORM_ERRORS.get(name, f"{name}: {error.get('msg')}") for name, error in zip(fields, exc.errors())]

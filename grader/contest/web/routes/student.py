@@ -22,6 +22,7 @@ from grader.contest.web import views
 from grader.contest.web.deps import COOKIE, UNKNOWN_TOKEN, Anyone, State, Student, identify
 from grader.contest.web.intake import Intake
 from grader.contest.web.limits import address
+from grader.contest.web.state import ContestState
 from grader.contest.web.tokens import Who
 
 log = logging.getLogger("grader.contest")
@@ -116,7 +117,7 @@ async def submit(task: str, request: Request, who: Student, state: State) -> Res
     return views.done(request, f"/me#submission-{sid}", payload, status=202)
 
 
-def own(state: State, sid: int, who: Who) -> Row:
+def own(state: ContestState, sid: int, who: Who) -> Row:
     """Submission ``sid`` if ``who`` may see it (the coach: any); the same 404 for another's as for none."""
     row = state.row(sid)
     if row is None or (not who.coach and row.student != who.name):
