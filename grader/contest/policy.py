@@ -1,4 +1,5 @@
-"""The contest's rules at a moment: is a student's window open, may they submit, what counts for a task.
+"""The contest's rules at a moment: is a student's window open, may they submit, what counts for a task, and
+which of the coach's changes a window can take (an extension, extra time; never one that empties a window).
 
 Pure functions over plain data: the caller passes the clock (``now``, an aware datetime) and what it knows of a
 student (their first login, their submissions), so the server stays a thin layer and the tests set the time with

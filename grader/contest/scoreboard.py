@@ -1,5 +1,6 @@
 """The scoreboard: each student's total under the tasks' scoring rules, ranked, as the coach sees it (live)
-and as a student sees it at a moment (public, frozen or hidden).
+and as a student sees it at a moment (public, frozen or hidden), with the coach's freeze by hand or their
+lifting of the scheduled one.
 
 Ties go to whoever reached their total first (the time of their last change of total): the student who got
 there earlier did the same work in less time.
