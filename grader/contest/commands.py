@@ -382,8 +382,8 @@ def export_results(
     from grader.batch.commands import export, report
     from grader.batch.gradebook import Gradebook
     from grader.contest.export import results_csv, write_gradebook
-    from grader.contest.server import read_tokens
     from grader.contest.store import DATABASE, Store
+    from grader.contest.web.tokens import read_tokens
     from grader.files import write_atomically
 
     _folder(folder)
