@@ -69,18 +69,10 @@ def test_a_killed_grading_process_is_replaced_and_its_submissions_graded(tmp_pat
     assert queue.replaced >= 1
 
 
-def test_uploads_after_the_grading_process_died_are_accepted_and_graded(tmp_path: Path, monkeypatch):
-    made: list[GradingQueue] = []
-
-    class Recorded(GradingQueue):
-        def start(self) -> None:
-            made.append(self)
-            super().start()
-
-    monkeypatch.setattr("grader.contest.server.GradingQueue", Recorded)
+def test_uploads_after_the_grading_process_died_are_accepted_and_graded(tmp_path: Path):
     folder = contest_folder(tmp_path / "round", CONTEST)
     with TestClient(create_app(folder, ContestClock(), workers=1)) as client:
-        (queue,) = made
+        queue = client.app.state.contest.queue
         first = upload(client, folder, "ada", "m1", [("m1_attention.py", M1)])
         assert first.status_code == 202, first.text
         wait_for(lambda: kill_grading_processes(queue) > 0, seconds=60)
