@@ -85,9 +85,9 @@ def check(
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     from grader.paper.sitting import SittingError, from_paper, sitting_of
-    from grader.paper.variants import Variant
     from grader.sandbox.client import ForkServer, GraderError
     from grader.submission import SubmissionError, prepared
+    from grader.variants import Variant
 
     chosen = limits(timeout, memory_mb)
     try:  # a paper's notebook (grade paper render): its parts, its student's numbers, its rules

@@ -24,12 +24,12 @@ import pytest
 
 from grader.hints import hint_for
 from grader.milestones import GRADABLE
-from grader.paper.variants import LESSON, Variant
 from grader.results import CLAIM_COUNTED, CheckResult, NotObserved, Recheck, Report, Verdict
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
 from grader.sandbox.session import ImportFailure, MissingName
+from grader.variants import LESSON, Variant
 
 SUITES = Path(__file__).with_name("suites")  # the helpers every suite shares, and the suites' pytest.ini
 HIDDEN = SUITES / "hidden"  # the hidden suites (absent from a student release)

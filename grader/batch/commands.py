@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from grader.batch.exports import csv_text, gradescope_json
-from grader.batch.gradebook import EMPTY, Gradebook, NotAGradebook
+from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook, NotAGradebook
 from grader.batch.summary import (
     class_lines,
     counts_line,
@@ -305,8 +305,6 @@ def _older(rows: list[dict]) -> list[dict]:
 
 def _older_note(db: Path, rows: list[dict], older: list[dict]) -> str:
     """How many rows an older grader graded, and the command that regrades them."""
-    from grader.contest.export import SOURCE_PREFIX
-
     if all(r["source"].startswith(SOURCE_PREFIX) for r in rows):  # a contest's view (grade contest export)
         return (
             f"{len(older)} of {len(rows)} students' counted submissions were graded by another grader than this "

@@ -41,9 +41,9 @@ def grade_one(
     ``server``: the address of the batch's fork server, of which this process gets a copy; ``seed`` and
     ``rules``: the student's variant and the paper's rules (a contest run on a paper).
     """
-    from grader.paper.variants import Variant
     from grader.runner import grade
     from grader.submission import prepared
+    from grader.variants import Variant
 
     with _one_at_a_time:
         try:

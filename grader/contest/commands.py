@@ -19,13 +19,14 @@ from typing import IO
 import click
 
 from grader import templates
-from grader.contest.config import Board, Contest, ContestFileError, Feedback, load
+from grader.contest.config import Board, Contest, ContestFileError, load
 from grader.contest.feedback import guarded_tasks
 from grader.contest.policy import contest_end
-from grader.contest.roster import RosterError, read_roster
+from grader.feedback import Feedback
 from grader.files import atomic_path
 from grader.milestones import GRADABLE
 from grader.options import dask_client, limit_options, limits, scheduler_option
+from grader.roster import RosterError, read_roster
 
 CONTEST_FILE = "contest.toml"
 ROSTER = "roster.csv"

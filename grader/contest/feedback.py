@@ -17,9 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from grader.contest.config import Contest, Feedback
+from grader.contest.config import Contest
 from grader.contest.metric import split_check
 from grader.contest.policy import Phase, WindowState, task_points
+from grader.feedback import Feedback
 from grader.milestones import GRADABLE
 from grader.results import Verdict
 

@@ -49,13 +49,13 @@ from grader.contest.feedback import visible_report
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import finals_allowed, is_metric, leaderboard
 from grader.contest.policy import Phase, closed_reason, contest_end, may_select, may_submit, window_of, window_state
-from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Standings, coach_view, freeze_time, student_view
 from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Refused, Row, Store
 from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, allowed_files, check_upload, too_big, write
 from grader.milestones import GRADABLE
 from grader.paper.config import SECRET_FILE
-from grader.paper.variants import read_or_make_secret, seed_of
+from grader.roster import read_roster
+from grader.variants import read_or_make_secret, seed_of
 
 log = logging.getLogger("grader.contest")
 

@@ -74,8 +74,8 @@ def summary(sheet: Paper, folder: Path) -> str:
 def on_roster(student: str, roster: Path) -> str:
     """``student`` as the roster spells it: the same id but for letter case and spaces (``student_key``, which
     the seed is drawn from); a name not on it is refused, with the roster's closest names."""
-    from grader.contest.roster import RosterError, read_roster
-    from grader.paper.variants import student_key
+    from grader.roster import RosterError, read_roster
+    from grader.variants import student_key
 
     try:
         names = read_roster(roster, paper=True)  # two names that share a seed are refused there
@@ -127,7 +127,7 @@ def render(
 ) -> None:
     """Write the notebook of PAPER for one student: the rules, then each part's statement and cells."""
     from grader.paper.render import RenderError, build, notebook_name, write
-    from grader.paper.variants import read_or_make_secret, seed_of
+    from grader.variants import read_or_make_secret, seed_of
 
     sheet = _load(path)
     seed = None

@@ -467,9 +467,9 @@ class Grader:
         self.interrupted = [False]  # set by Ctrl-C (``interrupts``)
 
     def __call__(self) -> dict[str, Any]:
-        from grader.paper.variants import LESSON, Variant
         from grader.sandbox.client import ForkServer
         from grader.submission import SubmissionError, prepared
+        from grader.variants import LESSON, Variant
 
         try:
             with prepared(self.path) as folder:

@@ -16,8 +16,8 @@ from pathlib import Path
 
 from grader.milestones import GRADABLE
 from grader.paper.config import RULES, Part
-from grader.paper.variants import Variant
 from grader.results import Report
+from grader.variants import Variant
 
 
 class SittingError(Exception):
@@ -99,7 +99,7 @@ def from_paper(paper_path: Path, student: str | None = None) -> Sitting:
     the paper itself rather than on its metadata): the lesson's numbers, or ``student``'s, drawn from the paper's
     secret, which must exist (the coach's, made by the first ``grade paper render``)."""
     from grader.paper.config import SECRET_FILE, PaperFileError, load
-    from grader.paper.variants import seed_of
+    from grader.variants import seed_of
 
     try:
         paper = load(paper_path)
