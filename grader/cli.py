@@ -84,9 +84,10 @@ def check(
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    from grader.grading import grade_submission, grader_failed, internal_errors_line
     from grader.paper.sitting import SittingError, from_paper, sitting_of
-    from grader.sandbox.client import ForkServer, GraderError
-    from grader.submission import SubmissionError, prepared
+    from grader.sandbox.client import GraderError
+    from grader.submission import SubmissionError
     from grader.variants import Variant
 
     chosen = limits(timeout, memory_mb)
@@ -103,25 +104,21 @@ def check(
         "variant": sitting.variant if sitting else Variant(),
         "rules": sitting.rules if sitting else None,
     }
-    groups = side_by_side(graded, jobs)
     try:
-        with (
-            prepared(submission) as folder,
-            ForkServer(
-                chosen, preload=preloads(graded), clients=len(groups) if len(groups) > 1 else 0, many=False
-            ) as server,
-        ):
-            from grader.runner import grade, grade_side_by_side  # loads torch here while the worker loads it there
-
-            if len(groups) > 1:
-                report = grade_side_by_side(folder, groups, chosen, server, **options)
-            else:
-                report = grade(folder, graded, chosen, server, **options)
-        report.submission = str(submission)
+        report = grade_submission(
+            submission,
+            graded,
+            chosen,
+            groups=side_by_side(graded, jobs),
+            preload=preloads(graded),
+            many=False,
+            name=str(submission),
+            **options,
+        )
     except SubmissionError as e:
         raise click.UsageError(str(e)) from None
     except GraderError as e:
-        click.echo(f"grade: the grader itself failed: {e}", err=True)
+        click.echo(grader_failed(e), err=True)
         sys.exit(1)
     if fmt == "text":
         from grader.table import render_text
@@ -138,8 +135,8 @@ def check(
         click.echo(f"results written to {output}", err=True)
     else:
         click.echo(text)
-    if report.internal_errors:
-        click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
+    if faults := internal_errors_line(report):
+        click.echo(faults, err=True)
         sys.exit(1)
 
 
@@ -227,7 +224,7 @@ from grader.batch.commands import batch, export, report  # noqa: E402 - the grou
 from grader.contest.commands import contest  # noqa: E402
 from grader.contest.submit import submit  # noqa: E402
 from grader.paper.commands import paper  # noqa: E402
-from grader.paper.practice import practice  # noqa: E402
+from grader.practice.command import practice  # noqa: E402
 from grader.watch import watch  # noqa: E402
 
 for command in (batch, export, report, contest, submit, paper, practice, watch):

@@ -157,15 +157,15 @@ class Watcher:
 
     def grade(self, milestones: list[str]) -> Report | None:
         """Grade and print the table (and first failures) as ``grade check`` does; None if nothing was graded."""
-        from grader.runner import grade
+        from grader.grading import grade_submission, grader_failed, internal_errors_line
         from grader.sandbox.client import GraderError
-        from grader.submission import SubmissionError, prepared
+        from grader.submission import SubmissionError
         from grader.table import render_text
 
         for attempt in range(2):  # a second time only if the fork server died while grading
             try:
-                with self.copy() as copied, prepared(copied) as folder, self.stopped_by_a_save():
-                    report = grade(folder, milestones, self.limits, self.fork_server(), public=self.public)
+                with self.copy() as copied, self.stopped_by_a_save():
+                    report = grade_submission(copied, milestones, self.limits, self.fork_server, public=self.public)
                 if NewerSave.seen:
                     self.superseded()
                     return None
@@ -183,14 +183,14 @@ class Watcher:
                     return None
                 if self.server_died() and attempt == 0:
                     continue
-                click.echo(f"grade: the grader itself failed: {e}", err=True)
+                click.echo(grader_failed(e), err=True)
                 self.close()  # a fresh server for the next save
                 return None
             if self.server_died() and attempt == 0:
                 continue  # its checks were set aside as the grader's failures: grade again on a new server
             click.echo(render_text(report, verbose=self.verbose, color=self.color))
-            if report.internal_errors:
-                click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
+            if faults := internal_errors_line(report):
+                click.echo(faults, err=True)
             return report
         return None
 

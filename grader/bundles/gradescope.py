@@ -23,6 +23,7 @@ that every link in the zip resolves inside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import posixpath
@@ -144,21 +145,28 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
     The hidden suites carry the points and ``visibility``; the public checks (what students run
     themselves) follow, always visible and worth 0 points.
     """
+    from grader.grading import grade_submission, grader_failed, internal_errors_line
     from grader.milestones import MILESTONES
     from grader.options import limits
     from grader.results import gradescope_results
     from grader.sandbox.client import ForkServer, GraderError
-    from grader.submission import SubmissionError, prepared
+    from grader.submission import SubmissionError
 
     path, found = locate(root)
     notes = [found] if found else []
     try:
-        with prepared(path) as folder, ForkServer(limits()) as server:
-            from grader.runner import grade  # loads torch here while the worker loads it there
+        with contextlib.ExitStack() as stack:
+            started: list[ForkServer] = []
 
-            report = grade(folder, list(MILESTONES), limits(), server)
+            def server() -> ForkServer:
+                """One fork server for both gradings, started once the submission is prepared."""
+                if not started:
+                    started.append(stack.enter_context(ForkServer(limits())))
+                return started[0]
+
+            report = grade_submission(path, list(MILESTONES), limits(), server)
             try:
-                public = grade(folder, list(MILESTONES), limits(), server, public=True)
+                public = grade_submission(path, list(MILESTONES), limits(), server, public=True)
             except GraderError as e:
                 print(f"the public checks did not run: {e}")
                 public = None
@@ -171,7 +179,7 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
             "Fix it and submit again (ask your instructor if you cannot see why)."
         ), 0
     except GraderError as e:
-        print(f"grade: the grader itself failed: {e}")
+        print(grader_failed(e))
         return gradescope_results(
             output="The autograder could not grade this submission (the grader itself "
             "failed, not your code); please tell your instructor."
@@ -183,8 +191,8 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
             "here) are shown now."
         )
     out["output"] = " ".join([out["output"], *notes])
-    if report.internal_errors:
-        print(f"grade: {len(report.internal_errors)} check(s) failed inside the grader")
+    if faults := internal_errors_line(report):
+        print(faults)
     return out, 1 if report.internal_errors else 0
 
 

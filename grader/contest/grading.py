@@ -79,12 +79,12 @@ class GradingQueue:
 
     def start(self) -> None:
         """Start the pool and queue every submission left queued, oldest first."""
-        from grader.batch.run import _context
+        from grader.batch.run import pool_context
 
         if self._own:
             from grader.batch.run import warm_up
 
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=_context())
+            self._executor = ProcessPoolExecutor(self.workers, mp_context=pool_context())
             # Each worker's fork server starts now, while the room logs in, not on its first submission.
             for _ in range(self.workers):
                 self._executor.submit(warm_up, self.limits)
@@ -180,14 +180,14 @@ class GradingQueue:
     def close(self) -> None:
         """Stop: drop what has not started, end the workers and the fork server. Submissions not recorded
         stay queued in the store and are graded at the next start."""
-        from grader.batch.run import _stop_forkserver, _stop_workers
+        from grader.batch.run import stop_forkserver, stop_workers
 
         with self._lock:
             self._closed = True
             self._waiting.clear()  # still queued in the store: graded at the next start
         if self._own and self._executor is not None:
-            _stop_workers(self._executor)
+            stop_workers(self._executor)
             self._executor.shutdown(wait=True, cancel_futures=True)
-            _stop_forkserver()
+            stop_forkserver()
         elif self._executor is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
             self._executor.shutdown(wait=False)
