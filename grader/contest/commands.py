@@ -22,7 +22,6 @@ from grader import templates
 from grader.contest.config import Board, Contest, ContestFileError, load
 from grader.contest.feedback import guarded_tasks
 from grader.contest.policy import contest_end
-from grader.feedback import Feedback
 from grader.files import atomic_path
 from grader.milestones import GRADABLE
 from grader.options import dask_client, limit_options, limits, scheduler_option
@@ -175,7 +174,7 @@ def held_out_refusal(rules: Contest) -> str | None:
 def warnings(rules: Contest) -> list[str]:
     """What in ``rules`` is allowed but likely not meant, one line each, for `check` to warn about."""
     found = []
-    if rules.scoreboard is not Board.HIDDEN and rules.feedback_during in (Feedback.NONE, Feedback.PASSFAIL):
+    if rules.scoreboard is not Board.HIDDEN and not rules.feedback_during.shows.scores:
         # the board shows each task's points during the window: the very numbers this feedback keeps back
         found.append(
             f'the scoreboard ("{rules.scoreboard.value}") shows each task\'s exact points during the window, which '
@@ -217,7 +216,7 @@ def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
     if rules.extra_time:
         lines.append(f"extra time: {len(rules.extra_time)} student(s), up to {_minutes(max_extra(rules))}")
     lines.append(f"feedback: {rules.feedback_during.value} during the window, {rules.feedback_after.value} after")
-    if rules.feedback_during is Feedback.FULL and (guarded := guarded_tasks(rules)):
+    if rules.feedback_during.shows.checks and (guarded := guarded_tasks(rules)):
         lines.append(
             f"  {', '.join(guarded)}: the score only until a student's window ends, no checks: graded with the "
             "grader's own solution of another task, which a check's message could carry out"

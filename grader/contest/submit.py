@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from grader.contest.feedback import render_lines
 from grader.contest.uploads import MAX_UPLOAD_BYTES, too_big
 from grader.milestones import GRADABLE
 
@@ -81,25 +82,7 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     lines = [f"submission {entry['id']} to {entry['task']}: {entry['status']}"]
     if entry.get("message"):
         lines.append(f"  {entry['message']}")
-    view = entry.get("feedback") or {}
-    if view.get("feedback") == "none":
-        lines.append("  received (this contest shows no feedback yet)")
-    for task in view.get("tasks", []):
-        verdict = f" ({task['verdict']})" if task.get("verdict") else ""
-        if "score" in task:
-            lines.append(f"  {task['id']}: {task['score']:g} / {task['max_score']:g} points{verdict}")
-        elif "passed" in task:
-            lines.append(f"  {task['id']}: {'passed' if task['passed'] else 'not yet full marks'}{verdict}")
-        if task.get("note"):
-            lines.append(f"    ({task['note']})")
-        checks = task.get("checks") or []
-        if checks:  # the failures in full; the passes only counted, or 50 "ok" lines would bury them
-            lines.append(f"    {sum(bool(c.get('passed')) for c in checks)} of {len(checks)} checks passed")
-        for check in checks:
-            if not check.get("passed"):
-                message = f": {check['message']}" if check.get("message") else ""
-                lines.append(f"    FAIL {check.get('name')}{message}")
-    return lines
+    return lines + render_lines(entry.get("feedback") or {}, "received (this contest shows no feedback yet)")
 
 
 @click.command()

@@ -9,7 +9,6 @@ from typing import Any
 
 import click
 
-from grader.feedback import Feedback
 from grader.files import write_atomically
 from grader.paper.config import Paper, PaperFileError, load
 from grader.practice.errors import PracticeError, Unreadable
@@ -19,13 +18,6 @@ from grader.practice.session import Session, now
 from grader.practice.signals import interrupts
 from grader.practice.stdin import Commands
 from grader.variants import LESSON, Variant
-
-POLICY_WORDS = {
-    Feedback.FULL: "every check: its name and, for a failed one, its message",
-    Feedback.SCORE: "each part's score",
-    Feedback.PASSFAIL: "whether each part has full marks, not its score",
-    Feedback.NONE: "only that your attempt was graded",
-}
 
 
 def notebook_seed(path: Path, paper: Paper) -> tuple[int | None, list[str]]:
@@ -148,7 +140,7 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
                 f"started {session.start:%H:%M:%S}, {session.minutes:g} minutes: "
                 f"the time is up at {session.end:%H:%M:%S}"
             )
-            echo(f"while the time runs you see {POLICY_WORDS[paper.feedback]}; full feedback at the end")
+            echo(f"while the time runs you see {paper.feedback.shows.words}; full feedback at the end")
             echo(
                 "your numbers: "
                 + ("this notebook's (its seed)" if seed is not None else "the lesson's")

@@ -9,9 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from grader.contest.config import Contest, Task, Window
-from grader.contest.feedback import filter_report, guarded_tasks
+from grader.contest.feedback import filter_report, guarded_tasks, render, render_lines
 from grader.contest.policy import task_points
-from grader.contest.submit import feedback_lines
 from grader.feedback import Feedback
 from grader.paper.config import Paper
 from grader.practice.errors import PracticeError, Unreadable
@@ -47,10 +46,8 @@ def paper_key(paper: Paper) -> dict[str, Any]:
 
 
 def view_lines(view: dict[str, Any]) -> list[str]:
-    """A filtered view (``filter_report``'s) as lines to print: the contest's rendering (``grade submit``'s)."""
-    if view.get("feedback") == Feedback.NONE.value:
-        return ["  graded (this paper shows no feedback while the time runs)"]
-    return feedback_lines({"id": 0, "task": "", "status": "", "feedback": view})[1:]
+    """A filtered view (``filter_report``'s) as lines to print: the contest's renderer (``grade submit``'s)."""
+    return render_lines(view, "graded (this paper shows no feedback while the time runs)")
 
 
 def clock_text(seconds: float) -> str:
@@ -210,7 +207,7 @@ class Session:
             if attempt.why:
                 lines.append("  the time is up: this attempt is not counted (its feedback is in full)")
             else:
-                note = self.view(attempt).get("set_aside")
+                note = render(self.view(attempt)).set_aside
                 if note:
                     lines.append(f"  note: {note}")
         lines.append(self.time_line())
@@ -245,30 +242,37 @@ class Session:
         return next((a for a in self.counted() if a.scores.get(part, 0.0) >= found.points), None)
 
     def status(self) -> list[str]:
-        """Time left and, as far as the policy now shows, the best per part so far."""
-        policy = self.policy()
+        """Time left and, as far as the policy now shows, the best per part so far: each part's best attempt
+        through the contest's filter and renderer, as an attempt's feedback is shown."""
         counted, failed = self.counted(), [a for a in self.attempts if a.why in ("grader", "unreadable")]
         lines = [
             self.time_line(),
             f"attempts: {len(counted)} counted" + (f", {len(failed)} not graded" if failed else ""),
         ]
-        if policy is Feedback.NONE:
+        bests = {"milestones": [self.best_result(part.id) for part in self.paper.parts]}
+        shown = render(filter_report(self.contest, bests, self.policy()))
+        if shown.withheld:
             lines.append("  (this paper shows no scores while the time runs)")
             return lines
-        total = 0.0
-        for part in self.paper.parts:
-            best = self.best(part.id)
-            points = best.scores.get(part.id, 0.0) if best else 0.0
-            total += points
-            solved = self.first_solved(part.id)
-            when = f", full marks at {clock_text(solved.elapsed)}" if solved else ""
-            if policy is Feedback.PASSFAIL:
-                lines.append(f"  {part.id}: {when[2:] if solved else 'not yet full marks'}")
-            else:
-                lines.append(f"  {part.id}: best {points:g} / {part.points:g}{when}")
-        if policy is not Feedback.PASSFAIL:
+        for task in shown.tasks:
+            solved = self.first_solved(task.id)
+            when = f"full marks at {clock_text(solved.elapsed)}" if solved else ""
+            if task.scored:
+                lines.append(f"  {task.id}: best {task.result}" + (f", {when}" if when else ""))
+            else:  # full marks or not: when, or not yet; neither shown: the verdict of the best attempt
+                lines.append(f"  {task.id}: {(when if task.result else '') or task.result or task.verdict}")
+        if any(task.scored for task in shown.tasks):
+            total = sum(task.score for task in shown.tasks)
             lines.append(f"  total: {total:g} / {self.paper.total:g}")
         return lines
+
+    def best_result(self, part: str) -> dict[str, Any]:
+        """The grader's result for ``part`` in its best counted attempt (nothing graded: none of its points)."""
+        best = self.best(part)
+        found = next(
+            (m for m in ((best.report or {}).get("milestones", []) if best else []) if m.get("id") == part), None
+        )
+        return found or {"id": part, "score": 0.0, "max_score": 0.0, "checks": []}
 
     def final_report(self) -> str:
         """The report at the end, in Markdown: per part its best attempt in full, its points and when it was
@@ -316,7 +320,7 @@ class Session:
             view["tasks"] = [t for t in view.get("tasks", []) if t["id"] == part.id]
             lines += [f"Best attempt: {best.number}, at {clock_text(best.elapsed)}:", "", "```"]
             lines += view_lines(view) or [f"  {part.id}: not graded"]
-            if view.get("set_aside"):
-                lines.append(f"  note: {view['set_aside']}")
+            if note := render(view).set_aside:
+                lines.append(f"  note: {note}")
             lines += ["```", ""]
         return "\n".join(lines).rstrip() + "\n"
