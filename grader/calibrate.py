@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write and args.budget is not None and (args.task or os.environ.get(ENV_VAR)) is None:
         parser.error(f"--write with --budget would change the shipped task's budget: edit {TASK_FILE} instead")
 
+    # Imported once the arguments are checked: torch, and the runner (pytest), take seconds to load.
     import torch
 
     from grader.runner import grade

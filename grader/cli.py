@@ -12,10 +12,23 @@ import click
 from click.core import ParameterSource
 
 from grader import __version__
+from grader.batch.commands import batch, export, report
+from grader.contest.commands import contest
+from grader.contest.submit import submit
 from grader.files import write_atomically
+from grader.grading import grade_submission, grader_failed, internal_errors_line
 from grader.milestones import MILESTONES, preloads, side_by_side
 from grader.options import OutputPath, limit_options, limits, milestone_option
+from grader.paper.commands import paper
+from grader.practice.command import practice
 from grader.results import GRADESCOPE_VISIBILITIES
+from grader.sandbox.client import GraderError
+from grader.submission import SubmissionError
+from grader.variants import Variant
+from grader.watch import watch
+
+# Imported where used, to keep `grade` quick to start: grader.paper.sitting, grader.table (rich), the bundles,
+# and grader.runner (pytest, then torch).
 
 FORMATS = ("text", "json", "gradescope")
 
@@ -84,11 +97,7 @@ def check(
     """Grade SUBMISSION: a folder of exercise files or a notebook (default: the current folder)."""
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
-    from grader.grading import grade_submission, grader_failed, internal_errors_line
     from grader.paper.sitting import SittingError, from_paper, sitting_of
-    from grader.sandbox.client import GraderError
-    from grader.submission import SubmissionError
-    from grader.variants import Variant
 
     chosen = limits(timeout, memory_mb)
     try:  # a paper's notebook (grade paper render): its parts, its student's numbers, its rules
@@ -198,7 +207,6 @@ def nbgrader(out: Path) -> None:
     """
     from grader.bundles import nbgrader as course
     from grader.runner import HIDDEN_AVAILABLE, grade
-    from grader.sandbox.client import GraderError
 
     if not HIDDEN_AVAILABLE or not (course.PROJECT / "solutions").is_dir():
         raise click.UsageError("an nbgrader course is built from a checkout of the kit (solutions and hidden suites)")
@@ -219,13 +227,6 @@ def nbgrader(out: Path) -> None:
         raise click.UsageError(str(e)) from None
     click.echo(f"wrote {notebook}; next, in {out}: nbgrader generate_assignment {course.ASSIGNMENT}", err=True)
 
-
-from grader.batch.commands import batch, export, report  # noqa: E402 - the group must exist first
-from grader.contest.commands import contest  # noqa: E402
-from grader.contest.submit import submit  # noqa: E402
-from grader.paper.commands import paper  # noqa: E402
-from grader.practice.command import practice  # noqa: E402
-from grader.watch import watch  # noqa: E402
 
 for command in (batch, export, report, contest, submit, paper, practice, watch):
     main.add_command(command)

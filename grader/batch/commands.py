@@ -23,6 +23,7 @@ from grader.batch.summary import (
     stubs,
 )
 from grader.files import write_atomically
+from grader.fingerprint import grader_fingerprint
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import OutputPath, dask_client, limit_options, limits, milestone_option, scheduler_option
 from grader.results import CLAIM_COUNTED
@@ -76,6 +77,7 @@ def batch(
     Graded on some milestones (-m), a student keeps the others' results from the same
     files and grader. A student's folder with nothing to grade is recorded as such.
     """
+    # Imported here, to keep `grade` quick to start: rich, finding submissions (zipfile) and the pool.
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -289,7 +291,7 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         for milestone, cause, n in causes[:top]:
             click.echo(f"  {n:4d}  {milestone}: {cause}")
     if png_dir:
-        from grader.batch.charts import draw
+        from grader.batch.charts import draw  # matplotlib's helpers: `grade` starts without them
 
         for path in draw(rows, checks, png_dir):
             click.echo(f"wrote {path}", err=True)
@@ -297,8 +299,6 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
 
 def _older(rows: list[dict]) -> list[dict]:
     """The rows that grading code other than this one graded (or that predate fingerprints)."""
-    from grader.fingerprint import grader_fingerprint
-
     current = grader_fingerprint()
     return [r for r in rows if r["grader_hash"] != current]
 

@@ -19,6 +19,7 @@ from typing import NamedTuple
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
+from grader.grading import grade_submission
 from grader.sandbox.client import ForkServer, Limits
 from grader.variants import Variant
 
@@ -42,8 +43,6 @@ def grade_one(
     ``server``: the address of the batch's fork server, of which this process gets a copy; ``seed`` and
     ``rules``: the student's variant and the paper's rules (a contest run on a paper).
     """
-    from grader.grading import grade_submission  # loads the runner, and torch, in the worker process
-
     with _one_at_a_time:
         try:
             fork_server = _this_process_server(server, limits)
@@ -81,10 +80,12 @@ def _fork_server(address: str | None, limits: Limits):
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
-    """Worker processes forked from one that has loaded torch and the grader once (2 s and more each)."""
+    """The start method of a pool of grading processes (the batch's, the contest server's: grader/contest/
+    grading.py): worker processes forked from one that has loaded torch and the grader once (2 s and more each),
+    where there is a fork server; else spawned."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
-    from multiprocessing import forkserver
+    from multiprocessing import forkserver  # here: not on every platform (Windows has none)
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["grader.runner", "grader.suites.fixtures", "torch._dynamo", "hypothesis"])
@@ -132,9 +133,10 @@ def _interrupts_deferred() -> Iterator[None]:
 
 
 def stop_forkserver() -> None:
-    """End the fork server now and wait for it (Python leaves it to exit on its own, unwaited), so that
-    nothing outlives the batch and its CPU time, and its children's, counts as the batch's."""
-    from multiprocessing import forkserver
+    """End Python's fork server of ``pool_context`` now and wait for it (Python leaves it to exit on its own,
+    unwaited), so that nothing outlives the pool (a batch, a contest server) and its CPU time, and its
+    children's, counts as the pool's owner's."""
+    from multiprocessing import forkserver  # here: not on every platform (Windows has none)
 
     stop = getattr(forkserver._forkserver, "_stop", None)  # private, but present from 3.8 to 3.14
     if stop:
@@ -142,7 +144,8 @@ def stop_forkserver() -> None:
 
 
 def stop_workers(executor: Executor) -> None:
-    """Ctrl-C: drop the queued submissions and end the worker processes now (their results are not saved)."""
+    """Ctrl-C, or a pool's close: drop the queued submissions and end the worker processes of ``executor`` (a
+    ``ProcessPoolExecutor``) now (their results are not saved)."""
     # Private, and taken first: shutdown forgets them. The workers ignore Ctrl-C, so they must be ended here
     # (3.14 has terminate_workers).
     processes = list((getattr(executor, "_processes", None) or {}).values())

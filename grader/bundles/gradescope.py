@@ -29,12 +29,19 @@ import os
 import posixpath
 import re
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
 from grader import templates
+from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
 from grader.files import atomic_path, write_atomically
-from grader.results import GRADESCOPE_VISIBILITIES
+from grader.grading import grade_submission, grader_failed, internal_errors_line
+from grader.milestones import MILESTONES
+from grader.options import limits
+from grader.results import GRADESCOPE_VISIBILITIES, gradescope_results
+from grader.sandbox.client import ForkServer, GraderError
+from grader.submission import SubmissionError
 
 PROJECT = Path(__file__).resolve().parents[2]
 # What the autograder needs of the project: the package (suites and sandbox included), the reference,
@@ -127,8 +134,6 @@ def locate(root: Path) -> tuple[Path, str]:
     or the same in the one folder inside it (a dragged-in ``exercises/``; Gradescope's ``__MACOSX`` and
     hidden folders do not count). Failing that, ``root`` itself: each check then names the file it misses.
     """
-    from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
-
     found = submission_in(root)
     if found is None:
         why = nothing_to_grade(root)
@@ -145,13 +150,6 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
     The hidden suites carry the points and ``visibility``; the public checks (what students run
     themselves) follow, always visible and worth 0 points.
     """
-    from grader.grading import grade_submission, grader_failed, internal_errors_line
-    from grader.milestones import MILESTONES
-    from grader.options import limits
-    from grader.results import gradescope_results
-    from grader.sandbox.client import ForkServer, GraderError
-    from grader.submission import SubmissionError
-
     path, found = locate(root)
     notes = [found] if found else []
     try:
@@ -198,8 +196,6 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
 
 def main(argv: list[str] | None = None) -> int:
     """run_autograder's entry: grade SUBMISSION_FOLDER, write RESULTS."""
-    import warnings
-
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     parser = argparse.ArgumentParser(prog="python -m grader.bundles.gradescope", description=main.__doc__)

@@ -26,7 +26,9 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from datetime import datetime
 
+from grader.batch.run import grade_one, pool_context, stop_forkserver, stop_workers, warm_up
 from grader.contest.store import Store
+from grader.options import limits as default_limits
 
 log = logging.getLogger("grader.contest")
 
@@ -53,8 +55,6 @@ class GradingQueue:
         share_window: float = SHARE_WINDOW,
         timer: Callable[[], float] = time.monotonic,
     ):
-        from grader.options import limits as default_limits
-
         self.store = store
         self.clock = clock
         self.workers = workers
@@ -79,11 +79,7 @@ class GradingQueue:
 
     def start(self) -> None:
         """Start the pool and queue every submission left queued, oldest first."""
-        from grader.batch.run import pool_context
-
         if self._own:
-            from grader.batch.run import warm_up
-
             self._executor = ProcessPoolExecutor(self.workers, mp_context=pool_context())
             # Each worker's fork server starts now, while the room logs in, not on its first submission.
             for _ in range(self.workers):
@@ -131,8 +127,6 @@ class GradingQueue:
 
     def _dispatch(self) -> None:
         """Hand the executor the next submissions while it has free slots."""
-        from grader.batch.run import grade_one
-
         while True:
             with self._lock:
                 if self._closed or self._executor is None or len(self._pending) >= self.slots:
@@ -180,8 +174,6 @@ class GradingQueue:
     def close(self) -> None:
         """Stop: drop what has not started, end the workers and the fork server. Submissions not recorded
         stay queued in the store and are graded at the next start."""
-        from grader.batch.run import stop_forkserver, stop_workers
-
         with self._lock:
             self._closed = True
             self._waiting.clear()  # still queued in the store: graded at the next start

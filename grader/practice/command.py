@@ -10,6 +10,8 @@ from typing import Any
 import click
 
 from grader.files import write_atomically
+from grader.grading import grade_submission
+from grader.options import limits
 from grader.paper.config import Paper, PaperFileError, load
 from grader.practice.errors import PracticeError, Unreadable
 from grader.practice.log import LOG_FOLDER
@@ -17,6 +19,8 @@ from grader.practice.loop import HELP, run_session
 from grader.practice.session import Session, now
 from grader.practice.signals import interrupts
 from grader.practice.stdin import Commands
+from grader.sandbox.client import ForkServer
+from grader.submission import SubmissionError
 from grader.variants import LESSON, Variant
 
 
@@ -78,12 +82,6 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
     folder = (path if path.is_dir() else path.parent) / LOG_FOLDER
     log_path = log_path or folder / "log.jsonl"
     seed, notes = notebook_seed(path, paper)
-
-    # Imported here: `grade` loads this module for its command, and grading loads the sandbox's client.
-    from grader.grading import grade_submission
-    from grader.options import limits
-    from grader.sandbox.client import ForkServer
-    from grader.submission import SubmissionError
 
     chosen = limits()
     servers: list[ForkServer] = []  # one warm fork server for the session; a new one after the grader failed
