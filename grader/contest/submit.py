@@ -43,7 +43,9 @@ def _files(path: Path, task: str) -> list[Path]:
     return found
 
 
-def _multipart(files: list[Path]) -> tuple[bytes, str]:
+def multipart(files: list[Path]) -> tuple[bytes, str]:
+    """``files`` as a multipart/form-data body and its content type: the upload `grade submit` sends (and the
+    contest benchmark, benchmarks/contest_load.py)."""
     boundary = "gptkit" + secrets.token_hex(16)
     body = b""
     for f in files:
@@ -106,7 +108,7 @@ def submit(path: Path, server: str, token: str | None, task: str, no_wait: bool,
     for f in files:
         if f.stat().st_size == 0:
             raise SubmitError(f"{f.name} is empty: save your work in it first (nothing was uploaded)")
-    body, kind = _multipart(files)
+    body, kind = multipart(files)
     if len(body) > MAX_UPLOAD_BYTES:  # the server would refuse it (413), and may cut the connection mid-upload
         raise SubmitError(f"{', '.join(f.name for f in files)}: {too_big(len(body))}, the contest's limit")
     me = _call(server, token, "/api/me")  # opens a personal window, as logging in on the web page does
