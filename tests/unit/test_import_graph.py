@@ -51,8 +51,7 @@ def imports(path: Path) -> Iterator[tuple[str, list[str], int]]:
             else:
                 target = node.module or ""
             names = [alias.name for alias in node.names]
-            if node.module is None or node.level and not node.module:
-                # ``from . import x``: x may be a module of the package
+            if node.module is None:  # ``from . import x``: x may be a module of the package
                 for name in names:
                     yield f"{target}.{name}", [], node.lineno
             yield target, names, node.lineno
@@ -113,6 +112,11 @@ def test_no_cycle_between_grader_packages() -> None:
         raise AssertionError("a cycle between grader's packages: " + " -> ".join(cycle) + "\n" + "\n".join(hops))
 
 
+def _private(name: str) -> bool:
+    """``_name``, not ``__name__``."""
+    return name.startswith("_") and not name.startswith("__")
+
+
 def test_no_private_name_across_packages() -> None:
     found = []
     for path in modules():
@@ -121,8 +125,8 @@ def test_no_private_name_across_packages() -> None:
             to = node_of(target)
             if to is None or to == source:
                 continue
-            private = [n for n in names if n.startswith("_") and not n.startswith("__")]
-            if private or any(part.startswith("_") and part != "__init__" for part in target.split(".")[1:]):
+            private = [n for n in names if _private(n)]
+            if private or any(_private(part) for part in target.split(".")[1:]):
                 found.append(f"{path.relative_to(ROOT.parent)}:{line}: from {target} import {', '.join(names)}")
     assert not found, "private names imported from another package:\n" + "\n".join(found)
 
