@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from grader.milestones import GRADABLE
-from grader.paper.variants import LESSON, Variant
 from grader.reference import Reference, load_reference
 from grader.sandbox.client import ForkServer, Limits
 from grader.sandbox.session import MilestoneView, SharedWorker
+from grader.variants import LESSON, Variant
 
 
 @dataclass
@@ -33,7 +33,7 @@ class GradingContext:
     workers: dict[tuple[str, ...], SharedWorker] = field(default_factory=dict)  # by the files they trust
     deadline: float = 0.0
     ends: float = float("inf")  # the whole submission's time limit, when there is one
-    variant: Variant = LESSON  # the student's numbers in a paper's questions (grader/paper/variants.py)
+    variant: Variant = LESSON  # the student's numbers in a paper's questions (grader/variants.py)
     # A paper's rules by part (grader/paper/config.py RULES); a milestone not named: the rules its suite
     # applies by default (the lesson's contract).
     rules: dict[str, frozenset[str]] = field(default_factory=dict)

@@ -9,11 +9,11 @@ import runpy
 import pytest
 
 from corpus import kvmemory, quiz
-from grader.paper.variants import LESSON
 from grader.suites import locked
 from grader.suites.hidden import kv_questions, lock_answers
 from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
 from grader.suites.locked_answers import LOCKED
+from grader.variants import LESSON
 from helpers import SOLUTIONS
 
 HIDDEN = {

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from grader.milestones import GRADABLE
 
-HIDDEN = Path(__file__).resolve().parents[1] / "suites" / "hidden"
+HIDDEN = Path(__file__).resolve().parent / "hidden"
 
 
 def _literal_lists(tree: ast.Module) -> dict[str, int]:
