@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import random
 
+from grader.milestones import GRADABLE
 from grader.paper.bank import Drawn, Params
 from grader.paper.variants import Variant
 from grader.suites.questions import ABOVE, MultipleChoice, Question, Text
 
-MILESTONE, MODULE = "kvmemory", "m11_kvmemory"
+MILESTONE = "kvmemory"
+(MODULE,) = GRADABLE[MILESTONE].modules  # m11_kvmemory
 
 
 def where(notebook: bool) -> str:
