@@ -25,8 +25,9 @@ The rules (checked, as in a contest; a broken rule scores 0 for that function):
 - No Python loops over heads or positions: no ``for``/``while`` loop or comprehension
   over them, in the function or in a helper it calls. Process all heads and all
   positions at once with batched tensor operations (view, transpose, @, einsum, ...).
-  A loop over a literal tuple or list, ``for t in (q, k, v)`` (or a ``zip`` of such),
-  is fine. The grader also
+  A loop of a fixed number of steps is fine: over a literal tuple or list,
+  ``for t in (q, k, v)``, over ``zip``, ``enumerate`` or ``reversed`` of such, or over
+  ``range`` of number literals (``range(3)``). The grader also
   counts the tensor operations a call dispatches: that number must not grow with
   n_heads or T (a branch for a special case, such as one K/V group, is fine).
 - Do not call ``F.scaled_dot_product_attention``, ``nn.MultiheadAttention`` or

@@ -148,14 +148,15 @@ def check(
 @click.option(
     "--visibility",
     type=click.Choice(GRADESCOPE_VISIBILITIES),
-    default="visible",
+    default="after_published",
     show_default=True,
     help="When students see the hidden suites' checks (names, points, messages), in Gradescope's "
     "levels: visible, at once; after_due_date, once the (late) due date has passed; after_published, "
     "once you publish the grades; hidden, never. Gradescope hides a student's total while any "
-    "check is hidden. The public checks are always visible and worth 0 points.",
+    "check is hidden. The public checks are always visible and worth 0 points. The default keeps the "
+    "hidden checks from students until you have looked at them.",
 )
-def gradescope(out: Path, visibility: str = "visible") -> None:
+def gradescope(out: Path, visibility: str = "after_published") -> None:
     """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
 
     Upload it as the assignment's autograder; students submit their exercise files or one notebook, loose

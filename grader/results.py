@@ -24,7 +24,10 @@ class Verdict(str, Enum):
     RUNTIME_ERROR = "runtime error"
     TIME_LIMIT = "time limit exceeded"
     MEMORY_LIMIT = "memory limit exceeded"
-    IMPORT_ERROR = "import error"  # a file that does not import, or lacks a name the contract requires
+    # A file that does not import (a syntax error, a missing module, an exception at module level) or lacks a
+    # name the contract requires. A loop, a crash or a limit met while importing is the verdict it would be in a
+    # call (time limit, runtime error, memory limit).
+    IMPORT_ERROR = "import error"
     NOT_IMPLEMENTED = "not implemented"
     NOT_COUNTED = "not counted"  # the grader's own error, or nothing it could observe
 

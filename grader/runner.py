@@ -327,7 +327,10 @@ def verdict_of(error: BaseException) -> Verdict:
             if seen.type == ErrorKind.MEMORY_ERROR or any(m in seen.message for m in OUT_OF_MEMORY):
                 return Verdict.MEMORY_LIMIT
             return Verdict.IMPORT_ERROR if seen.type == ErrorKind.MISSING_NAME else Verdict.RUNTIME_ERROR
-        if isinstance(seen, ImportFailure | MissingName):
+        if isinstance(seen, ImportFailure):  # a loop or a crash at import is what it would be in a call
+            ended = {"time": Verdict.TIME_LIMIT, "memory": Verdict.MEMORY_LIMIT, "crash": Verdict.RUNTIME_ERROR}
+            return ended.get(seen.ended_by, Verdict.IMPORT_ERROR)
+        if isinstance(seen, MissingName):
             return Verdict.IMPORT_ERROR
         seen = seen.__context__
     return Verdict.WRONG_ANSWER

@@ -39,13 +39,15 @@ __notebook__ = {notes!r}  # what went wrong: the notes, then each cell that rais
 
 
 def _run_cells(cells):
-    for cell in cells:
+    for cell, label in cells:
         path = f"{{__file__.rsplit('/', 1)[0]}}/{{cell}}.py"
         try:
             with open(path) as f:
                 exec(compile(f.read(), path, "exec"), globals())
+        except SyntaxError as e:  # its message would name the cell's file: the cell's own line instead
+            __notebook__.append(f"{{label}} has a SyntaxError at line {{e.lineno}}: {{e.msg}}")
         except Exception as e:  # noqa: BLE001 - like a kernel, go on with the next cell
-            __notebook__.append(f"{{cell}} raised {{type(e).__name__}}: {{str(e)[:200]}}")
+            __notebook__.append(f"{{label}} raised {{type(e).__name__}}: {{str(e)[:200]}}")
 
 
 _run_cells({cells!r})
@@ -63,6 +65,41 @@ class Cell:
     number: int  # its place among the notebook's cells, from 1
     source: str
     grade_id: str | None
+    execution_count: int | None = None  # the [7] Jupyter shows beside it, where it was run
+
+    @property
+    def file(self) -> str:
+        """The name of its file in the graded folder (``CELL_FILE`` reads it back)."""
+        ran = f"_in{self.execution_count}" if self.execution_count is not None else ""
+        return re.sub(r"\W", "_", f"cell_{self.number:03d}{ran}" + (f"_{self.grade_id}" if self.grade_id else ""))
+
+    @property
+    def label(self) -> str:
+        return cell_label(self.number, self.execution_count)
+
+
+# A place in a cell's file, as a traceback names it: "cell_012_in7_m4_answer.py:22".
+CELL_FILE = re.compile(r"\bcell_(?P<number>\d+)(?:_in(?P<ran>\d+))?\w*\.py:(?P<line>\d+)(?P<rest>(?: in [\w<>.]+)?)")
+
+
+def cell_label(number: int, execution_count: int | None) -> str:
+    """A cell as the student finds it: Jupyter's own name for a cell that ran (IPython's tracebacks say
+    "Cell In[7]"), and its place from the top (markdown cells counted), which an unrun cell has alone."""
+    place = f"cell {number} of the notebook"
+    return f"Cell In[{execution_count}] ({place})" if execution_count is not None else place
+
+
+def in_notebook_terms(where: str) -> str:
+    """``where`` (a traceback's "file:line in function") with a cell's file named as the student sees the cell:
+    "cell_012_in7_m4_answer.py:22 in generate" is "Cell In[7], line 22 in generate (cell 12 of the notebook)"."""
+
+    def named(m: re.Match) -> str:
+        number, line, rest = int(m["number"]), m["line"], m["rest"]
+        if m["ran"] is None:
+            return f"{cell_label(number, None)}, line {line}{rest}"
+        return f"Cell In[{m['ran']}], line {line}{rest} (cell {number} of the notebook)"
+
+    return CELL_FILE.sub(named, where)
 
 
 @contextlib.contextmanager
@@ -84,9 +121,9 @@ def prepared(path: Path) -> Iterator[Path]:
 
 def write_notebook_folder(cells: list[Cell], folder: Path, notes: Sequence[str] = ()) -> None:
     """The cells as files run in order by ``notebook_code.py``; ``notes`` head its list of what went wrong."""
-    names = [re.sub(r"\W", "_", f"cell_{c.number:03d}" + (f"_{c.grade_id}" if c.grade_id else "")) for c in cells]
-    for name, cell in zip(names, cells):
-        (folder / f"{name}.py").write_text(cell.source)
+    names = [(c.file, c.label) for c in cells]
+    for cell in cells:
+        (folder / f"{cell.file}.py").write_text(cell.source)
     (folder / "notebook_code.py").write_text(RUNNER.format(cells=names, notes=list(notes)))
     for module in MODULES:  # every milestone's names come from the notebook's one namespace
         (folder / f"{module}.py").write_text(
@@ -104,7 +141,11 @@ def notebook_cells(path: Path) -> tuple[list[Cell], list[str]]:
         if not isinstance(raw, list):
             raise TypeError("its 'cells' is not a list")
         cells = [(i, c) for i, c in enumerate(raw, 1) if isinstance(c, dict) and c.get("cell_type") == "code"]
-        parsed = [Cell(i, clean(_text(c["source"])), _grade_id(c)) for i, c in cells if not _is_test_cell(c)]
+        parsed = [
+            Cell(i, clean(_text(c["source"])), _grade_id(c), _execution_count(c))
+            for i, c in cells
+            if not _is_test_cell(c)
+        ]
     except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError) as e:
         raise SubmissionError(f"{path.name} is not a readable Jupyter notebook ({type(e).__name__}: {e})") from None
     last = {cell.grade_id: cell.number for cell in parsed if cell.grade_id}
@@ -130,14 +171,16 @@ def copies(cells: list[Cell]) -> list[str]:
 
 
 def clean(source: str) -> str:
-    """Drop shell lines, line magics and sibling imports; a non-Python cell magic empties the cell."""
+    """Blank shell lines, magics and sibling imports; a non-Python cell magic empties the cell.
+
+    Blanked, not dropped: every other line keeps its number, so that "line 22" is the cell's line 22."""
     lines = source.splitlines()
     if lines and lines[0].lstrip().startswith("%%"):
         if lines[0].split()[0] not in PYTHON_CELL_MAGICS:
             return ""
-        lines = lines[1:]
+        lines = ["", *lines[1:]]
     return (
-        "\n".join(line for line in lines if not line.lstrip().startswith(("%", "!")) and not SIBLING_IMPORT.match(line))
+        "\n".join("" if line.lstrip().startswith(("%", "!")) or SIBLING_IMPORT.match(line) else line for line in lines)
         + "\n"
     )
 
@@ -148,6 +191,11 @@ def _text(source) -> str:
     if isinstance(source, str):
         return source
     raise TypeError("a cell's source is neither text nor a list of lines")
+
+
+def _execution_count(cell: dict) -> int | None:
+    count = cell.get("execution_count")
+    return count if isinstance(count, int) and not isinstance(count, bool) and 0 < count < 10**9 else None
 
 
 def _nbgrader(cell: dict) -> dict:

@@ -6,7 +6,7 @@ import statistics
 import textwrap
 from pathlib import Path
 
-from .summary import failure_causes, failure_rates, fraction, milestone_shares, stubs
+from .summary import failure_causes, failure_rates, fraction, milestone_shares, stubs, untouched_counts
 
 HEATMAP = "milestone-heatmap.png"
 CAUSES = "failure-causes.png"
@@ -87,6 +87,8 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     ax.set_xlim(0, max([*counts, 1]) * 1.12)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     apart = f", {len(stub)} untouched stub{'s' * (len(stub) != 1)} not counted" if stub else ""
+    if left := sum(untouched_counts(checks).values()):
+        apart += f"; {left} untouched exercise{'s' * (left != 1)} left out"
     ax.set_xlabel(f"students (of {considered} graded{apart})")
     ax.set_title("Failures by likely cause")
     if not causes:
@@ -122,7 +124,7 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     for y, percent in enumerate(failing):
         ax.text(percent, y, f" {percent:.0f}%", va="center", fontsize=8)
     ax.set(
-        xlabel=f"students failing it (%, of {considered} graded{apart})",
+        xlabel=f"students failing it (%, of those of the {considered} graded who worked on it{apart})",
         title="Most often failed checks",
         xlim=(0, 112),  # room for the label of a bar at 100%
         xticks=range(0, 101, 20),

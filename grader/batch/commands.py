@@ -21,6 +21,7 @@ from grader.batch.summary import (
     milestone_means,
     names,
     stubs,
+    untouched_line,
 )
 from grader.files import write_atomically
 from grader.milestones import GRADABLE, MILESTONES
@@ -243,7 +244,9 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
     """Summarise a batch gradebook: per-milestone means, the most failed checks and their likely causes.
 
     Each student's latest grading is reported (the gradebook keeps every attempt). Untouched stubs
-    (every check says it is not implemented) are counted apart, out of the failure rates."""
+    (every check says it is not implemented) and the exercises a student left untouched are counted apart,
+    out of the failure rates and causes; each student's milestone counts once among the causes, under the
+    cause its first failing check names."""
     rows, checks = _load(db)
     click.echo(counts_line(rows))
     graded = [r for r in rows if r["status"] == "graded"]
@@ -279,9 +282,12 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
             f'{len(stub)} untouched stub{"s" * (len(stub) != 1)} (every check "{NOT_IMPLEMENTED_MESSAGE}"), '
             f"left out of the failure rates: {', '.join(sorted(stub))}"
         )
+    if left := untouched_line(checks):
+        click.echo(left)
     counted = [c for c in checks if c["student"] not in stub]
     rates = failure_rates(counted)
-    click.echo(f"most often failed checks (of {len([r for r in graded if r['student'] not in stub])} graded):")
+    considered = len([r for r in graded if r["student"] not in stub])
+    click.echo(f"most often failed checks (of the {considered} graded, those who worked on the milestone):")
     for (milestone, name), rate in rates[:top]:
         click.echo(f"  {100 * rate:5.1f}%  {milestone}: {name}")
     if causes := failure_causes(checks):

@@ -166,6 +166,8 @@ def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[s
         lines.append(
             f"{len(stub)} untouched stub{'s' * (len(stub) != 1)} (nothing implemented): {', '.join(sorted(stub))}"
         )
+    if left := untouched_line(checks):
+        lines.append(left)
     if graded:
         low = sorted(graded, key=lambda r: (shares[r["student"]], r["student"]))[:lowest]
         lines.append(
@@ -180,15 +182,42 @@ def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[s
     return lines
 
 
+def untouched(checks: Iterable[dict]) -> set[tuple[str, str]]:
+    """The (student, milestone) pairs a student left as the stub: every counted check there is not implemented."""
+    mine: dict[tuple[str, str], list[dict]] = {}
+    for c in checks:
+        mine.setdefault((c["student"], c["milestone"]), []).append(c)
+    return {pair for pair, theirs in mine.items() if is_stub(theirs)}
+
+
+def untouched_counts(checks: list[dict]) -> dict[str, int]:
+    """How many students left each milestone untouched (untouched stubs, counted apart, not among them)."""
+    stub = stubs(checks)
+    counts = Counter(m for s, m in untouched(checks) if s not in stub)
+    return {m: counts[m] for m in GRADABLE if counts[m]}
+
+
+def untouched_line(checks: list[dict]) -> str | None:
+    """The milestones students left untouched, and how many: counted apart from the failure rates and causes."""
+    counts = untouched_counts(checks)
+    if not counts:
+        return None
+    listed = ", ".join(f"{m} {n}" for m, n in counts.items())
+    return f"exercises left untouched (out of the failure rates and causes), students each: {listed}"
+
+
 def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
-    """Each check's share of submissions that failed it (any of its cases), most failed first.
+    """Each check's share of the submissions that worked on its milestone which failed it (any of its cases),
+    most failed first.
 
     A case the grader could not grade (internal_error) or did not count is not the student's failure: it is left
-    out."""
+    out. So is a milestone a student left untouched (``untouched``): it would list every check of an exercise
+    half the class did not reach as failed by them."""
+    skip = untouched(checks)
     seen: dict[tuple[str, str], set[str]] = {}
     failed: dict[tuple[str, str], set[str]] = {}
     for c in checks:
-        if set_aside(c) or c["name"] == NOT_SUBMITTED:
+        if set_aside(c) or c["name"] == NOT_SUBMITTED or (c["student"], c["milestone"]) in skip:
             continue
         key = (c["milestone"], check_name(c["name"], c.get("case_id")))  # the parametrized cases of one check together
         seen.setdefault(key, set()).add(c["student"])
@@ -200,17 +229,24 @@ def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
 def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
     """Failures grouped by likely cause: (milestone, cause, students who hit it), most students first.
 
-    A failure whose message names no cause is left out: the failure rates list its check. So are untouched
-    stubs and checks the grader could not grade. The label of a group is its most frequent wording."""
-    stub = stubs(checks)
+    Each student's milestone counts once, under the cause its first failing check names (in the suite's order,
+    the hint the student's own table shows): one bug fails several checks, each wording the cause its own way
+    (a triu mask is "row i must allow columns 0..i" in one and "the mask is upper-triangular" in the next), and
+    counted check by check it would be three causes. A failure whose message names no cause is passed over:
+    the failure rates list its check. Untouched milestones (``untouched``) and checks the grader could not
+    grade are left out. The label of a group is its most frequent wording."""
+    skip = untouched(checks)
     students: dict[tuple[str, str], set[str]] = {}
     wordings: dict[tuple[str, str], Counter] = {}
+    named: set[tuple[str, str]] = set()  # the (student, milestone) pairs already counted under a cause
     for c in checks:
-        if c["passed"] or set_aside(c) or c["student"] in stub:
+        pair = (c["student"], c["milestone"])
+        if c["passed"] or set_aside(c) or pair in skip or pair in named:
             continue
         phrase = likely_cause(c["message"])
         if phrase is None:
             continue
+        named.add(pair)
         key = (c["milestone"], cause_key(phrase))
         students.setdefault(key, set()).add(c["student"])
         wordings.setdefault(key, Counter())[phrase] += 1

@@ -37,8 +37,9 @@ from grader.results import GRADESCOPE_VISIBILITIES
 
 PROJECT = Path(__file__).resolve().parents[2]
 # What the autograder needs of the project: the package (suites and sandbox included), the reference,
-# what pip needs to install it, and the contract pages the README links to.
-SHIPPED = ("grader", "solutions", "pyproject.toml", "README.md", "docs")
+# what pip needs to install it (pyproject.toml's license-files too: setuptools stops building a project
+# whose license file is missing), and the contract pages the README links to.
+SHIPPED = ("grader", "solutions", "pyproject.toml", "LICENSE", "README.md", "docs")
 # Code (a fenced block or an inline span), left as it is, or an inline markdown link or image,
 # [text](target "title"): the two things ``unlinked`` tells apart.
 MARKDOWN = re.compile(
@@ -68,7 +69,7 @@ SHOWN = {
 }
 
 
-def build(out: Path, project: Path = PROJECT, visibility: str = "visible") -> list[str]:
+def build(out: Path, project: Path = PROJECT, visibility: str = "after_published") -> list[str]:
     """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``;
     returns the names it holds."""
     if visibility not in VISIBILITIES:

@@ -56,6 +56,22 @@ def _secret(path: Path, text: str) -> None:
     os.chmod(path, 0o600)
 
 
+def _ignore_secrets(folder: Path) -> None:
+    """A .gitignore in ``folder`` naming its secrets (grader/templates/contest-gitignore.tmpl): a coach who keeps the
+    contest folder in git must not commit the tokens or the students' code by accident. Lines a .gitignore
+    already there lacks are added to it; nothing in it is removed."""
+    path = folder / ".gitignore"
+    wanted = [
+        line for line in templates.text("contest-gitignore.tmpl").splitlines() if line and not line.startswith("#")
+    ]
+    had = path.read_text(encoding="utf-8") if path.exists() else ""
+    missing = [line for line in wanted if line not in had.splitlines()]
+    if not had:
+        path.write_text(templates.text("contest-gitignore.tmpl"), encoding="utf-8")
+    elif missing:
+        path.write_text(had.rstrip("\n") + "\n# the contest's secrets (grade contest)\n" + "\n".join(missing) + "\n")
+
+
 @click.group()
 def contest() -> None:
     """Prepare a timed practice contest: its folder, its students' tokens, its rules."""
@@ -75,6 +91,7 @@ def init(folder: Path) -> None:
     example = templates.text("contest.toml").replace("@TASK_IDS@", ", ".join(GRADABLE))  # every task, one source
     targets[0].write_text(example, encoding="utf-8")
     targets[1].write_text(templates.text("contest-roster.csv.tmpl"), encoding="utf-8")
+    _ignore_secrets(folder)
     click.echo(
         f"wrote {targets[0]} and {targets[1]}: edit them, then run `grade contest check {folder}` "
         f"and `grade contest tokens {folder}`"
@@ -100,6 +117,7 @@ def tokens(folder: Path, rotate: bool = False) -> None:
     writer.writerow(["student", "token"])
     for student in students:
         writer.writerow([student, secrets.token_urlsafe(24)])
+    _ignore_secrets(folder)  # before the secrets exist
     _secret(folder / TOKENS, out.getvalue())
     _secret(folder / ADMIN_TOKEN, secrets.token_urlsafe(32) + "\n")
     click.echo(
@@ -364,8 +382,8 @@ def export_results(
     from grader.batch.commands import export, report
     from grader.batch.gradebook import Gradebook
     from grader.contest.export import results_csv, write_gradebook
-    from grader.contest.server import read_tokens
     from grader.contest.store import DATABASE, Store
+    from grader.contest.web.tokens import read_tokens
     from grader.files import write_atomically
 
     _folder(folder)

@@ -10,8 +10,14 @@ last ``share_window`` seconds; has the fewest submissions being graded; was serv
 Unlike a batch, the server cannot know how many processes will grade at once, and a shared fork server waits
 for all its clients before it serves any: so each worker process starts its own (a few CPU seconds, once),
 when the queue starts (``warm_up``). Each result is recorded by ``Store.finish`` (one transaction, only while
-the row is still queued). A grader failure (the ``{"error": ...}`` result, or a worker process that died) marks
-the submission failed: not the student's doing, it costs them nothing.
+the row is still queued). A grader failure (the ``{"error": ...}`` result) marks the submission failed: not
+the student's doing, it costs them nothing.
+
+Grading heals itself. A grading process that dies (the machine's out-of-memory killer, a stray ``kill``)
+breaks the whole pool: every submission it held fails at once, and every later one could not even be handed
+out. The queue then replaces the pool with a new one and grades those submissions again, each up to
+``RETRIES`` times (a submission that kills its grading process every time is then failed, at no cost to its
+student); an upload never meets the broken pool.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ import time
 from collections import defaultdict, deque
 from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 
 from grader.contest.store import Store
@@ -33,6 +40,7 @@ log = logging.getLogger("grader.contest")
 SHARE_WINDOW = 600.0  # seconds: the recent past in which a student's grading time is counted
 SHARE_SECONDS = 300.0  # a student who used more than this of it waits behind everyone who did not
 EXTERNAL_SLOTS = 16  # submissions handed at once to an executor not the queue's own (a Dask cluster's), by default
+RETRIES = 2  # times a submission is graded again after its grading process died under it
 
 
 class GradingQueue:
@@ -74,22 +82,37 @@ class GradingQueue:
         self._served: dict[str, float] = {}  # student -> when their latest submission was handed out
         self._used: dict[str, deque[tuple[float, float]]] = defaultdict(deque)  # student -> (ended, seconds)
         self._pending: dict[int, Future] = {}
+        self._handed: dict[int, tuple[str, str, str, Executor]] = {}  # sid -> (student, path, task, its pool)
+        self._retries: dict[int, int] = defaultdict(int)  # sid -> times graded again after its process died
+        self.replaced = 0  # pools replaced after a grading process died (the coach's page shows it)
         self._lock = threading.Lock()
         self._closed = False
 
     def start(self) -> None:
         """Start the pool and queue every submission left queued, oldest first."""
-        from grader.batch.run import _context
-
         if self._own:
-            from grader.batch.run import warm_up
-
-            self._executor = ProcessPoolExecutor(self.workers, mp_context=_context())
-            # Each worker's fork server starts now, while the room logs in, not on its first submission.
-            for _ in range(self.workers):
-                self._executor.submit(warm_up, self.limits)
+            self._executor = self._new_pool()
         for row in self.store.queued():
             self.enqueue(row.id)
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        from grader.batch.run import _context, warm_up
+
+        pool = ProcessPoolExecutor(self.workers, mp_context=_context())
+        # Each worker's fork server starts now, while the room logs in, not on its first submission.
+        for _ in range(self.workers):
+            pool.submit(warm_up, self.limits)
+        return pool
+
+    def _heal(self, broken: Executor) -> None:
+        """Replace ``broken``, the pool a grading process died in, once (called with the lock held): the
+        submissions it held come back through _record, each graded again."""
+        if not self._own or self._closed or self._executor is not broken:
+            return  # not ours to replace, or replaced already by another of its failed submissions
+        log.warning("a grading process died: starting a new pool of %d", self.workers)
+        self._executor = self._new_pool()
+        self.replaced += 1
+        threading.Thread(target=_end, args=(broken,), daemon=True).start()
 
     def enqueue(self, sid: int) -> None:
         """Queue submission ``sid`` (committed as queued) for grading, in its student's turn."""
@@ -142,28 +165,48 @@ class GradingQueue:
                     return
                 student, path, task = self._waiting.pop(sid)
                 now = self.timer()
+                executor = self._executor
+                try:
+                    future = executor.submit(grade_one, path, [task], self.limits, None, **self.options(student))
+                except BrokenProcessPool:  # broken before its failed submissions came back: heal it now
+                    self._waiting = {sid: (student, path, task), **self._waiting}
+                    self._heal(executor)
+                    if self._executor is executor:
+                        return  # not ours to heal: it stays waiting
+                    continue
                 self._running[sid] = (student, now)
                 self._served[student] = now
-                future = self._executor.submit(grade_one, path, [task], self.limits, None, **self.options(student))
                 self._pending[sid] = future
+                self._handed[sid] = (student, path, task, executor)
             future.add_done_callback(functools.partial(self._record, sid))
 
     def _record(self, sid: int, future: Future) -> None:
         with self._lock:
             self._pending.pop(sid, None)
-            student, started = self._running.pop(sid, ("", 0.0))
+            student, path, task, executor = self._handed.pop(sid, ("", "", "", None))
+            _, started = self._running.pop(sid, ("", 0.0))
             now = self.timer()
             if student:
                 self._used[student].append((now, now - started))
-        if future.cancelled():
-            return  # closing: it stays queued for the next start
+            if future.cancelled():
+                return  # closing: it stays queued for the next start
+            died = isinstance(future.exception(), BrokenProcessPool)
+            if died and executor is not None:
+                self._heal(executor)
+            again = died and self._own and not self._closed and self._retries[sid] < RETRIES
+            if again:
+                self._retries[sid] += 1
+                self._waiting = {sid: (student, path, task), **self._waiting}  # first in its student's turn
         self._dispatch()  # the freed slot goes to the next student's turn before this result is written
+        if again:
+            return
         try:
             result = future.result()
         except Exception as e:  # noqa: BLE001 - a worker process that died (memory, signal)
             if self._closed:
                 return
-            result = {"error": f"the grading process died: {type(e).__name__}: {e}"}
+            tries = f" {self._retries[sid] + 1} times" if self._retries[sid] else ""
+            result = {"error": f"the grading process died{tries}: {type(e).__name__}: {e}"}
         try:
             if self.store.finish(sid, self.clock(), result):
                 log.info("submission %d: %s", sid, "failed" if result.get("error") else "graded")
@@ -191,3 +234,11 @@ class GradingQueue:
             _stop_forkserver()
         elif self._executor is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
             self._executor.shutdown(wait=False)
+
+
+def _end(pool: Executor) -> None:
+    """End a broken pool's processes (some may live on after one of them died) without waiting on the caller."""
+    from grader.batch.run import _stop_workers
+
+    _stop_workers(pool)
+    pool.shutdown(wait=True, cancel_futures=True)

@@ -14,7 +14,7 @@ The grader's report gives each split's loss as the ``value`` of the check named 
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -119,3 +119,43 @@ def leaderboard(contest: Contest, task_id: str, rows: Iterable[Any], students: I
         row["rank"] = rank if row["loss"] is not None else None
         row["at"] = row["at"].isoformat() if row["at"] else None
     return board
+
+
+def leaderboards_seen(
+    contest: Contest,
+    rows: Iterable[Any],
+    students: Iterable[str],
+    viewer: str,
+    revealed: Collection[str],
+    frozen_at: datetime | None = None,
+    hidden: bool = False,
+    coach: bool = False,
+) -> list[dict]:
+    """The metric tasks' leaderboards as ``viewer`` may see them, over the store's ``rows``. They follow the
+    viewer's scoreboard (``frozen_at``, ``hidden``: its standings'), since split A is the scoreboard's points:
+    frozen, only the submissions received before the freeze; hidden, the viewer's own row only, unranked (a rank
+    would tell where the others stand). Split B only for the ``coach`` or a task the coach ``revealed``."""
+    students = tuple(students)
+    every = [r for r in rows if frozen_at is None or r.received_at < frozen_at]
+    boards = []
+    for task in contest.tasks:
+        if not is_metric(task.id):
+            continue
+        mine = [r for r in every if r.task == task.id]
+        split = {
+            name: leaderboard(contest, task.id, mine, students, name)
+            if name == "A" or coach or task.id in revealed
+            else None
+            for name in SPLITS
+        }
+        if hidden:
+            split = {
+                name: None if lb is None else [{**row, "rank": None} for row in lb if row["student"] == viewer]
+                for name, lb in split.items()
+            }
+        at = frozen_at.isoformat(timespec="seconds") if frozen_at else None
+        boards.append(
+            {"task": task.id, "revealed": task.id in revealed, "finals": finals_allowed(task), "frozen_at": at}
+            | {"hidden": hidden, **split}
+        )
+    return boards

@@ -1,4 +1,5 @@
-"""The contest's rules at a moment: is a student's window open, may they submit, what counts for a task.
+"""The contest's rules at a moment: is a student's window open, may they submit, what counts for a task, and
+which of the coach's changes a window can take (an extension, extra time; never one that empties a window).
 
 Pure functions over plain data: the caller passes the clock (``now``, an aware datetime) and what it knows of a
 student (their first login, their submissions), so the server stays a thin layer and the tests set the time with
@@ -8,8 +9,8 @@ no sleeps. What a student may see of a report is in ``feedback``, the scoreboard
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import Enum
 
@@ -205,3 +206,80 @@ def task_score(task: Task, submissions: Iterable[Submission]) -> TaskScore:
         graded = graded[-1:]
     best = max(graded, key=lambda s: (s.score, -s.time.timestamp()))
     return TaskScore(best.score, best)
+
+
+# --- The coach's changes to the windows -------------------------------------------------------------------------
+
+MOST_CHANGE_MINUTES = 24 * 60  # the largest change the coach may make at once: a day (a typo, not a plan, past it)
+NOT_A_NUMBER = "minutes must be a number"
+
+
+def change_refusal(minutes: float) -> str | None:
+    """Why the coach may not add ``minutes`` to a window (the whole contest's, or a student's) in one change;
+    None when they may. nan and inf are not minutes: a window cannot end at them."""
+    if not math.isfinite(minutes):
+        return NOT_A_NUMBER
+    if not minutes or abs(minutes) > MOST_CHANGE_MINUTES:
+        return "minutes must be a non-zero number of minutes, at most a day"
+    return None
+
+
+def with_changes(contest: Contest, extend_minutes: float, extra_minutes: Mapping[str, float]) -> Contest:
+    """``contest`` with the coach's changes: the whole window (and its hard end) ``extend_minutes`` longer, and
+    each student in ``extra_minutes`` that much more time on top of the contest file's extra time."""
+    added = timedelta(minutes=extend_minutes)
+    window = contest.window
+    if added:
+        hard_end = window.hard_end + added if window.hard_end else None
+        window = replace(window, duration=window.duration + added, hard_end=hard_end)
+    extra = dict(contest.extra_time)
+    for name, minutes in extra_minutes.items():
+        extra[name] = extra.get(name, timedelta(0)) + timedelta(minutes=minutes)
+    return replace(contest, window=window, extra_time=extra)
+
+
+def empty_window(contest: Contest, students: Iterable[str], first_logins: Mapping[str, datetime]) -> str | None:
+    """Why ``contest`` leaves the whole window, or a student's (``students`` and those with extra time), with
+    its end at or before its start; None if every window still has some time. A change the coach asks for is
+    checked with this before it is stored: a window that cannot open would lock a student out for good."""
+    if contest.window.duration <= timedelta(0):
+        return "the contest's window would end at or before its start"
+    for name in dict.fromkeys([*students, *contest.extra_time]):
+        span = window_of(contest, name, first_logins.get(name))
+        if contest.window.duration + contest.extra_time.get(name, timedelta(0)) <= timedelta(0) or (
+            span is not None and span[1] <= span[0]
+        ):
+            return f"{name}'s window would end at or before its start"
+    return None
+
+
+# --- What a student may do outside submitting -------------------------------------------------------------------
+
+
+def selection_refusal(state: WindowState) -> str | None:
+    """Why a student in ``state`` may not change which submissions count; None while their window is open (after
+    it, the selection is part of the result)."""
+    return None if state.phase is Phase.OPEN else "your window is not open: the selection is fixed"
+
+
+def notebook_refusal(state: WindowState) -> str | None:
+    """Why a paper's notebook (its questions) is not handed to a student in ``state``; None while their window is
+    open: before it the questions could be read before the clock runs."""
+    if state.phase is Phase.OPEN:
+        return None
+    opens = f" (it opens at {state.start.isoformat()})" if state.start else ""
+    when = f"has not started{opens}" if state.phase is Phase.NOT_STARTED else "has ended"
+    return f"your contest window {when}: the paper's notebook is handed out while it is open"
+
+
+VOIDABLE = (Status.GRADED.value, "queued")  # the store's statuses that can count: a queued one will be graded
+
+
+def void_refusal(sid: int, status: str) -> str | None:
+    """Why the coach may not void submission ``sid`` (of the store's ``status``); None when they may. A rejected
+    or failed submission counts for nothing already: voiding it would be a no-op the coach mistook for a change."""
+    if status in VOIDABLE:
+        return None
+    return (
+        f"submission {sid} is {status}: it counts for nothing already; only a graded or queued submission can be voided"
+    )

@@ -1,5 +1,6 @@
 """The scoreboard: each student's total under the tasks' scoring rules, ranked, as the coach sees it (live)
-and as a student sees it at a moment (public, frozen or hidden).
+and as a student sees it at a moment (public, frozen or hidden), with the coach's freeze by hand or their
+lifting of the scheduled one.
 
 Ties go to whoever reached their total first (the time of their last change of total): the student who got
 there earlier did the same work in less time.
@@ -8,7 +9,7 @@ there earlier did the same work in less time.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from grader.contest.config import Board, Contest
@@ -109,3 +110,52 @@ def student_view(
         before = {name: [s for s in subs if s.time < frozen_at] for name, subs in submissions.items()}
         return Standings(live(contest, before, students), frozen_at=frozen_at)
     return Standings(live(contest, submissions, students))
+
+
+# --- The coach's freeze -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Freeze:
+    """The freeze of the students' board, as the coach is shown it."""
+
+    frozen: bool  # in effect now
+    at: datetime | None = None  # since when (its submissions count, those received later not yet)
+    by: str | None = None  # "coach" (by hand) or "schedule" (the contest's freeze_minutes)
+    lifts: datetime | None = None  # when it lifts by itself; None for a hand freeze, which lasts until unfrozen
+    scheduled: datetime | None = None  # when the contest's own freeze begins, while it is to come
+
+
+def freeze_of(contest: Contest, now: datetime, by_hand: datetime | None, lifted: bool) -> Freeze:
+    """The freeze at ``now``: the coach's (``by_hand``, when they froze the board; it outlasts the schedule),
+    else the contest's scheduled one unless the coach ``lifted`` it (once begun, it does not come back)."""
+    if by_hand is not None:
+        return Freeze(True, by_hand, "coach")
+    scheduled, end = freeze_time(contest), contest_end(contest)
+    over = end is not None and now >= end
+    if scheduled is None or over or lifted:
+        return Freeze(False)
+    if scheduled <= now:
+        return Freeze(True, scheduled, "schedule", lifts=end)
+    return Freeze(False, lifts=end, scheduled=scheduled)
+
+
+def students_board(
+    contest: Contest,
+    viewer: str,
+    now: datetime,
+    submissions: Mapping[str, Iterable[Submission]],
+    students: Iterable[str],
+    by_hand: datetime | None,
+    lifted: bool,
+) -> Standings:
+    """The board ``viewer`` sees with the coach's changes: frozen by hand at ``by_hand`` (until the coach
+    unfreezes, the contest's end included; a hidden board stays hidden), or live again where the coach
+    ``lifted`` the scheduled freeze; else as :func:`student_view`."""
+    if by_hand is not None:
+        before = {name: [s for s in subs if s.time < by_hand] for name, subs in submissions.items()}
+        standings = student_view(contest, viewer, now, before, students)
+        return standings if standings.hidden else replace(standings, frozen_at=by_hand)
+    if contest.scoreboard is Board.FROZEN and lifted:
+        contest = replace(contest, scoreboard=Board.PUBLIC)
+    return student_view(contest, viewer, now, submissions, students)

@@ -112,6 +112,8 @@ def notebook_name(paper_id: str, student: str | None) -> str:
 
 
 def write(notebook: dict, path: Path) -> None:
+    """Write the notebook, making its folder if missing (``--out papers/alice.ipynb`` before papers/ exists)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(notebook, indent=1) + "\n", encoding="utf-8")
 
 

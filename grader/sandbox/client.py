@@ -22,6 +22,7 @@ from typing import Any
 
 from grader import cache
 from grader.milestones import MILESTONES, STUDENT_MODULES, preloads
+from grader.submission import in_notebook_terms
 
 from . import secrecy
 from .common import wire
@@ -66,7 +67,7 @@ class StudentError(Exception):
         self.type, self.message, self.where = type_, message, where
 
     def __str__(self) -> str:
-        at = f" (at {', then '.join(self.where)})" if self.where else ""
+        at = f" (at {', then '.join(map(in_notebook_terms, self.where))})" if self.where else ""
         if self.type == ErrorKind.NOT_IMPLEMENTED:
             return f"{NOT_IMPLEMENTED_MESSAGE}: your code raised {ErrorKind.NOT_IMPLEMENTED}{at}"
         if self.type in ErrorKind.ENDS_THE_GRADER:

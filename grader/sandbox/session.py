@@ -83,7 +83,7 @@ class MilestoneView:
     def __init__(self, shared: SharedWorker, modules: tuple[str, ...]):
         self.shared, self.modules = shared, modules
         self.module = modules[0]
-        self._import_failure: Exception | None = None
+        self._import_failure: ImportFailure | None = None
         self.deadline: float | None = None
         self.hangs = 0
 
@@ -94,7 +94,7 @@ class MilestoneView:
 
     def worker(self) -> WorkerConnection:
         if self._import_failure is not None:  # a fresh exception each time: no growing traceback
-            raise ImportFailure(*self._import_failure.args)
+            raise ImportFailure(str(self._import_failure), ended_by=self._import_failure.ended_by)
         worker, needs_import = self.shared.for_view(self)
         if self.hangs >= MAX_HANGS:
             raise WorkerCrash(f"not run: your code already hung {self.hangs} times in this milestone", limit="time")
@@ -104,7 +104,7 @@ class MilestoneView:
             try:
                 worker = self.shared.start(self)
             except (StudentError, WorkerCrash) as e:
-                self._import_failure = ImportFailure(self._explain_import(e))
+                self._import_failure = ImportFailure(self._explain_import(e), ended_by=ImportFailure.cause(e))
                 raise self._import_failure from None
         assert worker is not None  # a fresh worker always needs the import
         return worker
@@ -210,7 +210,20 @@ class MilestoneView:
 
 
 class ImportFailure(Exception):
-    """The milestone's file is missing or cannot be imported."""
+    """The milestone's file is missing or cannot be imported. ``ended_by``: what stopped the import where it
+    was no error of the import itself: a limit ("time", "memory"), or "crash" (the worker died: os._exit, a
+    signal; or the code raised SystemExit or KeyboardInterrupt); "" for an error (a syntax error, a missing
+    module or name, an exception at module level)."""
+
+    def __init__(self, message: str, ended_by: str = ""):
+        super().__init__(message)
+        self.ended_by = ended_by
+
+    @staticmethod
+    def cause(e: Exception) -> str:
+        if isinstance(e, WorkerCrash):
+            return e.limit or "crash"
+        return "crash" if isinstance(e, StudentError) and e.type in ErrorKind.ENDS_THE_GRADER else ""
 
 
 class MissingName(Exception):

@@ -11,12 +11,13 @@ checks each part once per submission, and every check of that part then fails wi
 message, so a broken rule scores 0 for the part.
 
 - ``NoLoops``: no ``for``/``while`` loop or comprehension in the function or the helpers of its file
-  that it calls (a loop over a literal tuple or list, ``for t in (q, k, v)``, or a zip of such, is a
-  fixed number of steps and allowed); and the number of tensor operations a call dispatches must not grow
-  with one size (the heads, the positions) over three or more calls on one code path, which also catches
-  loops the source scan cannot name. Only like is compared with like: a correct function may keep a real
-  branch for a special size (one K/V group, ``n_rep == 1``), so a suite's calls avoid such sizes, and a
-  count that jumps at one step but not at every step is a branch, not a loop.
+  that it calls (a loop over a literal tuple or list, ``for t in (q, k, v)``, over zip, enumerate or
+  reversed of such, or over range of number literals is a fixed number of steps and allowed: ``fixed``);
+  and the number of tensor operations a call dispatches must not grow with one size (the heads, the
+  positions) over three or more calls on one code path, which also catches loops the source scan cannot
+  name. Only like is compared with like: a correct function may keep a real branch for a special size
+  (one K/V group, ``n_rep == 1``), so a suite's calls avoid such sizes, and a count that jumps at one
+  step but not at every step is a branch, not a loop.
 - ``NoCalls``: none of the named functions (``scaled_dot_product_attention``, ...) is called: not
   named in the source, not seen while the call runs.
 

@@ -76,6 +76,12 @@ CONTAINED = [
     pytest.param(
         m1_variant("sys-exit-at-import", "SystemExit", A.at_import(A.SYS_EXIT)), (), id="2-sys-exit-at-import"
     ),
+    # 2b. while True: pass while m1_attention.py is imported, graded with --timeout 5: a time limit, as in a call.
+    pytest.param(
+        m1_variant("infinite-loop-at-import", "no answer within", A.at_import(A.INFINITE_LOOP)),
+        HANG,
+        id="2b-infinite-loop-at-import",
+    ),
     # 3. os._exit(0) inside causal_attention: every call kills the worker.
     pytest.param(
         m1_variant("os-exit-in-call", "os._exit or sys.exit", A.in_call(A.OS_EXIT)), (), id="3-os-exit-in-call"
@@ -147,8 +153,9 @@ CONTAINED = [
 
 # The verdict of the check that says what went wrong, as a contest shows it under score-only feedback.
 VERDICTS = {
-    "os-exit-at-import": "import error",
-    "sys-exit-at-import": "import error",
+    "os-exit-at-import": "runtime error",
+    "sys-exit-at-import": "runtime error",
+    "infinite-loop-at-import": "time limit exceeded",
     "os-exit-in-call": "runtime error",
     "sys-exit-in-call": "runtime error",
     "keyboard-interrupt": "runtime error",

@@ -661,7 +661,7 @@ def test_negative_extra_time_that_would_empty_a_students_window_is_refused(folde
 
 
 def test_a_wrong_bearer_token_is_told_so_and_no_token_is_asked_to_log_in(folder):
-    from grader.contest.server import UNKNOWN_TOKEN
+    from grader.contest.web.deps import UNKNOWN_TOKEN
 
     client = TestClient(create_app(folder, Clock()))
     wrong = client.get("/api/me", headers={"Authorization": "Bearer WRONG"})
@@ -752,7 +752,7 @@ def test_grade_submit_passes_on_the_servers_reason_when_the_window_is_closed(fol
 
 
 def test_grade_submit_with_a_wrong_token_is_told_the_token_is_unknown(folder, live):
-    from grader.contest.server import UNKNOWN_TOKEN
+    from grader.contest.web.deps import UNKNOWN_TOKEN
 
     url, _ = live
     result = grade_submit(str(SOLUTIONS), "--server", url, "-m", "m1", "--token", "WRONG")
@@ -793,7 +793,7 @@ def test_every_table_scrolls_in_its_own_box_and_times_are_short(folder):
 
 
 def test_a_time_on_another_day_shows_its_date():
-    from grader.contest.server import _clock
+    from grader.contest.web.views import short_time as _clock
 
     now = datetime(2026, 12, 1, 13, 40, tzinfo=timezone.utc)
     assert ">13:40:00 UTC<" in _clock("2026-12-01T13:40:00+00:00", now)

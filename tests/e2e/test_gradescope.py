@@ -10,6 +10,11 @@ import sys
 import zipfile
 from pathlib import Path
 
+if sys.version_info >= (3, 11):
+    import tomllib
+else:
+    import tomli as tomllib
+
 import pytest
 
 from grader.bundles.gradescope import VISIBILITIES
@@ -84,7 +89,16 @@ def test_the_zip_holds_the_scripts_the_grader_and_the_reference(autograder):
         "solutions/m1_attention.py",
     } <= names
     assert not any("__pycache__" in n or n.startswith(("tests/", "exercises/")) for n in names)
-    assert "\nVISIBILITY=visible\n" in (autograder / "source" / "run_autograder").read_text()  # the default
+    assert "\nVISIBILITY=after_published\n" in (autograder / "source" / "run_autograder").read_text()  # the default
+
+
+def test_the_zip_holds_every_file_its_pyproject_names(autograder):
+    """setuptools refuses (from 2027-02-18, a warning before) a project whose license-files match nothing."""
+    source = autograder / "source"
+    project = tomllib.loads((source / "pyproject.toml").read_text())["project"]
+    for pattern in project.get("license-files", []):
+        assert list(source.glob(pattern)), f"pyproject.toml's license-files names {pattern}, not in the zip"
+    assert (source / project["readme"]).is_file()
 
 
 def test_reference_scores_full_marks(reference_results):
@@ -103,8 +117,10 @@ def test_public_checks_are_listed_visible_and_worth_nothing(reference_results):
     assert all(t["status"] == "passed" for t in tests)
     assert not any("(public)" in t["name"] for t in scored(reference_results))
     assert sum(t["max_score"] for t in reference_results["tests"]) == pytest.approx(reference_results["score"])
-    # the default zip shows everything, as before
-    assert {t["visibility"] for t in reference_results["tests"]} == {"visible"}
+    # the default zip keeps the scored checks for the instructor until the grades are published
+    assert {t["visibility"] for t in scored(reference_results)} == {"after_published"}
+    assert {t["visibility"] for t in tests} == {"visible"}
+    assert "once your instructor publishes the grades" in reference_results["output"]
 
 
 def test_stubs_score_zero(autograder):
@@ -227,7 +243,7 @@ def test_visibility_is_one_of_gradescopes_levels(tmp_path):
     proc = cli("gradescope", str(tmp_path / "a.zip"), "--visibility", "after_due")
     assert proc.returncode == 2 and not (tmp_path / "a.zip").exists(), proc.stderr
     help_text = " ".join(cli("gradescope", "--help").stdout.split())
-    assert all(level in help_text for level in VISIBILITIES) and "[default: visible]" in help_text
+    assert all(level in help_text for level in VISIBILITIES) and "[default: after_published]" in help_text
 
 
 def test_the_scripts_are_the_templates_filled_and_pass_shellcheck(autograder, tmp_path):
@@ -236,7 +252,7 @@ def test_the_scripts_are_the_templates_filled_and_pass_shellcheck(autograder, tm
     source = autograder / "source"
     assert (source / "setup.sh").read_text() == (templates / "gradescope-setup.sh").read_text()
     run = (source / "run_autograder").read_text()
-    assert run == (templates / "gradescope-run_autograder.sh").read_text().replace("@visibility", "visible")
+    assert run == (templates / "gradescope-run_autograder.sh").read_text().replace("@visibility", "after_published")
     assert "@" not in run.replace('"$@"', "")
     for script in ("setup.sh", "run_autograder"):
         assert subprocess.run(["bash", "-n", str(source / script)]).returncode == 0, script

@@ -88,7 +88,22 @@ def test_a_deleted_cell_and_a_cell_that_raises_cost_only_their_names(tmp_path):
     assert all(result.full(m) for m in ("m1", "m2", "m3")), explain(result)
     messages = result.messages("m4")
     assert messages and all("the notebook defines no generate" in m for m in messages), explain(result)
-    assert any("cell_002 raised NameError" in m for m in messages), explain(result)
+    assert any("cell 2 of the notebook raised NameError" in m for m in messages), explain(result)
+
+
+def test_an_error_is_placed_as_jupyter_shows_the_cell(tmp_path):
+    """An error in a cell is placed as the student finds it: the cell's [7] (IPython's "Cell In[7]") and its
+    own line numbers, which the magics and imports the grader blanks do not shift."""
+    broken = reference("m4_generate").replace("def generate(", "def generate_unused(", 1)
+    broken += "\n\ndef generate(model, start, max_new=5):\n    raise ValueError('on purpose')\n"
+    m4 = {**code("%%time\n!echo hi\nfrom m1_attention import causal_mask\n" + broken), "execution_count": 7}
+    line = m4["source"].index("    raise ValueError('on purpose')\n") + 1
+    syntax = {**code("x = 1\ndef f(:\n"), "execution_count": 3}
+    cells = [*map(reference, ("m1_attention", "m2_model", "m3_train")), syntax, m4]
+    result = graded_notebook(tmp_path, cells, "-m", "m4")
+    messages = result.messages("m4")
+    assert any(f"Cell In[7], line {line} in generate (cell 5 of the notebook)" in m for m in messages), explain(result)
+    assert not any("cell_0" in m for m in messages), explain(result)
 
 
 KERNEL_TRICKS = {

@@ -27,6 +27,7 @@ from grader.batch.summary import (
     likely_cause,
     milestone_shares,
     points,
+    untouched_counts,
 )
 from grader.fingerprint import ROOT_VARIABLE
 from helpers import EXERCISES, REPO, SOLUTIONS, cli
@@ -235,18 +236,66 @@ def test_failure_rates_and_causes_leave_stubs_out(tmp_path):
     finally:
         book.close()
     causes = failure_causes(checks)
-    assert causes[:2] == [
+    # dave's m1 counts once, under its first failing check's cause (no scaling), as his own table shows it
+    assert causes == [
+        ("m1", "the scores are not divided by sqrt(d_k)", 2),
         (
             "m1",
             "is the mask lower-triangular (tril, not triu), applied to the scores before the "
             "softmax, and sliced to the input's length?",
-            2,
+            1,
         ),
-        ("m1", "the scores are not divided by sqrt(d_k)", 2),
     ], causes
     assert all(cause != "not implemented yet" for _, cause, _ in causes), "stubs are counted apart"
     rates = dict(failure_rates(checks))
-    assert rates[("m1", "pick logits[:, -1]")] == pytest.approx(3 / 6), "bob, dave, erin failed it, of 6"
+    assert rates[("m1", "pick logits[:, -1]")] == pytest.approx(2 / 5), "dave and erin failed it, of the 5 who tried"
+
+
+def test_one_bug_worded_three_ways_is_one_cause():
+    """A triu mask fails m1's checks with three wordings of its cause (as a real triu submission's report
+    does): each student counts once, under the first."""
+    wordings = [
+        "causal_mask(4) differs at row 0. Likely cause: row i must allow columns 0..i (torch.tril, not triu)",
+        "weights differ at query 0. Likely cause: the mask is upper-triangular (torch.triu)",
+        TRIU.format(b=0, by=0.5),
+    ]
+    checks = [
+        {**check(f"check {i}", False, message), "student": student}
+        for student in ("carol", "dave", "erin")
+        for i, message in enumerate(wordings)
+    ]
+    assert failure_causes(checks) == [("m1", "row i must allow columns 0..i (torch.tril, not triu)", 3)]
+
+
+def test_an_exercise_left_untouched_is_counted_apart(tmp_path):
+    """alice did m1 and left m4 as the stub; bob did both with one bug in m4: m4's failures are bob's alone,
+    and alice's untouched m4 is a count of its own, in the report as in the batch's summary."""
+    stub_m4 = "not implemented yet: your code raised NotImplementedError (at m4_generate.py:30 in generate)"
+    book = Gradebook(tmp_path / "grades.sqlite")
+    try:
+        record(
+            book,
+            "alice",
+            check("mask", True),
+            check("greedy", False, stub_m4, milestone="m4"),
+            check("crop", False, stub_m4, milestone="m4"),
+        )
+        record(
+            book,
+            "bob",
+            check("mask", True),
+            check("greedy", False, "tokens differ. Likely cause: the argmax is over the wrong axis", milestone="m4"),
+            check("crop", True, milestone="m4"),
+        )
+        checks = book.checks()
+    finally:
+        book.close()
+    assert failure_causes(checks) == [("m4", "the argmax is over the wrong axis", 1)]
+    assert failure_rates(checks) == [(("m4", "greedy"), 1.0)], "of the one student who worked on m4"
+    assert untouched_counts(checks) == {"m4": 1}
+    out = cli("report", str(tmp_path / "grades.sqlite")).stdout
+    assert "exercises left untouched (out of the failure rates and causes), students each: m4 1" in out, out
+    assert "not implemented" not in out.split("most often failed checks")[1], out
 
 
 # ---------------------------------------------------------------- attempts
@@ -344,7 +393,7 @@ def test_export_rounds_to_points_and_report_keeps_full_names(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert '1 untouched stub (every check "not implemented yet"), left out of the failure rates: bob' in out, out
-    assert "most often failed checks (of 5 graded):" in out, out
+    assert "most often failed checks (of the 5 graded, those who worked on the milestone):" in out, out
     assert "  40.0%  m1: shapes\n" in out and "  40.0%  m1: pick logits[:, -1]\n" in out, out
     assert "     2  m1: the scores are not divided by sqrt(d_k)\n" in out, out
     for name in (HEATMAP, CAUSES, HISTOGRAM, RATES):

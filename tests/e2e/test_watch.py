@@ -24,10 +24,10 @@ SEGFAULT = "import os\nos.kill(os.getpid(), 11)\n"
 class Watching:
     """`grade watch` in a subprocess of its own session; its output read line by line as it comes."""
 
-    def __init__(self, *args: str):
+    def __init__(self, *args: str, cwd: Path = REPO):
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "grader", "watch", *args],
-            cwd=REPO,
+            cwd=cwd,  # a built release's folder: its own grader, found first by -m
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -110,6 +110,34 @@ def test_a_milestone_depends_on_its_files_not_on_the_files_it_trusts(submission:
         "b": "removed",
         "c": "added",
     }
+
+
+def test_without_the_graders_own_copies_a_milestone_depends_on_the_students_files(submission: Path, monkeypatch):
+    """A student release has no trusted copies: m2 to m4 run the student's m1, so saving m1 affects them."""
+    monkeypatch.setattr("grader.sandbox.secrecy.trusted_source", lambda module: None)
+    assert dependencies(submission, "m2") == {"m2_model.py", "m1_attention.py"}
+    assert affected(submission, ["m1", "m2", "m3", "m4", "padding"], ["m1_attention.py"]) == [
+        "m1",
+        "m2",
+        "m3",
+        "m4",
+        "padding",
+    ]
+
+
+@pytest.mark.slow
+def test_in_the_release_saving_m1_regrades_what_runs_it(release: Path) -> None:
+    """In a built release, a triu m1 saved while watching regrades m2 to m4 too, which run it."""
+    work = release / "work"
+    shutil.copytree(SOLUTIONS, work, ignore=shutil.ignore_patterns("__pycache__"))
+    watching = Watching(str(work), *(a for m in ("m1", "m2", "m3", "m4") for a in ("-m", m)), cwd=release)
+    try:
+        watching.verdict(timeout=240)
+        save(work / "m1_attention.py", REFERENCE.replace("torch.tril(", "torch.triu("))
+        regraded = watching.verdict(timeout=240)
+    finally:
+        watching.stop()
+    assert "saved: regrading m1, m2, m3, m4" in regraded, regraded
 
 
 @pytest.mark.slow

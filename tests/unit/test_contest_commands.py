@@ -242,3 +242,45 @@ def test_check_does_not_warn_when_the_scoreboard_hides_nothing_more(folder, duri
     contest_with(folder, during, mode)
     result = grade("check", str(folder))
     assert result.exit_code == 0 and "warning:" not in result.output, result.output
+
+
+SECRETS = (
+    "tokens.csv",
+    "admin.token",
+    "contest.sqlite",
+    "contest.sqlite-wal",
+    "uploads/alice/1/m1.py",
+    "grades.sqlite",
+)
+
+
+def test_the_secrets_are_ignored_by_git_and_the_rules_are_not(folder):
+    """A coach who keeps the contest folder in git commits contest.toml and roster.csv, never a token, the
+    database or a student's upload."""
+    import shutil
+    import subprocess
+
+    if not shutil.which("git"):
+        pytest.skip("git is not installed")
+    assert grade("tokens", str(folder)).exit_code == 0
+    subprocess.run(["git", "init", "-q", str(folder)], check=True)
+    for name in SECRETS:
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).touch()
+    ignored = subprocess.run(
+        ["git", "check-ignore", "--no-index", *SECRETS, "contest.toml", "roster.csv"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    assert sorted(ignored) == sorted(SECRETS), ignored
+
+
+def test_a_gitignore_already_there_gains_the_secrets_and_keeps_its_lines(tmp_path):
+    folder = tmp_path / "round"
+    folder.mkdir()
+    (folder / ".gitignore").write_text("*.log\ntokens.csv\n")
+    assert grade("init", str(folder)).exit_code == 0
+    lines = (folder / ".gitignore").read_text().splitlines()
+    assert lines[:2] == ["*.log", "tokens.csv"] and lines.count("tokens.csv") == 1
+    assert {"admin.token", "contest.sqlite", "uploads/"} <= set(lines)

@@ -4,6 +4,7 @@ the scoreboard. The clock is an argument, so every test sets it: no sleeps."""
 from __future__ import annotations
 
 import json
+import math
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -11,17 +12,25 @@ import pytest
 
 from grader.contest.config import Contest, Feedback, parse
 from grader.contest.feedback import filter_report, guarded_tasks, visible_report
+from grader.contest.metric import leaderboards_seen
 from grader.contest.policy import (
+    NOT_A_NUMBER,
     Phase,
     Status,
     Submission,
+    change_refusal,
+    empty_window,
     may_select,
     may_submit,
+    notebook_refusal,
+    selection_refusal,
     task_points,
     task_score,
+    void_refusal,
     window_state,
+    with_changes,
 )
-from grader.contest.scoreboard import coach_view, student_view
+from grader.contest.scoreboard import Freeze, coach_view, freeze_of, student_view, students_board
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 REPORT = json.loads((Path(__file__).parent / "data" / "graded-m1-m2.json").read_text())  # m1 with triu, m2 ReLU
@@ -404,3 +413,166 @@ def test_a_hidden_board_shows_only_the_viewers_own_row_until_the_end():
 def test_the_coach_always_sees_the_live_board():
     rules = contest(more=FROZEN)
     assert _order(coach_view(rules, SUBMISSIONS)) == ["cy", "bob", "ann"]
+
+
+# --- The coach's changes to the windows ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("minutes", [math.nan, math.inf, -math.inf])
+def test_a_change_that_is_not_a_number_of_minutes_is_refused(minutes):
+    assert change_refusal(minutes) == NOT_A_NUMBER
+
+
+@pytest.mark.parametrize("minutes", [0, 24 * 60 + 1, -24 * 60 - 1])
+def test_a_change_of_nothing_or_of_more_than_a_day_is_refused(minutes):
+    assert "non-zero number of minutes, at most a day" in (change_refusal(minutes) or "")
+
+
+@pytest.mark.parametrize("minutes", [0.5, -10, 24 * 60, -24 * 60])
+def test_a_change_of_some_minutes_up_to_a_day_is_allowed(minutes):
+    assert change_refusal(minutes) is None
+
+
+def test_an_extension_lengthens_everyones_window_and_extra_time_one_students():
+    rules = with_changes(contest(), 15, {"ann": 5, "slow": -10})
+    assert window_state(rules, "bob", minutes(70)).phase is Phase.OPEN, "60 + 15"
+    assert window_state(rules, "bob", minutes(75)).phase is Phase.ENDED
+    assert window_state(rules, "ann", minutes(79)).phase is Phase.OPEN, "60 + 15 + 5"
+    assert window_state(rules, "slow", minutes(94)).phase is Phase.OPEN, "60 + 15 + 30 from the file - 10"
+    assert window_state(rules, "slow", minutes(95)).phase is Phase.ENDED
+
+
+def test_an_extension_moves_a_personal_windows_hard_end_too():
+    rules = with_changes(contest(window=PERSONAL), 30, {})
+    assert rules.window.hard_end == minutes(210) and rules.window.duration == timedelta(minutes=90)
+
+
+def test_no_change_leaves_the_contest_as_it_is():
+    assert with_changes(contest(), 0, {}) == contest()
+
+
+def test_a_change_that_empties_the_whole_window_is_named():
+    assert "the contest's window" in (empty_window(with_changes(contest(), -60, {}), ["ann"], {}) or "")
+    assert empty_window(with_changes(contest(), -59, {}), ["ann"], {}) is None
+
+
+def test_a_change_that_empties_one_students_window_names_them():
+    assert "ann's window" in (empty_window(with_changes(contest(), 0, {"ann": -60}), ["ann", "bob"], {}) or "")
+    shorter = with_changes(contest(), -50, {})  # 10 min left to all; slow's 30 extra keep him in
+    assert empty_window(shorter, ["ann", "slow"], {}) is None
+    assert "slow's window" in (empty_window(with_changes(contest(), -50, {"slow": -40}), [], {}) or ""), (
+        "a student with extra time counts, on the roster or not"
+    )
+
+
+def test_a_personal_window_cut_to_nothing_by_the_hard_end_is_empty():
+    rules = with_changes(contest(window=PERSONAL), -30, {})  # hard end 11:30
+    assert empty_window(rules, ["ann"], {"ann": minutes(140)}) is None
+    assert "ann's window" in (empty_window(rules, ["ann"], {"ann": minutes(150)}) or "")
+
+
+# --- What a student may do outside submitting ------------------------------------------------------------------
+
+
+def test_the_selection_is_fixed_outside_the_window():
+    rules = contest()
+    assert selection_refusal(window_state(rules, "ann", minutes(30))) is None
+    for at in (-5, 61):
+        assert "selection is fixed" in (selection_refusal(window_state(rules, "ann", minutes(at))) or "")
+
+
+def test_a_papers_notebook_is_handed_out_only_while_the_window_is_open():
+    rules = contest()
+    assert notebook_refusal(window_state(rules, "ann", minutes(30))) is None
+    early = notebook_refusal(window_state(rules, "ann", minutes(-5))) or ""
+    assert "has not started (it opens at 2026-03-14T09:00:00+00:00)" in early
+    assert "has ended" in (notebook_refusal(window_state(rules, "ann", minutes(61))) or "")
+    unopened = notebook_refusal(window_state(contest(window=PERSONAL), "ann", minutes(5))) or ""
+    assert "has not started:" in unopened, "a personal window not opened yet has no time to give"
+
+
+def test_only_a_graded_or_queued_submission_can_be_voided():
+    assert void_refusal(7, "graded") is None and void_refusal(7, "queued") is None
+    for status in ("rejected", "failed"):
+        assert f"submission 7 is {status}: it counts for nothing already" in (void_refusal(7, status) or "")
+
+
+# --- The coach's freeze ----------------------------------------------------------------------------------------
+
+FROZEN = '[scoreboard]\nmode = "frozen"\nfreeze_minutes = 15\n'
+
+
+def test_a_hand_freeze_is_in_effect_until_the_coach_lifts_it_even_after_the_end():
+    for rules in (contest(), contest(more=FROZEN)):
+        assert freeze_of(rules, minutes(200), minutes(20), lifted=False) == Freeze(True, minutes(20), "coach")
+
+
+def test_the_scheduled_freeze_is_announced_then_in_effect_until_the_end():
+    rules = contest(more=FROZEN)  # the regular window ends at 60; slow's extra time at 90
+    assert freeze_of(rules, minutes(30), None, False) == Freeze(False, lifts=minutes(90), scheduled=minutes(45))
+    assert freeze_of(rules, minutes(50), None, False) == Freeze(True, minutes(45), "schedule", lifts=minutes(90))
+    assert freeze_of(rules, minutes(90), None, False) == Freeze(False)
+
+
+def test_a_lifted_scheduled_freeze_or_a_board_that_does_not_freeze_has_no_freeze():
+    assert freeze_of(contest(more=FROZEN), minutes(50), None, lifted=True) == Freeze(False)
+    assert freeze_of(contest(), minutes(50), None, lifted=False) == Freeze(False)
+
+
+def boards_submissions() -> dict[str, list[Submission]]:
+    return {"ann": [graded("m1", 10, 5)], "bob": [graded("m1", 30, 10)]}
+
+
+def test_a_hand_freeze_shows_students_the_board_before_it():
+    board = students_board(contest(), "ann", minutes(40), boards_submissions(), ["ann", "bob"], minutes(20), False)
+    assert board.frozen_at == minutes(20)
+    assert [(r.student, r.total) for r in board.rows] == [("ann", 5), ("bob", 0)], "bob's 10 came after"
+
+
+def test_a_hand_freeze_keeps_a_hidden_board_hidden():
+    rules = contest(more='[scoreboard]\nmode = "hidden"\n')
+    board = students_board(rules, "ann", minutes(40), boards_submissions(), ["ann", "bob"], minutes(20), False)
+    assert board.hidden and board.frozen_at is None and [r.student for r in board.rows] == ["ann"]
+
+
+def test_a_lifted_scheduled_freeze_shows_the_live_board():
+    rules, subs = contest(more=FROZEN), {"ann": [graded("m1", 50, 5)]}
+    assert students_board(rules, "bob", minutes(55), subs, ["ann", "bob"], None, False).frozen_at == minutes(45)
+    live = students_board(rules, "bob", minutes(55), subs, ["ann", "bob"], None, True)
+    assert live.frozen_at is None and live.rows[0].total == 5
+
+
+# --- The metric tasks' leaderboards ----------------------------------------------------------------------------
+
+
+class Stored:
+    """A store's row as the leaderboards read it (metric.entries)."""
+
+    def __init__(self, id: int, student: str, at: float, a: float, b: float):
+        self.id, self.student, self.received_at, self.task = id, student, minutes(at), "lmbudget"
+        self.status, self.voided, self.selected = "graded", False, False
+        checks = [{"name": f"loss on split {s}", "value": v} for s, v in (("A", a), ("B", b))]
+        self.report = {"milestones": [{"id": "lmbudget", "checks": checks}]}
+
+
+METRIC = "[tasks.lmbudget]\npoints = 10\n"
+ROWS = [Stored(1, "ann", 10, 3.0, 3.1), Stored(2, "bob", 30, 2.0, 2.1)]
+
+
+def test_split_b_is_sealed_for_students_until_revealed_and_never_for_the_coach():
+    rules = contest(METRIC)
+    (board,) = leaderboards_seen(rules, ROWS, ["ann", "bob"], "ann", revealed=())
+    assert board["B"] is None and [r["student"] for r in board["A"]] == ["bob", "ann"] and not board["revealed"]
+    (coach,) = leaderboards_seen(rules, ROWS, ["ann", "bob"], "coach", revealed=(), coach=True)
+    assert [r["student"] for r in coach["B"]] == ["bob", "ann"]
+    (shown,) = leaderboards_seen(rules, ROWS, ["ann", "bob"], "ann", revealed={"lmbudget"})
+    assert shown["revealed"] and shown["B"] is not None
+
+
+def test_the_leaderboards_follow_a_frozen_or_hidden_scoreboard():
+    rules = contest(METRIC)
+    (frozen,) = leaderboards_seen(rules, ROWS, ["ann", "bob"], "ann", (), frozen_at=minutes(20))
+    assert frozen["frozen_at"] == "2026-03-14T09:20:00+00:00"
+    assert [(r["student"], r["loss"]) for r in frozen["A"]] == [("ann", 3.0), ("bob", None)], "bob's came after"
+    (hidden,) = leaderboards_seen(rules, ROWS, ["ann", "bob"], "ann", {"lmbudget"}, hidden=True)
+    assert [(r["student"], r["rank"]) for r in hidden["A"]] == [("ann", None)] and hidden["B"][0]["rank"] is None

@@ -368,6 +368,15 @@ def test_render_makes_an_owner_only_secret_once_and_writes_the_notebook(tmp_path
     assert json.loads(bob.read_text())["metadata"]["gptkit"]["paper"]["seed"] == seed_of("1" * 64, "paper", "bob")
 
 
+def test_render_makes_the_folder_of_out(tmp_path):
+    folder = tmp_path / "paper"
+    folder.mkdir()
+    (folder / "paper.toml").write_text((PRACTICE / "paper.toml").read_text())
+    out = tmp_path / "papers" / "round-1" / "alice.ipynb"
+    result = CliRunner().invoke(main, ["paper", "render", str(folder), "--student", "alice", "--out", str(out)])
+    assert result.exit_code == 0 and out.is_file(), result.output
+
+
 def test_render_refuses_a_name_not_on_the_roster_and_names_the_close_ones(tmp_path, monkeypatch):
     folder = tmp_path / "practice-1"
     folder.mkdir()

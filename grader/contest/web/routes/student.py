@@ -1,0 +1,151 @@
+"""What a student does: log in and out, see their own page (``/me``, ``/api/me``) and submissions, download a
+paper's notebook, upload to a task and select the submissions that count."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+from datetime import datetime, timedelta
+from typing import Annotated, Any
+from urllib.parse import quote
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from grader.contest.config import Scoring
+from grader.contest.metric import is_metric
+from grader.contest.policy import may_select, notebook_refusal, selection_refusal
+from grader.contest.store import QUEUED, Row
+from grader.contest.web import views
+from grader.contest.web.deps import COOKIE, UNKNOWN_TOKEN, Anyone, State, Student, identify
+from grader.contest.web.intake import Intake
+from grader.contest.web.limits import address
+from grader.contest.web.state import ContestState
+from grader.contest.web.tokens import Who
+
+log = logging.getLogger("grader.contest")
+
+# A form of a few fields and no file (the upload reads its own, with its own limits: see limits.read_files).
+router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
+REFUSAL_SHOWN = timedelta(minutes=5)  # how long a student's page shows their latest refused upload
+
+
+@router.get("/", response_class=HTMLResponse)
+def login_page(request: Request, state: State) -> Response:
+    who = identify(request)
+    if who is not None:
+        return RedirectResponse("/coach" if who.coach else "/me", status_code=303)
+    return views.render(state, "login.html", message="")
+
+
+@router.post("/login")
+def login(request: Request, state: State, token: Annotated[str, Form()] = "") -> Response:
+    token, client, now = token.strip(), f"address:{address(request)}", state.clock()
+    if state.failures.full([client], now):  # even a right token: past the limit, guessing stops for a minute
+        message = "Too many wrong tokens from your address: wait a minute and try again."
+        return views.render(state, "login.html", status=429, message=message)
+    who = state.tokens.check(token)
+    if who is None:
+        state.failures.count([client], now)
+        state.store.event(now, None, "login refused", f"an unknown token from {address(request)}")
+        message = f"{UNKNOWN_TOKEN.capitalize()}: check it and try again."
+        return views.render(state, "login.html", status=401, message=message)
+    response = RedirectResponse("/coach" if who.coach else "/me", status_code=303)
+    response.set_cookie(COOKIE, token, httponly=True, samesite="strict", secure=request.url.scheme == "https")
+    return response
+
+
+@router.post("/logout")
+def logout() -> Response:
+    response = RedirectResponse("/", status_code=303)
+    response.delete_cookie(COOKIE)
+    return response
+
+
+@router.get("/me", response_class=HTMLResponse)
+def me(who: Student, state: State) -> Response:
+    data = views.me(state, who.name)
+    # The latest refusal, while it is news (REFUSAL_SHOWN): older ones are in the coach's log, not on the page.
+    latest = [e for e in state.store.events(who.name, limit=20) if e["kind"] == "refused"][:1]
+    refusals = [e for e in latest if state.clock() - datetime.fromisoformat(e["at"]) < REFUSAL_SHOWN]
+    selectable = {t.id for t in state.rules().tasks if t.scoring is Scoring.SELECTED or is_metric(t.id)}
+    waiting = any(s["status"] == QUEUED for s in data["submissions"])
+    return views.render(state, "me.html", **data, refusals=refusals, selectable=selectable, waiting=waiting)
+
+
+@router.get("/api/me")
+def api_me(who: Student, state: State) -> dict[str, Any]:
+    return views.me(state, who.name)
+
+
+@router.get("/paper.ipynb")
+def paper_notebook(who: Student, state: State) -> Response:
+    """On a paper: the student's own notebook, with their numbers (the ones they are graded on)."""
+    from grader.paper.render import RenderError, build, notebook_name
+
+    paper = state.base.paper
+    if paper is None:
+        raise HTTPException(404, "this contest is not on a paper: there is no notebook to download")
+    # Its download is a login: it opens a personal window (recorded), or the questions could be read before the
+    # clock runs.
+    contest, window = state.window(who.name, login=True)
+    refused = notebook_refusal(window)
+    if refused:
+        raise HTTPException(403, refused)
+    # the time the notebook states is the contest's window, not the paper's own minutes
+    paper = dataclasses.replace(paper, minutes=contest.window.duration.total_seconds() / 60)
+    try:
+        notebook = build(paper, who.name, state.paper_options(who.name)["seed"])
+    except RenderError as e:
+        raise HTTPException(500, f"the notebook could not be made: {e}") from None
+    name = notebook_name(paper.id, who.name)  # the name `grade paper render` gives it
+    ascii_name = name.encode("ascii", "replace").decode().replace("?", "_")  # a header is latin-1: RFC 6266
+    attachment = {"Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"}
+    return Response(json.dumps(notebook, indent=1), media_type="application/x-ipynb+json", headers=attachment)
+
+
+@router.post("/submit/{task}")
+async def submit(task: str, request: Request, who: Student, state: State) -> Response:
+    intake = Intake(state, request, who, task)
+    await intake.before_body(await run_in_threadpool(state.rules), state.clock())
+    sid = await intake.accept(await intake.body())
+    log.info("submission %d: %s to %s, queued", sid, who.name, task)
+    state.enqueue(sid)
+    payload = {"id": sid, "status": QUEUED, "url": f"/api/submissions/{sid}"}
+    return views.done(request, f"/me#submission-{sid}", payload, status=202)
+
+
+def own(state: ContestState, sid: int, who: Who) -> Row:
+    """Submission ``sid`` if ``who`` may see it (the coach: any); the same 404 for another's as for none."""
+    row = state.row(sid)
+    if row is None or (not who.coach and row.student != who.name):
+        raise HTTPException(404, f"no submission {sid} of yours")
+    return row
+
+
+@router.get("/api/submissions/{sid}")
+def submission(sid: int, who: Anyone, state: State) -> dict[str, Any]:
+    return views.submission(state, own(state, sid, who), state.rules(), full=who.coach)
+
+
+@router.post("/select/{sid}")
+def select(
+    sid: int, request: Request, who: Student, state: State, selected: Annotated[bool, Form()] = True
+) -> Response:
+    row = own(state, sid, who)
+    contest, window = state.window(who.name)
+    task = contest.task(row.task)
+    if task is None:
+        raise HTTPException(404, f"{row.task} is not a task of this contest")
+    refused = selection_refusal(window)
+    if refused:
+        raise HTTPException(403, refused)
+    if selected:
+        history = [r.as_policy(contest) for r in state.store.of(who.name)]
+        decision = may_select(task, history, row.as_policy(contest))
+        if not decision.allowed:
+            raise HTTPException(409, decision.reason)
+    state.store.set_selected(sid, selected)
+    return views.done(request, f"/me#submission-{sid}", {"id": sid, "selected": selected})

@@ -1,0 +1,200 @@
+"""The contest a server serves: one :class:`ContestState` on ``app.state.contest``, owning the store, the clock,
+the coach's changes (extensions, extra time, the freeze, revealed leaderboards: kept in the store, so that a
+restart keeps them) and the grading queue. It reads and stores; what the rules make of it is the pure modules'.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Callable
+from concurrent.futures import Executor
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from grader.contest import policy
+from grader.contest.commands import CONTEST_FILE, ROSTER
+from grader.contest.config import Contest, load
+from grader.contest.grading import GradingQueue
+from grader.contest.metric import is_metric, leaderboards_seen
+from grader.contest.policy import Submission, WindowState, window_state
+from grader.contest.roster import read_roster
+from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
+from grader.contest.store import Row, Store
+from grader.contest.web.limits import BODY_SECONDS, Limiter
+from grader.contest.web.tokens import Tokens, Who
+from grader.contest.web.views import templates
+from grader.paper.config import SECRET_FILE
+from grader.paper.variants import read_or_make_secret, seed_of
+
+log = logging.getLogger("grader.contest")
+
+# The store's settings the coach's changes are kept in.
+EXTEND = "extend_minutes"  # the minutes added to the whole window
+FROZEN_AT = "frozen_at"  # when the coach froze the board by hand
+FREEZE_LIFTED = "freeze_lifted"  # when the coach lifted the contest's scheduled freeze
+REVEALED = "revealed:"  # + a metric task's id: when the coach revealed its leaderboard B
+SQLITE_IDS = range(-(2**63), 2**63)  # the ids SQLite can hold: any other names no submission (not an overflow)
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    """How the server grades and how much it lets through (see :func:`grader.contest.web.app.create_app`)."""
+
+    workers: int = 1
+    limits: Any = None
+    executor: Executor | None = None
+    slots: int | None = None
+    uploads_per_minute: int = 10
+    body_seconds: float = BODY_SECONDS
+    refusals_per_minute: int = 10
+    address_per_minute: int = 60
+
+
+class ContestState:
+    """The contest in ``folder`` at ``clock``'s time, with the coach's changes."""
+
+    def __init__(self, folder: Path, clock: Callable[[], datetime], settings: Settings):
+        self.folder = folder
+        self.clock = clock
+        self.settings = settings
+        self.base = load(folder / CONTEST_FILE)  # the contest file's rules, before the coach's changes
+        self.tokens = Tokens(folder)
+        roster = read_roster(folder / ROSTER, paper=self.base.paper is not None) if (folder / ROSTER).exists() else ()
+        self.students = tuple(dict.fromkeys([*roster, *self.tokens.names()]))
+        self.store = Store(folder)
+        self.queue: GradingQueue | None = None  # while the app's lifespan runs
+        # refused uploads and wrong logins, per token and per address (a classroom behind one router shares one)
+        self.failures = Limiter({"token": settings.refusals_per_minute, "address": settings.address_per_minute})
+        self.uploads = Limiter({"token": settings.uploads_per_minute})
+        self.templates = templates(clock)
+        # The paper's own secret: the numbers `grade paper render PAPER --student NAME` writes are those graded here.
+        paper = self.base.paper
+        self._secret = read_or_make_secret((paper.folder or folder) / SECRET_FILE) if paper else ""
+
+    # --- Grading ---------------------------------------------------------------------------------------------
+
+    def paper_options(self, student: str) -> dict[str, Any]:
+        """On a paper: the student's own numbers (their variant) and the paper's rules for each part."""
+        paper = self.base.paper
+        if paper is None:
+            return {}
+        rules = {part.id: frozenset(part.rules) for part in paper.parts}
+        return {"seed": seed_of(self._secret, paper.id, student), "rules": rules}
+
+    def start_grading(self) -> None:
+        s = self.settings
+        queue = GradingQueue(
+            self.store, self.clock, s.workers, s.limits, executor=s.executor, options=self.paper_options, slots=s.slots
+        )
+        queue.start()
+        self.queue = queue
+
+    def stop_grading(self) -> None:
+        queue, self.queue = self.queue, None
+        if queue is not None:
+            queue.close()
+
+    def enqueue(self, sid: int) -> None:
+        """Hand submission ``sid`` to the grading queue; without one (no lifespan) it stays queued in the store."""
+        if self.queue is not None:
+            self.queue.enqueue(sid)
+
+    def row(self, sid: int) -> Row | None:
+        """Submission ``sid``, or None where there is none (an id too large for SQLite included)."""
+        return self.store.get(sid) if sid in SQLITE_IDS else None
+
+    # --- The rules with the coach's changes ------------------------------------------------------------------
+
+    def extend_minutes(self) -> float:
+        """The minutes the coach added to the whole window; a stored value that is not a finite number (written
+        by an older server, or by hand) is ignored with a warning: it must never take the contest down."""
+        text = self.store.setting(EXTEND)
+        try:
+            minutes = float(text or 0)
+        except ValueError:
+            minutes = math.nan
+        if not math.isfinite(minutes):
+            log.warning("ignoring the stored extension %r: it is not a number of minutes", text)
+            return 0.0
+        return minutes
+
+    def extra_minutes(self) -> dict[str, float]:
+        """The minutes the coach added to each student's window, the ones that are not finite numbers ignored."""
+        extra: dict[str, float] = {}
+        for name, minutes in self.store.extra_minutes().items():
+            if isinstance(minutes, (int, float)) and math.isfinite(minutes):
+                extra[name] = float(minutes)
+            else:
+                log.warning("ignoring the stored extra time %r of %s: it is not a number of minutes", minutes, name)
+        return extra
+
+    def rules(self, extend: float | None = None, extra: dict[str, float] | None = None) -> Contest:
+        """The contest with the coach's changes: those stored, or ``extend`` and ``extra`` (the changes a coach
+        asks for, to check them before they are stored)."""
+        return policy.with_changes(
+            self.base,
+            self.extend_minutes() if extend is None else extend,
+            self.extra_minutes() if extra is None else extra,
+        )
+
+    def empty_window(self, contest: Contest) -> str | None:
+        """Why ``contest`` (with a change the coach asks for) leaves a window empty; None if none."""
+        return policy.empty_window(contest, self.students, self.store.first_logins())
+
+    def window(self, name: str, login: bool = False) -> tuple[Contest, WindowState]:
+        """The rules now and where ``name``'s window stands; ``login``: this visit is a login (it opens a
+        personal window, recorded)."""
+        contest, now = self.rules(), self.clock()
+        first = self.store.record_login(name, now) if login else self.store.first_login(name)
+        return contest, window_state(contest, name, now, first)
+
+    # --- The board, its freeze and the metric tasks' leaderboards ----------------------------------------------
+
+    def frozen_by_hand(self) -> datetime | None:
+        """When the coach froze the board by hand (it stays so until they unfreeze it); None if they did not. A
+        stored value that is not a time is ignored with a warning."""
+        text = self.store.setting(FROZEN_AT)
+        try:
+            return datetime.fromisoformat(text) if text else None
+        except ValueError:
+            log.warning("ignoring the stored freeze %r: it is not a time", text)
+            return None
+
+    def freeze_lifted(self) -> bool:
+        return self.store.setting(FREEZE_LIFTED) is not None
+
+    def freeze(self, contest: Contest) -> Freeze:
+        return freeze_of(contest, self.clock(), self.frozen_by_hand(), self.freeze_lifted())
+
+    def revealed(self, task_id: str) -> bool:
+        return self.store.setting(f"{REVEALED}{task_id}") is not None
+
+    def sealed(self, contest: Contest) -> frozenset[str]:
+        """The metric tasks whose leaderboard B no student may see yet."""
+        return frozenset(t.id for t in contest.tasks if is_metric(t.id) and not self.revealed(t.id))
+
+    def submissions(self, contest: Contest) -> dict[str, list[Submission]]:
+        """Every student's submissions as the policy reads them."""
+        grouped: dict[str, list[Submission]] = defaultdict(list)
+        for row in self.store.all(reports=False):
+            grouped[row.student].append(row.as_policy(contest))
+        return grouped
+
+    def board(self, who: Who, contest: Contest) -> Standings:
+        """The scoreboard as ``who`` may see it now: the coach's always live."""
+        submissions = self.submissions(contest)
+        if who.coach:
+            return coach_view(contest, submissions, self.students)
+        now, by_hand = self.clock(), self.frozen_by_hand()
+        return students_board(contest, who.name, now, submissions, self.students, by_hand, self.freeze_lifted())
+
+    def leaderboards(self, who: Who, contest: Contest, standings: Standings) -> list[dict[str, Any]]:
+        """The metric tasks' leaderboards as ``who`` may see them, with their scoreboard's ``standings``."""
+        revealed = {t.id for t in contest.tasks if self.revealed(t.id)}
+        rows: list[Row] = self.store.all() if any(is_metric(t.id) for t in contest.tasks) else []
+        frozen_at, hidden = standings.frozen_at, standings.hidden
+        return leaderboards_seen(contest, rows, self.students, who.name, revealed, frozen_at, hidden, who.coach)

@@ -1,0 +1,219 @@
+"""What the pages and the API show: the contest's records shaped for a viewer (a submission as its student may
+see it, the board, the coach's lists), the times as the pages print them, and the answer to a browser (a page,
+a redirect back) or to a script (JSON). No decision is taken here: what a student may see of a report is
+``feedback``'s, the board's freeze ``scoreboard``'s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any
+
+from fastapi import Request
+from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
+from jinja2 import Environment, PackageLoader, select_autoescape
+from markupsafe import Markup
+
+from grader.contest.config import Contest
+from grader.contest.export import set_aside_of
+from grader.contest.feedback import visible_report
+from grader.contest.metric import finals_allowed, is_metric
+from grader.contest.policy import closed_reason, window_state
+from grader.contest.scoreboard import Freeze, Standings
+from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row
+from grader.contest.uploads import allowed_files
+from grader.milestones import GRADABLE
+
+if TYPE_CHECKING:
+    from grader.contest.web.state import ContestState
+
+EVENTS_READ = 500  # the latest events the coach's view collapses (runs of identical ones) and shows the first of
+
+
+def iso(moment: datetime | None) -> str | None:
+    return None if moment is None else moment.isoformat(timespec="seconds")
+
+
+def short_time(moment: str | datetime | None, now: datetime) -> Markup | str:
+    """A time as the pages show it: short, in UTC ("13:40:00 UTC"; "12-02 09:00 UTC" on another day than
+    ``now``'s), the full ISO time on hover; "" for None. A value that is not a time is shown as it is."""
+    if not moment:
+        return ""
+    try:
+        at = moment if isinstance(moment, datetime) else datetime.fromisoformat(moment)
+        utc = at.astimezone(timezone.utc)
+    except (TypeError, ValueError):
+        return str(moment)
+    short = (
+        utc.strftime("%H:%M:%S UTC")
+        if utc.date() == now.astimezone(timezone.utc).date()
+        else utc.strftime("%m-%d %H:%M UTC")
+    )
+    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(at.isoformat(timespec="seconds"), short)
+
+
+def wants_html(request: Request) -> bool:
+    return "text/html" in request.headers.get("accept", "")
+
+
+def templates(clock: Callable[[], datetime]) -> Environment:
+    """The contest's page templates, their times printed by ``short_time`` against ``clock``'s day."""
+    env = Environment(loader=PackageLoader("grader.templates", "contest"), autoescape=select_autoescape(["html"]))
+    env.filters["clock"] = lambda moment: short_time(moment, clock())
+    return env
+
+
+def render(state: ContestState, name: str, status: int = 200, **values: Any) -> HTMLResponse:
+    page = state.templates.get_template(name).render(title=state.base.title, **values)
+    return HTMLResponse(page, status_code=status)
+
+
+def done(request: Request, url: str, payload: dict[str, Any], status: int = 200) -> Response:
+    """A change made: a browser is sent back to ``url`` (a form's page), a script gets ``payload``."""
+    if wants_html(request):
+        return RedirectResponse(url, status_code=303)
+    return JSONResponse(payload, status_code=status)
+
+
+def submission(state: ContestState, row: Row, contest: Contest, full: bool = False) -> dict[str, Any]:
+    """A submission as its student may see it now (``full``: as the coach sees it)."""
+    entry: dict[str, Any] = {
+        "id": row.id,
+        "task": row.task,
+        "received_at": iso(row.received_at),
+        "status": row.status,
+        "selected": row.selected,
+        "voided": row.voided,
+    }
+    if full:
+        entry.update(
+            student=row.student,
+            points=row.points(contest),
+            error=row.error,
+            report=row.report,
+            graded_at=iso(row.graded_at),
+            set_aside=set_aside_of(row, contest),  # the coach's flag: a score that rests on fewer checks
+        )
+        return entry
+    if row.voided:
+        entry["message"] = "voided by the coach: it does not count"
+    elif row.status == GRADED and row.report is not None:
+        now = window_state(contest, row.student, state.clock(), state.store.first_login(row.student))
+        entry["feedback"] = visible_report(contest, row.report, now, state.sealed(contest))
+    elif row.status == FAILED and (row.error or "").startswith(NOT_COUNTED):
+        entry["message"] = f"{row.error}: it does not count against your submissions; fix it and submit again"
+    elif row.status == FAILED:
+        entry["message"] = "the grader failed on this submission: it costs you nothing; submit again"
+    elif row.status == REJECTED:
+        entry["message"] = f"refused: {row.error}"
+    elif row.status == QUEUED:
+        entry["message"] = "waiting to be graded"
+    return entry
+
+
+def board(standings: Standings, live: bool) -> dict[str, Any]:
+    return {
+        "live": live,
+        "frozen_at": iso(standings.frozen_at),
+        "hidden": standings.hidden,
+        "rows": [
+            {
+                "rank": row.rank,
+                "student": row.student,
+                "total": row.total,
+                "tasks": row.tasks,
+                "last_improvement": iso(row.last_improvement),
+            }
+            for row in standings.rows
+        ],
+    }
+
+
+def freeze(state: Freeze) -> dict[str, Any]:
+    """The freeze for the coach: ``frozen``, ``at``, ``by`` ("coach", "schedule"), ``lifts``, ``scheduled``."""
+    return {
+        "frozen": state.frozen,
+        "at": iso(state.at),
+        "by": state.by,
+        "lifts": iso(state.lifts),
+        "scheduled": iso(state.scheduled),
+    }
+
+
+def collapsed(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` (newest first) with each run of identical consecutive ones (same student, kind and detail) as
+    one, its ``count`` the run's length and ``first_at`` its earliest time: twelve identical refusals are a line
+    "×12", not a screenful."""
+    runs: list[dict[str, Any]] = []
+    for event in events:
+        last = runs[-1] if runs else None
+        if last and (last["student"], last["kind"], last["detail"]) == (
+            event["student"],
+            event["kind"],
+            event["detail"],
+        ):
+            last["count"] += 1
+            last["first_at"] = event["at"]
+        else:
+            runs.append({**event, "count": 1, "first_at": event["at"]})
+    return runs
+
+
+def events(state: ContestState) -> list[dict[str, Any]]:
+    """The latest events, collapsed, newest first."""
+    return collapsed(state.store.events(limit=EVENTS_READ))
+
+
+def me(state: ContestState, name: str) -> dict[str, Any]:
+    """The student's own page: their window, the tasks with what they have used, their submissions. Its visit
+    is a login (it opens a personal window)."""
+    contest, window = state.window(name, login=True)
+    rows = state.store.of(name)
+    tasks = []
+    for task in contest.tasks:
+        used = sum(1 for r in rows if r.task == task.id and r.status == GRADED and not r.voided)
+        tasks.append(
+            {
+                "id": task.id,
+                "title": GRADABLE[task.id].title,
+                "points": task.points,
+                "scoring": task.scoring.value,
+                "metric": is_metric(task.id),
+                "finals": finals_allowed(task),
+                "select": task.select,
+                "max_submissions": task.max_submissions,
+                "min_interval_seconds": task.min_interval.total_seconds(),
+                "used": used,
+                "files": allowed_files(task.id),
+            }
+        )
+    return {
+        "student": name,
+        "phase": window.phase.value,
+        "start": iso(window.start),
+        "end": iso(window.end),
+        "remaining_seconds": round(window.remaining.total_seconds()),
+        "closed": closed_reason(window),  # why the student may not submit now; None while open
+        "tasks": tasks,
+        "submissions": [submission(state, r, contest) for r in reversed(rows)],
+        "paper": state.base.paper is not None,
+    }
+
+
+def people(state: ContestState, contest: Contest) -> list[dict[str, Any]]:
+    """Each student's window as the coach's page lists it."""
+    logins, now = state.store.first_logins(), state.clock()
+    found = []
+    for name in state.students:
+        window = window_state(contest, name, now, logins.get(name))
+        found.append(
+            {
+                "name": name,
+                "phase": window.phase.value,
+                "end": iso(window.end),
+                "extra": contest.extra_time.get(name, timedelta(0)).total_seconds() / 60,
+                "first_login": iso(logins.get(name)),
+            }
+        )
+    return found

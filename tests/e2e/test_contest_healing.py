@@ -1,0 +1,86 @@
+"""A contest's grading survives a grading process that dies (the out-of-memory killer on a laptop, a stray
+``kill``): the pool is replaced, what it held is graded again, and no upload meets a 500."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from fastapi.testclient import TestClient
+
+from grader.contest.grading import GradingQueue
+from grader.contest.server import create_app
+from grader.contest.store import Store
+from helpers import SOLUTIONS, ContestClock, contest_folder, upload
+
+pytestmark = pytest.mark.slow  # real grading processes, killed and replaced
+
+CONTEST = """
+title = "Healing test"
+[window]
+start = 2026-03-14T09:00:00Z
+duration = 60
+[feedback]
+during = "full"
+[scoreboard]
+mode = "public"
+[tasks.m1]
+points = 30
+"""
+M1 = (SOLUTIONS / "m1_attention.py").read_bytes()
+
+
+def kill_grading_processes(queue: GradingQueue) -> int:
+    """SIGKILL every process of the queue's pool (as the OOM killer would one); how many there were."""
+    processes = list((getattr(queue._executor, "_processes", None) or {}).values())
+    for process in processes:
+        os.kill(process.pid, signal.SIGKILL)
+    return len(processes)
+
+
+def wait_for(condition, seconds: float = 300) -> None:
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        if condition():
+            return
+        time.sleep(0.2)
+    raise AssertionError(f"not within {seconds} s")
+
+
+def test_a_killed_grading_process_is_replaced_and_its_submissions_graded(tmp_path: Path):
+    folder = contest_folder(tmp_path / "round", CONTEST)
+    store = Store(folder)
+    queue = GradingQueue(store, ContestClock())
+    queue.start()
+    try:
+        sids = []
+        for who in ("ada", "alan", "grace"):
+            sid = store.accept(who, "m1", ContestClock()(), lambda f: (f / "m1_attention.py").write_bytes(M1) and ".")
+            sids.append(sid)
+            queue.enqueue(sid)
+        wait_for(lambda: queue.pending() == 3 and kill_grading_processes(queue) > 0, seconds=60)
+        wait_for(lambda: all(store.get(sid).status == "graded" for sid in sids))
+    finally:
+        queue.close()
+        store.close()
+    assert queue.replaced >= 1
+
+
+def test_uploads_after_the_grading_process_died_are_accepted_and_graded(tmp_path: Path):
+    folder = contest_folder(tmp_path / "round", CONTEST)
+    with TestClient(create_app(folder, ContestClock(), workers=1)) as client:
+        queue = client.app.state.contest.queue
+        first = upload(client, folder, "ada", "m1", [("m1_attention.py", M1)])
+        assert first.status_code == 202, first.text
+        wait_for(lambda: kill_grading_processes(queue) > 0, seconds=60)
+        answers = [upload(client, folder, who, "m1", [("m1_attention.py", M1)]) for who in ("alan", "grace")]
+        assert [a.status_code for a in answers] == [202, 202], [a.text for a in answers]
+        ids = [first.json()["id"], *(a.json()["id"] for a in answers)]
+        store = Store(folder)
+        try:
+            wait_for(lambda: all(store.get(sid).status == "graded" for sid in ids))
+        finally:
+            store.close()
