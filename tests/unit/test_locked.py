@@ -9,6 +9,7 @@ import runpy
 import pytest
 
 from corpus import kvmemory, quiz
+from grader.milestones import MILESTONES
 from grader.suites import locked
 from grader.suites.hidden import kv_questions, lock_answers
 from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
@@ -20,7 +21,7 @@ HIDDEN = {
     "quiz": {q.id: q for q in QUIZ},
     "kvmemory": {i: kv_questions.question(i, LESSON) for i in kv_questions.IDS},
 }
-FILES = {"quiz": "quiz.py", "kvmemory": "m11_kvmemory.py"}
+FILES = {exercise: f"{MILESTONES[exercise].modules[0]}.py" for exercise in HIDDEN}  # quiz.py, m11_kvmemory.py
 ASSIGNMENT = re.compile(r"^(Q\w*) = (.+?)(?:\s+#.*)?$")
 
 

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import random
 
+from grader.milestones import GRADABLE
 from grader.suites.bank import Drawn, Params
 from grader.suites.questions import ABOVE, MultipleChoice, Question, Text
 from grader.variants import Variant
 
-MILESTONE, MODULE = "kvmemory", "m11_kvmemory"
+MILESTONE = "kvmemory"
+(MODULE,) = GRADABLE[MILESTONE].modules  # m11_kvmemory
 
 
 def where(notebook: bool) -> str:
