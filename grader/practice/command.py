@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from grader.batch.discover import FoundSubmission
 from grader.files import write_atomically
 from grader.grading import grade_submission
 from grader.options import limits
@@ -65,9 +66,11 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
     exercise files or a paper notebook; default: the current folder).
 
     Press Enter to grade your work: you see what the paper's feedback policy allows while the time runs.
-    s shows the status, q hands in. At the end you get the full feedback on your best attempt at each part,
-    also written to PATH/.practice/report.md. Every attempt goes to the log as it happens: run the same command
-    again to continue a session that was killed.
+    s shows the status, q hands in. When the time is up or you hand in, your saved work is graded once more
+    and counted, as a contest grades a final submission. At the end you get the full feedback on your best
+    attempt at each part, also written to PATH/.practice/report.md (a notebook's: .practice/NOTEBOOK/ beside
+    it). Every attempt goes to the log as it happens: run the same command again to continue a session that
+    was killed.
     """
     if minutes is not None and not minutes > 0:
         raise PracticeError(f"--minutes must be a positive number, not {minutes:g}")
@@ -79,7 +82,9 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
         raise PracticeError(f"there is no {path}: give the folder of your exercise files or your paper notebook")
     if path.is_file() and path.suffix != ".ipynb":
         raise PracticeError(f"{path} is neither a folder nor a notebook (.ipynb)")
-    folder = (path if path.is_dir() else path.parent) / LOG_FOLDER
+    # A folder's session is kept in PATH/.practice/; a notebook's in a folder of its own there, so that two
+    # students' notebooks side by side are two sessions.
+    folder = path / LOG_FOLDER if path.is_dir() else path.parent / LOG_FOLDER / path.name
     log_path = log_path or folder / "log.jsonl"
     seed, notes = notebook_seed(path, paper)
 
@@ -121,7 +126,9 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
         return report.to_json()
 
     try:
-        session = Session(paper, now, grade_now, log_path, minutes=minutes, new=new)
+        work = "" if path.is_dir() else path.name
+        digest = FoundSubmission("", path).digest
+        session = Session(paper, now, grade_now, log_path, minutes=minutes, new=new, work=work, digest_fn=digest)
     except OSError as e:
         raise PracticeError(f"cannot write the log {log_path}: {e.strerror or e}") from None
     echo = click.echo

@@ -25,6 +25,8 @@ class Attempt:
     error: str = ""  # the grader's failure, or why the work could not be read
     scores: dict[str, float] = field(default_factory=dict)  # part -> points (counted or late attempts)
     report: dict[str, Any] | None = None  # the grader's full report
+    digest: str = ""  # the saved work's digest when it was graded ("" where not known)
+    final: bool = False  # the grading at hand-in (the time up, q, Ctrl-C, the end of input)
 
     def record(self) -> dict[str, Any]:
         return {
@@ -37,6 +39,8 @@ class Attempt:
             "error": self.error,
             "scores": self.scores,
             "report": self.report,
+            "digest": self.digest,
+            "final": self.final,
         }
 
     @classmethod
@@ -50,6 +54,8 @@ class Attempt:
             error=str(record.get("error", "")),
             scores={str(k): float(v) for k, v in (record.get("scores") or {}).items()},
             report=record.get("report"),
+            digest=str(record.get("digest", "")),
+            final=bool(record.get("final", False)),
         )
 
 

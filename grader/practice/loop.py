@@ -7,13 +7,12 @@ from collections.abc import Callable
 from grader.practice.session import Session, clock_text
 from grader.practice.stdin import Commands
 
-HELP = "Enter or g: grade your work now   s: status   q: hand in and end   h: this help"
+HELP = "Enter or g: grade your work now   s: status   q: hand in (your saved work is graded) and end   h: this help"
 
 
 def run_session(session: Session, echo: Callable[..., None], commands: Commands) -> None:
     """The terminal loop: commands until the time is up, ``q``, Ctrl-C or the end of input; then hands in."""
     reason = "time"
-    warned = False  # a hand-in with nothing graded: said once, then a second q hands in
     try:
         while True:
             if session.over:
@@ -32,13 +31,6 @@ def run_session(session: Session, echo: Callable[..., None], commands: Commands)
             elif command == "s":
                 echo("\n".join(session.status()))
             elif command == "q":
-                if not session.counted() and not warned:
-                    warned = True
-                    echo(
-                        "nothing is graded yet, so handing in now scores 0: press g (or Enter) to grade your "
-                        "files first, or q again to hand in as it is"
-                    )
-                    continue
                 reason = "quit"
                 break
             elif command in ("h", "?", "help"):
@@ -51,4 +43,23 @@ def run_session(session: Session, echo: Callable[..., None], commands: Commands)
     if reason == "time" or session.clock() >= session.end:
         echo(f"the time is up ({session.minutes:g} minutes)")
         reason = "time"
+    hand_in(session, echo)
     session.finish(reason)
+
+
+def hand_in(session: Session, echo: Callable[..., None]) -> None:
+    """Grade the saved work once more as the session ends, as a contest grades a final submission: counted,
+    unless it is the very work the last counted attempt graded. Ctrl-C skips it."""
+    if session.ended is not None:
+        return
+    same = session.unchanged_since()
+    if same is not None:
+        echo(f"your saved work is what attempt {same.number} graded: nothing new to grade")
+        return
+    echo("grading your saved work as you hand it in (Ctrl-C to skip)...")
+    try:
+        attempt = session.attempt(final=True)
+    except KeyboardInterrupt:
+        echo("\nskipped: your saved work was not graded at the end")
+        return
+    echo("\n".join(session.attempt_lines(attempt)))

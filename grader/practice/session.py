@@ -18,6 +18,7 @@ from grader.practice.log import Attempt, append_line, read_log
 
 Clock = Callable[[], datetime]
 GradeFn = Callable[[], dict[str, Any]]  # grades the student's work now: the grader's report (Report.to_json())
+DigestFn = Callable[[], str]  # the saved work's digest now: equal digests, equal work
 
 
 def now() -> datetime:
@@ -64,7 +65,8 @@ class Session:
     returns the grader's report, raising :class:`Unreadable` for work that cannot be read and any other
     exception for the grader's own failure (recorded, never counted). A log that holds a session of this paper
     is continued (its start, its minutes) unless ``new``; ``minutes`` (default: the paper's) is a new
-    session's length.
+    session's length. ``work`` names what is graded (a notebook's name; "" for a folder): a log of another
+    notebook's session is refused. ``digest_fn`` tells whether the saved work changed since an attempt.
     """
 
     def __init__(
@@ -75,8 +77,11 @@ class Session:
         log_path: Path,
         minutes: float | None = None,
         new: bool = False,
+        work: str = "",
+        digest_fn: DigestFn | None = None,
     ):
         self.paper = paper
+        self.digest_fn = digest_fn
         self.clock = clock
         self.grade_fn = grade_fn
         self.log_path = log_path
@@ -92,6 +97,11 @@ class Session:
                 raise PracticeError(
                     f"the log {log_path} holds a session of another paper (or this paper has changed since): "
                     "give --new to start a new session, or --log for another log"
+                )
+            if start.get("work", "") != work:
+                raise PracticeError(
+                    f"the log {log_path} holds the session of {start.get('work') or 'a folder'}, not of "
+                    f"{work or 'this folder'}: give --log for a log of its own, or --new"
                 )
             try:
                 self.start = datetime.fromisoformat(start["start"])
@@ -114,7 +124,13 @@ class Session:
             self.minutes = float(minutes if minutes is not None else paper.minutes)
             append_line(
                 log_path,
-                {"kind": "start", "start": self.start.isoformat(), "minutes": self.minutes, "paper": paper_key(paper)},
+                {
+                    "kind": "start",
+                    "start": self.start.isoformat(),
+                    "minutes": self.minutes,
+                    "paper": paper_key(paper),
+                    "work": work,
+                },
             )
         self.contest = as_contest(paper, self.minutes)
 
@@ -149,26 +165,40 @@ class Session:
 
     # -- attempts --
 
-    def attempt(self) -> Attempt:
+    def attempt(self, final: bool = False) -> Attempt:
         """Grade the work now and log the attempt. Not counted: after the end (graded all the same, full
-        feedback), when the grader itself failed, or when the work could not be read."""
-        at = self.clock()
+        feedback), when the grader itself failed, or when the work could not be read.
+
+        ``final``: the grading at hand-in, of the work as saved when the time ran out or the student handed
+        in, as a contest grades its final submission: counted, at the end's time at the latest."""
+        at = min(self.clock(), self.end) if final else self.clock()
         number = len(self.attempts) + 1
-        late = "ended" if self.ended is not None else ("late" if at >= self.end else "")
+        late = "ended" if self.ended is not None else ("late" if at >= self.end and not final else "")
         elapsed = (at - self.start).total_seconds()
+        digest = self.digest_fn() if self.digest_fn else ""
         try:
             report = self.grade_fn()
         except Unreadable as e:
-            attempt = Attempt(number, at, elapsed, counted=False, why="unreadable", error=str(e))
+            attempt = Attempt(number, at, elapsed, counted=False, why="unreadable", error=str(e), final=final)
         except Exception as e:  # noqa: BLE001 - the grader's own failure: recorded, never the student's
-            attempt = Attempt(number, at, elapsed, counted=False, why="grader", error=f"{type(e).__name__}: {e}")
+            why, error = "grader", f"{type(e).__name__}: {e}"
+            attempt = Attempt(number, at, elapsed, counted=False, why=why, error=error, final=final)
         else:
+            scores = self.scores(report)
             attempt = Attempt(
-                number, at, elapsed, counted=not late, why=late, scores=self.scores(report), report=report
+                number, at, elapsed, not late, late, scores=scores, report=report, digest=digest, final=final
             )
         append_line(self.log_path, attempt.record())
         self.attempts.append(attempt)
         return attempt
+
+    def unchanged_since(self) -> Attempt | None:
+        """The last counted attempt, if the saved work is still what it graded (nothing new to grade at
+        hand-in); None where it changed, or where that cannot be told."""
+        counted = self.counted()
+        if not counted or self.digest_fn is None or not counted[-1].digest:
+            return None
+        return counted[-1] if self.digest_fn() == counted[-1].digest else None
 
     def scores(self, report: dict[str, Any]) -> dict[str, float]:
         """Each part's points in ``report`` (0 for a part it does not grade)."""
