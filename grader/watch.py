@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -25,6 +26,7 @@ from pathlib import Path
 
 import click
 
+from grader.batch.discover import FoundSubmission
 from grader.grading import grade_submission, grader_failed, internal_errors_line
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import limit_options, limits, milestone_option
@@ -164,9 +166,13 @@ class Watcher:
             try:
                 with self.copy() as copied, self.stopped_by_a_save():
                     report = grade_submission(copied, milestones, self.limits, self.fork_server, public=self.public)
+                    torn = digest(copied) != digest(self.submission)
                 if NewerSave.seen:
                     self.superseded()
                     return None
+                if torn and attempt == 0:  # a file caught mid-write: its verdict would stay until another save
+                    click.echo("the files changed while they were read: grading them again")
+                    continue
                 report.submission = str(self.submission)
                 if Stop.asked:
                     raise KeyboardInterrupt
@@ -198,13 +204,15 @@ class Watcher:
 
     @contextlib.contextmanager
     def copy(self) -> Iterator[Path]:
-        """The files as they are now, in a folder of their own: every worker of one grading reads the same."""
-        if not self.submission.is_dir():
-            yield self.submission  # a notebook is read once, as grading starts
-            return
+        """The files as they are now, in a folder of their own: every worker of one grading reads the same, and
+        what was graded can be compared with what is there once it is done."""
         with tempfile.TemporaryDirectory(prefix="gptkit-watch-") as tmp:
-            copy_submission(self.submission, Path(tmp) / self.submission.name)
-            yield Path(tmp) / self.submission.name
+            copied = Path(tmp) / self.submission.name
+            if self.submission.is_dir():
+                copy_submission(self.submission, copied)
+            else:
+                shutil.copyfile(self.submission, copied)
+            yield copied
 
     @contextlib.contextmanager
     def stopped_by_a_save(self) -> Iterator[None]:
@@ -247,6 +255,14 @@ class Watcher:
 def _stop(signum: int, frame: object) -> None:
     Stop.asked = True
     raise KeyboardInterrupt
+
+
+def digest(path: Path) -> str:
+    """The submission's files, names and bytes, as one digest (the files ``copy_submission`` copies)."""
+    try:
+        return FoundSubmission("", path).digest()
+    except OSError:  # a file removed as it was read: changed, whatever it was
+        return ""
 
 
 def settle(path: Path, seen: Snapshot) -> Snapshot:
