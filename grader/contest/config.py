@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from grader.contest.lines import line_of
 from grader.contest.points import milestone_points
+from grader.errors import InputError
 from grader.milestones import GRADABLE
 
 if TYPE_CHECKING:  # grader.paper.config reads its file with this module's Reader: imported where used
@@ -87,7 +88,7 @@ class Contest:
         return next((t for t in self.tasks if t.id == task_id), None)
 
 
-class ContestFileError(Exception):
+class ContestFileError(InputError):
     """A contest file that cannot be used; ``str()`` names the file, the line and the key."""
 
 

@@ -31,6 +31,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from grader.errors import Finding
 from grader.lmbudget.corpus import Splits, windows
 from grader.suites.causality import changed_before
 
@@ -40,12 +41,12 @@ PROBE_OFFSET = 0.5  # a probe's replacement text starts halfway between two scor
 PROBE_TOLERANCE = 1e-4
 
 
-class BadOutput(Exception):
+class BadOutput(Finding):
     """The model's output is not logits of the contract's shape ("no model"); the message says what was expected,
     never what came back (which the model chose)."""
 
 
-class NotCausal(Exception):
+class NotCausal(Finding):
     """A probe's outputs before its cut changed: the model reads later inputs."""
 
 

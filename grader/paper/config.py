@@ -22,6 +22,7 @@ from pathlib import Path
 
 from grader.contest.config import Feedback, Reader
 from grader.contest.points import milestone_points
+from grader.errors import InputError
 from grader.milestones import GRADABLE
 
 PAPER_FILE = "paper.toml"
@@ -36,7 +37,7 @@ KNOWN = {"title", "minutes", "feedback", "parts"}
 PART_KEYS = {"points", "rules"}
 
 
-class PaperFileError(Exception):
+class PaperFileError(InputError):
     """A paper file that cannot be used; ``str()`` names the file, the line and the key."""
 
 

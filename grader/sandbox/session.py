@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.errors import Finding
+
 from .client import ForkServer, Remote, StudentError, WorkerConnection, WorkerCrash
 from .common.agreement import ErrorKind, Request
 from .secrecy import TRUSTED, trusted_source, worker_text
@@ -209,9 +211,9 @@ class MilestoneView:
         )
 
 
-class ImportFailure(Exception):
+class ImportFailure(Finding):
     """The milestone's file is missing or cannot be imported."""
 
 
-class MissingName(Exception):
+class MissingName(Finding):
     """The milestone's file lacks a name the contract requires."""
