@@ -13,17 +13,17 @@ from click.core import ParameterSource
 
 from grader import __version__
 from grader.batch.commands import batch, export, report
+from grader.clierrors import GraderGroup
 from grader.contest.commands import contest
 from grader.contest.submit import submit
+from grader.errors import BadUsage
 from grader.files import write_atomically
-from grader.grading import grade_submission, grader_failed, internal_errors_line
+from grader.grading import grade_submission, internal_errors_line
 from grader.milestones import MILESTONES, preloads, side_by_side
 from grader.options import OutputPath, limit_options, limits, milestone_option
 from grader.paper.commands import paper
 from grader.practice.command import practice
 from grader.results import GRADESCOPE_VISIBILITIES
-from grader.sandbox.client import GraderError
-from grader.submission import SubmissionError
 from grader.variants import Variant
 from grader.watch import watch
 
@@ -33,14 +33,14 @@ from grader.watch import watch
 FORMATS = ("text", "json", "gradescope")
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=GraderGroup, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="grade")  # the grader's: both distributions (kit, release) ship it
 @click.pass_context
 def main(ctx: click.Context) -> None:
     """Grade TinyGPT exercises. With no command, grades ./exercises and prints a table."""
     if ctx.invoked_subcommand is None:
         if not Path("exercises").is_dir():
-            raise click.UsageError("there is no exercises/ folder here: run `grade check FOLDER` instead")
+            raise BadUsage("there is no exercises/ folder here: run `grade check FOLDER` instead")
         ctx.invoke(check, submission=Path("exercises"))
 
 
@@ -100,35 +100,28 @@ def check(
     from grader.paper.sitting import SittingError, from_paper, sitting_of
 
     chosen = limits(timeout, memory_mb)
-    try:  # a paper's notebook (grade paper render): its parts, its student's numbers, its rules
-        if student is not None and paper_path is None:
-            raise SittingError("--student goes with --paper: the paper whose numbers to draw")
-        sitting = from_paper(paper_path, student) if paper_path else sitting_of(submission)
-        asked = click.get_current_context().get_parameter_source("milestones") not in (None, ParameterSource.DEFAULT)
-        graded = sitting.milestones(milestones if asked else None) if sitting else milestones or list(MILESTONES)
-    except SittingError as e:
-        raise click.UsageError(str(e)) from None
+    # A paper's notebook (grade paper render): its parts, its student's numbers, its rules. A SittingError is a
+    # usage error, shown as one by the group (grader/clierrors.py), as are the submission's and the grader's own.
+    if student is not None and paper_path is None:
+        raise SittingError("--student goes with --paper: the paper whose numbers to draw")
+    sitting = from_paper(paper_path, student) if paper_path else sitting_of(submission)
+    asked = click.get_current_context().get_parameter_source("milestones") not in (None, ParameterSource.DEFAULT)
+    graded = sitting.milestones(milestones if asked else None) if sitting else milestones or list(MILESTONES)
     options: dict[str, Any] = {
         "public": public,
         "variant": sitting.variant if sitting else Variant(),
         "rules": sitting.rules if sitting else None,
     }
-    try:
-        report = grade_submission(
-            submission,
-            graded,
-            chosen,
-            groups=side_by_side(graded, jobs),
-            preload=preloads(graded),
-            many=False,
-            name=str(submission),
-            **options,
-        )
-    except SubmissionError as e:
-        raise click.UsageError(str(e)) from None
-    except GraderError as e:
-        click.echo(grader_failed(e), err=True)
-        sys.exit(1)
+    report = grade_submission(
+        submission,
+        graded,
+        chosen,
+        groups=side_by_side(graded, jobs),
+        preload=preloads(graded),
+        many=False,
+        name=str(submission),
+        **options,
+    )
     if fmt == "text":
         from grader.table import render_text
 
@@ -215,11 +208,7 @@ def nbgrader(out: Path) -> None:
         course.refuse_existing(out)  # now, not after grading the reference for a minute (build checks again)
     except FileExistsError as e:
         raise click.UsageError(str(e)) from None
-    try:
-        report = grade(course.PROJECT / "solutions", list(MILESTONES))  # each milestone's points, and a sanity check
-    except GraderError as e:
-        click.echo(f"grade: the grader itself failed: {e}", err=True)
-        sys.exit(1)
+    report = grade(course.PROJECT / "solutions", list(MILESTONES))  # each milestone's points, and a sanity check
     if report.set_aside or report.score() != (report.score()[1], report.score()[1]):
         raise click.ClickException("the reference does not score full marks; the course would be wrong")
     try:

@@ -23,6 +23,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from grader.errors import UserError
+
 # A line that runs or imports the grader: not the student's code, and never to run inside a worker.
 GRADER_LINE = re.compile(r"^\s*(?:import\s+grader\b|from\s+grader\b|grader\s*\.\s*check\s*\()")
 # The temporary notebook's cells stand for the history's entries one for one, so its "cell 7 of the
@@ -31,7 +33,7 @@ PLACE = re.compile(r" \(cell \d+ of the notebook\)")
 SECONDS = 600  # the whole grading; `grade check`'s own limits bound each check well inside it
 
 
-class NotInAKernel(RuntimeError):
+class NotInAKernel(UserError):
     """``check`` was called outside an IPython kernel (a terminal, a script): ``grade check`` is the way there."""
 
 

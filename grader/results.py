@@ -8,6 +8,7 @@ from dataclasses import asdict, dataclass, field
 from enum import Enum
 
 from grader import __version__
+from grader.errors import Finding
 from grader.fingerprint import grader_fingerprint
 from grader.milestones import GRADABLE
 
@@ -44,7 +45,7 @@ class Recheck(str, Enum):
     SUBMISSION = "submission"  # the reference completes it: the submission's doing, counted as failed
 
 
-class NotObserved(Exception):
+class NotObserved(Finding):
     """Raised by a check that cannot see, in contract-conforming code, what it looks at: no verdict."""
 
     verdict = Verdict.NOT_COUNTED

@@ -10,10 +10,11 @@ import csv
 import unicodedata
 from pathlib import Path
 
+from grader.errors import InputError
 from grader.variants import student_key
 
 
-class RosterError(Exception):
+class RosterError(InputError):
     """A roster that cannot be used; the message names the file and the line."""
 
 

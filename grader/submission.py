@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.errors import BadUsage
 from grader.reference import MODULES
 
 # In a notebook every milestone shares one namespace: imports between the exercise files go.
@@ -55,7 +56,7 @@ del _run_cells
 '''
 
 
-class SubmissionError(Exception):
+class SubmissionError(BadUsage):
     """The path cannot be graded at all (not a folder or a readable notebook). Its message names the file, not
     its path: it goes to the student too (``grade export --gradescope``, the Gradescope autograder)."""
 

@@ -27,6 +27,7 @@ from pathlib import Path
 import click
 
 from grader.batch.discover import FoundSubmission
+from grader.errors import BadUsage
 from grader.grading import grade_submission, grader_failed, internal_errors_line
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import limit_options, limits, milestone_option
@@ -298,13 +299,10 @@ def watch(
     """
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     if submission.suffix == ".ipynb":
-        from grader.paper.sitting import SittingError, sitting_of  # as the table: not at start-up
+        from grader.paper.sitting import sitting_of  # as the table: not at start-up
 
-        try:
-            if sitting_of(submission):
-                raise click.UsageError("a paper's notebook is graded with `grade check`, not watched")
-        except SittingError as e:
-            raise click.UsageError(str(e)) from None
+        if sitting_of(submission):  # its own SittingError is a usage error too (grader/errors.py)
+            raise BadUsage("a paper's notebook is graded with `grade check`, not watched")
     chosen = list(milestones or MILESTONES)
     watcher = Watcher(submission, limits(timeout, memory_mb), public, verbose, once)
     previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}

@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from grader.batch.exports import csv_text, gradescope_json
-from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook, NotAGradebook
+from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook
 from grader.batch.summary import (
     class_lines,
     counts_line,
@@ -23,6 +23,7 @@ from grader.batch.summary import (
     stubs,
     untouched_line,
 )
+from grader.clierrors import GraderCommand
 from grader.files import write_atomically
 from grader.fingerprint import grader_fingerprint
 from grader.milestones import GRADABLE, MILESTONES
@@ -33,7 +34,7 @@ from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 __all__ = ["batch", "export", "report", "failure_rates"]
 
 
-@click.command()
+@click.command(cls=GraderCommand)  # the grader's errors shown as click's (grader/clierrors.py)
 @click.argument("submissions", type=click.Path(exists=True, file_okay=False, path_type=Path))
 @milestone_option
 @click.option(
@@ -194,7 +195,7 @@ def _gone_note(submissions: Path, gone: list[str]) -> str:
     )
 
 
-@click.command()
+@click.command(cls=GraderCommand)  # the grader's errors shown as click's (grader/clierrors.py)
 @click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--csv",
@@ -225,7 +226,7 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
         click.echo(f"wrote {len(rows)} results.json files under {gradescope_dir}", err=True)
 
 
-@click.command()
+@click.command(cls=GraderCommand)  # the grader's errors shown as click's (grader/clierrors.py)
 @click.argument("db", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option(
     "--png",
@@ -334,10 +335,7 @@ def _open(db: Path, create: bool) -> Gradebook:
     its folder made as write_atomically makes the exports' (SQLite would not, and fail with a traceback)."""
     if create:
         db.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        return Gradebook(db, create=create)
-    except NotAGradebook as e:
-        raise click.UsageError(str(e)) from None
+    return Gradebook(db, create=create)  # NotAGradebook is a BadUsage: shown as click's usage error
 
 
 def _load(db: Path) -> tuple[list[dict], list[dict]]:

@@ -20,6 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
+from grader.errors import BadUsage
 from grader.milestones import GRADABLE
 
 SCHEMA = """
@@ -100,7 +101,7 @@ LOOKALIKES = (
 )
 
 
-class NotAGradebook(ValueError):
+class NotAGradebook(BadUsage, ValueError):  # ValueError: what callers caught before
     """The file is not this kit's gradebook (another program's database, or no database at all): opening it
     wrote nothing to it."""
 

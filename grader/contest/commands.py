@@ -21,14 +21,16 @@ import click
 from grader import templates
 from grader.batch.commands import export, report
 from grader.batch.gradebook import Gradebook
-from grader.contest.config import Board, Contest, ContestFileError, load
+from grader.clierrors import GraderGroup
+from grader.contest.config import Board, Contest, load
 from grader.contest.feedback import guarded_tasks
 from grader.contest.metric import is_metric
 from grader.contest.policy import contest_end
+from grader.errors import InputError
 from grader.files import atomic_path, write_atomically
 from grader.milestones import GRADABLE
 from grader.options import dask_client, limit_options, limits, scheduler_option
-from grader.roster import RosterError, read_roster
+from grader.roster import read_roster
 from grader.sandbox.visibility import probe_protections, worker_view
 
 CONTEST_FILE = "contest.toml"
@@ -38,10 +40,8 @@ ADMIN_TOKEN = "admin.token"
 SERVE_LOCK = "serve.lock"  # held (flock) by the one `grade contest serve` of the folder while it runs
 
 
-class ContestCommandError(click.ClickException):
-    """A mistake in the coach's input: the message, and exit status 2 as for a usage error."""
-
-    exit_code = 2
+class ContestCommandError(InputError):
+    """A mistake in the coach's input: the message, and exit status 2 as for a usage error (``InputError``)."""
 
 
 def _folder(path: Path) -> Path:
@@ -76,7 +76,7 @@ def _ignore_secrets(folder: Path) -> None:
         path.write_text(had.rstrip("\n") + "\n# the contest's secrets (grade contest)\n" + "\n".join(missing) + "\n")
 
 
-@click.group()
+@click.group(cls=GraderGroup)  # the grader's errors shown as click's (grader/clierrors.py)
 def contest() -> None:
     """Prepare a timed practice contest: its folder, its students' tokens, its rules."""
 
@@ -154,20 +154,14 @@ def check(folder: Path) -> None:
 
 
 def _rules(folder: Path) -> Contest:
-    """FOLDER/contest.toml's rules, a mistake in it as the coach's message."""
-    try:
-        return load(folder / CONTEST_FILE)
-    except ContestFileError as e:
-        raise ContestCommandError(str(e)) from None
+    """FOLDER/contest.toml's rules; a mistake in it is the coach's (``ContestFileError``, an ``InputError``)."""
+    return load(folder / CONTEST_FILE)
 
 
 def _roster(folder: Path, rules: Contest | None) -> tuple[str, ...]:
     """FOLDER/roster.csv's names, a mistake in it as the coach's message; on a paper (``rules.paper``) two names
-    that would draw the same numbers are a mistake too."""
-    try:
-        return read_roster(folder / ROSTER, paper=rules is not None and rules.paper is not None)
-    except RosterError as e:
-        raise ContestCommandError(str(e)) from None
+    that would draw the same numbers are a mistake too (``RosterError``, an ``InputError``: the coach's)."""
+    return read_roster(folder / ROSTER, paper=rules is not None and rules.paper is not None)
 
 
 def held_out_refusal(rules: Contest) -> str | None:
@@ -294,18 +288,15 @@ def serve(
     try:
         listening = _listen(host, port)  # bound before "serving" is printed: a busy port is one line, no traceback
         client = dask_client(scheduler) if scheduler else None
-        try:
-            app = create_app(
-                folder,
-                workers=workers,
-                limits=limits(timeout, memory_mb),
-                # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
-                executor=client.get_executor(pure=False) if client else None,
-                # as many at once as the cluster grades at once: the queue, not Dask, chooses whose turn it is
-                slots=max(1, sum(client.nthreads().values())) if client else None,
-            )
-        except (ContestFileError, RosterError) as e:
-            raise ContestCommandError(str(e)) from None
+        app = create_app(  # a mistake in contest.toml or the roster is the coach's: an InputError
+            folder,
+            workers=workers,
+            limits=limits(timeout, memory_mb),
+            # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
+            executor=client.get_executor(pure=False) if client else None,
+            # as many at once as the cluster grades at once: the queue, not Dask, chooses whose turn it is
+            slots=max(1, sum(client.nthreads().values())) if client else None,
+        )
         graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
         try:

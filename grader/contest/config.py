@@ -14,6 +14,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 from pathlib import Path
 
+from grader.errors import InputError
 from grader.feedback import Feedback
 from grader.milestones import GRADABLE
 from grader.paper.config import Paper, PaperFileError
@@ -75,7 +76,7 @@ class Contest:
         return next((t for t in self.tasks if t.id == task_id), None)
 
 
-class ContestFileError(Exception):
+class ContestFileError(InputError):
     """A contest file that cannot be used; ``str()`` names the file, the line and the key."""
 
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from grader.contest.config import Contest
 from grader.contest.policy import Status, Submission, task_points
+from grader.errors import UserError
 
 DATABASE = "contest.sqlite"
 UPLOADS = "uploads"
@@ -149,7 +150,7 @@ def _row(r: sqlite3.Row) -> Row:
     )
 
 
-class Refused(Exception):
+class Refused(UserError):
     """An upload the rules refuse at the moment it would be recorded; ``str()`` is the reason, for the student."""
 
 

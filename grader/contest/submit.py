@@ -16,15 +16,17 @@ from typing import Any
 
 import click
 
+from grader.clierrors import GraderCommand
 from grader.contest.feedback import render_lines
 from grader.contest.uploads import MAX_UPLOAD_BYTES, too_big
+from grader.errors import BadUsage, InputError
 from grader.milestones import GRADABLE
 
 POLL_SECONDS = 2.0
 
 
-class SubmitError(click.ClickException):
-    exit_code = 2
+class SubmitError(InputError):
+    """What stops an upload (a missing file, a refusal, no answer): the message, and exit status 2."""
 
 
 def _files(path: Path, task: str) -> list[Path]:
@@ -87,7 +89,7 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     return lines + render_lines(entry.get("feedback") or {}, "received (this contest shows no feedback yet)")
 
 
-@click.command()
+@click.command(cls=GraderCommand)  # the grader's errors shown as click's (grader/clierrors.py)
 @click.argument("path", type=click.Path(path_type=Path), default=".")
 @click.option("--server", required=True, metavar="URL", help="The contest server, e.g. http://10.0.0.5:8000")
 @click.option(
@@ -103,7 +105,7 @@ def submit(path: Path, server: str, token: str | None, task: str, no_wait: bool,
     """Submit PATH (a folder: the task's exercise files in it; or a .py, .ipynb or .zip file) to a contest
     server, wait for the grade and print the feedback the contest shows."""
     if not token:
-        raise click.UsageError("give your contest token: --token TOKEN, or set GPTKIT_CONTEST_TOKEN")
+        raise BadUsage("give your contest token: --token TOKEN, or set GPTKIT_CONTEST_TOKEN")
     files = _files(path, task)
     for f in files:
         if f.stat().st_size == 0:

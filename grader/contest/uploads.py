@@ -12,6 +12,7 @@ import os
 import zipfile
 from pathlib import Path, PurePosixPath
 
+from grader.errors import UserError
 from grader.milestones import GRADABLE
 
 MAX_UPLOAD_BYTES = 20 << 20  # the request's body
@@ -32,7 +33,7 @@ def too_big(size: int) -> str:
     return f"the upload is over {MAX_UPLOAD_BYTES >> 20} MB ({size / (1 << 20):.1f} MB)"
 
 
-class UploadError(ValueError):
+class UploadError(UserError, ValueError):  # ValueError: what callers caught before
     """An upload that is not a valid submission; the message is for the student."""
 
 

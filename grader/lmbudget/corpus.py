@@ -32,6 +32,8 @@ from pathlib import Path
 
 import torch
 
+from grader.errors import UserError
+
 UNK = "\ufffd"  # the vocabulary's last entry: any character the train split lacks
 CYCLE, A_SLOT, B_SLOT = 10, 8, 9
 GRADER_DIR = Path(__file__).resolve().parents[1]  # the grader package: hidden from every worker
@@ -41,7 +43,7 @@ FILE_PREFIX = "file:"
 CORPORA = ("grader", "shakespeare", "python", f"{FILE_PREFIX}PATH")
 
 
-class CorpusError(ValueError):
+class CorpusError(UserError, ValueError):  # ValueError: what callers caught before
     """A corpus that cannot be read: the message says which and why."""
 
 

@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.causal import changed_before
+from grader.errors import Finding
 from grader.lmbudget.corpus import Splits, windows
 
 EVAL_BATCH = 32  # rows per forward call in the worker
@@ -40,12 +41,12 @@ PROBE_OFFSET = 0.5  # a probe's replacement text starts halfway between two scor
 PROBE_TOLERANCE = 1e-4
 
 
-class BadOutput(Exception):
+class BadOutput(Finding):
     """The model's output is not logits of the contract's shape ("no model"); the message says what was expected,
     never what came back (which the model chose)."""
 
 
-class NotCausal(Exception):
+class NotCausal(Finding):
     """A probe's outputs before its cut changed: the model reads later inputs."""
 
 

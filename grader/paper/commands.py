@@ -13,32 +13,30 @@ from pathlib import Path
 
 import click
 
+from grader.clierrors import GraderGroup
+from grader.errors import InputError
 from grader.milestones import GRADABLE
-from grader.paper.config import PAPER_FILE, RULES, SECRET_FILE, Paper, PaperFileError, load
+from grader.paper.config import PAPER_FILE, RULES, SECRET_FILE, Paper, load
 from grader.roster import RosterError, read_roster
 from grader.variants import read_or_make_secret, seed_of, student_key
 
 ROSTER = "roster.csv"  # beside paper.toml, as beside contest.toml: the students --student must be one of
 
 
-class PaperCommandError(click.ClickException):
-    """A mistake in the coach's input: the message, and exit status 2 as for a usage error."""
-
-    exit_code = 2
+class PaperCommandError(InputError):
+    """A mistake in the coach's input: the message, and exit status 2 as for a usage error (``InputError``)."""
 
 
 def _load(path: Path) -> Paper:
-    try:
-        return load(path)
-    except PaperFileError as e:
-        raise PaperCommandError(str(e)) from None
+    """The paper at ``path``; a mistake in it is the coach's (``PaperFileError``, an ``InputError``)."""
+    return load(path)
 
 
 def _folder(path: Path) -> Path:
     return path if path.is_dir() else path.parent
 
 
-@click.group()
+@click.group(cls=GraderGroup)  # the grader's errors shown as click's (grader/clierrors.py)
 def paper() -> None:
     """Contest-shaped papers: check a paper file, render a student's notebook with their own numbers."""
 
@@ -80,6 +78,8 @@ def on_roster(student: str, roster: Path) -> str:
         names = read_roster(roster, paper=True)  # two names that share a seed are refused there
     except RosterError as e:
         raise PaperCommandError(str(e)) from None
+
+    names = read_roster(roster, paper=True)  # two names that share a seed are refused there (a RosterError)
     by_key = {student_key(name): name for name in names}
     if student_key(student) in by_key:
         return by_key[student_key(student)]
@@ -125,7 +125,7 @@ def render(
     force: bool = False,
 ) -> None:
     """Write the notebook of PAPER for one student: the rules, then each part's statement and cells."""
-    from grader.paper.render import RenderError, build, notebook_name, write  # as in summary: not at start-up
+    from grader.paper.render import build, notebook_name, write  # as in summary: not at start-up
 
     sheet = _load(path)
     seed = None
@@ -162,9 +162,7 @@ def render(
     try:
         notebook = build(sheet, student, seed)
         write(notebook, out)
-    except RenderError as e:
-        raise PaperCommandError(str(e)) from None
-    except OSError as e:
+    except OSError as e:  # a RenderError is the coach's: an InputError, shown as it is
         raise PaperCommandError(f"{out}: cannot write it: {e.strerror or e}") from None
     who = f"student {student}" if student is not None else "the lesson's numbers"
     click.echo(f"wrote {out}: {sheet.title}, {who}, {len(sheet.parts)} parts", err=True)

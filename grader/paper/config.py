@@ -20,6 +20,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.errors import InputError
 from grader.feedback import Feedback
 from grader.milestones import GRADABLE
 from grader.suites.points import milestone_points
@@ -37,7 +38,7 @@ KNOWN = {"title", "minutes", "feedback", "parts"}
 PART_KEYS = {"points", "rules"}
 
 
-class PaperFileError(Exception):
+class PaperFileError(InputError):
     """A paper file that cannot be used; ``str()`` names the file, the line and the key."""
 
 

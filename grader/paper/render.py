@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from grader.bundles.nbgrader import PROJECT, answer, answer_source, markdown, notebook_text, released, unanswered
+from grader.errors import InputError
 from grader.milestones import GRADABLE, STUDENT_MODULES
 from grader.paper.config import RULES, Paper
 from grader.suites.bank import Drawn, with_statements
@@ -28,7 +29,7 @@ from grader.variants import Variant
 BANKS = {"kvmemory": "grader.suites.hidden.kv_questions"}
 
 
-class RenderError(Exception):
+class RenderError(InputError):
     """The notebook cannot be made here (no stub, or no bank to draw a student's numbers from)."""
 
 

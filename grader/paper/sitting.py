@@ -14,13 +14,14 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader.errors import BadUsage
 from grader.milestones import GRADABLE
 from grader.paper.config import RULES, SECRET_FILE, PaperFileError, Part, load
 from grader.results import Report
 from grader.variants import Variant, seed_of
 
 
-class SittingError(Exception):
+class SittingError(BadUsage):
     """The notebook's paper metadata cannot be used; the message says which key and why."""
 
 

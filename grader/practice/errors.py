@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import click
+from grader.errors import InputError, UserError
 
 
-class PracticeError(click.ClickException):
+class PracticeError(InputError):
     """Bad input or a log that cannot be used: a message and exit status 2, never a traceback."""
 
-    exit_code = 2
 
-
-class Unreadable(Exception):
+class Unreadable(UserError):
     """The student's work cannot be graded as it is (a notebook being saved, not a notebook): not the
     grader's failure, and no attempt at the paper either."""

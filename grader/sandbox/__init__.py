@@ -6,7 +6,10 @@ What runs where:
   starts the fork server, sends it requests and checks every answer. It may import
   anything, the ``grader`` package included.
 * ``worker/``: everything the *sandboxed worker processes* run: the fork server
-  (``fork_server.py``), the request handler a worker answers with (``request_handler.py``),
+  (``fork_server.py``), the request handler a worker answers with (``request_handler.py``,
+  the dispatch; the requests by what they do in ``ops_calls.py``, ``ops_state.py`` and
+  ``ops_probes.py``, on ``handles.py``; the probes, ``probes.py`` and ``op_counter.py``;
+  whose fault an error is, ``faults.py``; ``naming.py``, ``student_imports.py``, ``trusted_code.py``),
   the isolation (``jail.py``, ``hugepages.py``), the batch's shared server
   (``shared_server.py``), the trusted stand-in model (``standin.py``) and, in ``trusted/``,
   the grader's own earlier milestones (hidden: a student release drops the folder).

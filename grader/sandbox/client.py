@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from grader import cache
+from grader.errors import Finding, InternalError
 from grader.milestones import MILESTONES, STUDENT_MODULES, preloads
 from grader.submission import in_notebook_terms
 
@@ -59,7 +60,7 @@ class Limits:
     submission_seconds: float | None = None  # all of one submission's checks together
 
 
-class StudentError(Exception):
+class StudentError(Finding):
     """The student's code raised: type, message and where in their files."""
 
     def __init__(self, type_: str, message: str, where: list[str]):
@@ -75,7 +76,7 @@ class StudentError(Exception):
         return f"your code raised {self.type}: {self.message}{at}"
 
 
-class ProbeFault(Exception):
+class ProbeFault(Finding):
     """The grader's own code failed inside the worker (a probe, a hook): not the student's error.
 
     The worker reports it; like everything a worker says, a submission could forge it, which
@@ -87,7 +88,7 @@ class ProbeFault(Exception):
         self.trace = trace
 
 
-class WorkerCrash(Exception):
+class WorkerCrash(Finding):
     """The worker died, hung, or sent garbage; the message says which, in plain words. ``limit``: the limit
     it ran into, "time" or "memory", where that is known; "" for any other end."""
 
@@ -96,7 +97,7 @@ class WorkerCrash(Exception):
         self.limit = limit
 
 
-class GraderError(Exception):
+class GraderError(InternalError):
     """The grader itself could not run (not the student's fault)."""
 
 

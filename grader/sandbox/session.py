@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader.errors import Finding
+
 from .client import ForkServer, Remote, StudentError, WorkerConnection, WorkerCrash
 from .common.agreement import ErrorKind, Request
 from .secrecy import TRUSTED, trusted_source, worker_text
@@ -209,7 +211,7 @@ class MilestoneView:
         )
 
 
-class ImportFailure(Exception):
+class ImportFailure(Finding):
     """The milestone's file is missing or cannot be imported. ``ended_by``: what stopped the import where it
     was no error of the import itself: a limit ("time", "memory"), or "crash" (the worker died: os._exit, a
     signal; or the code raised SystemExit or KeyboardInterrupt); "" for an error (a syntax error, a missing
@@ -226,5 +228,5 @@ class ImportFailure(Exception):
         return "crash" if isinstance(e, StudentError) and e.type in ErrorKind.ENDS_THE_GRADER else ""
 
 
-class MissingName(Exception):
+class MissingName(Finding):
     """The milestone's file lacks a name the contract requires."""

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.slow  # every test here grades whole submissions
 PLANTED = {
     # (file, text to find, text to put before it): each fault raises inside the grader's own code
     "worker": (
-        "grader/sandbox/worker/request_handler.py",
+        "grader/sandbox/worker/ops_probes.py",
         '            module = self.handles[req["handle"]]\n            x = self.value',
         "            [][0]  # planted fault\n",
     ),
@@ -92,6 +92,7 @@ def test_worker_fault_carries_the_workers_traceback(outputs):
     gradient = next(c for m in report["milestones"] for c in m["checks"] if c["name"].startswith(GRADIENT))
     assert "a probe in the worker (IndexError" in gradient["message"]
     assert "request_handler.py" in gradient["traceback"] and "op_input_grad" in gradient["traceback"]
+    assert "ops_probes.py" in gradient["traceback"]
     batch = next(c for m in report["milestones"] for c in m["checks"] if BATCH in c["name"])
     assert "TypeError" in batch["message"] and "causality.py" in batch["traceback"]
 

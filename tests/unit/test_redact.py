@@ -23,7 +23,7 @@ from grader.sandbox.client import Limits, StudentError, WorkerConnection
 from grader.sandbox.common import wire
 from grader.sandbox.common.agreement import Reply
 from grader.sandbox.secrecy import WITHHELD, Redactor, code_text, trusted_source, trusted_sources, worker_text
-from grader.sandbox.worker import request_handler
+from grader.sandbox.worker import trusted_code
 from helpers import EXERCISES, REPO
 
 NAMES = list(trusted_sources())
@@ -205,9 +205,9 @@ def test_the_worker_gets_code_without_docstrings_or_comments():
 def test_a_trusted_module_leaves_nothing_to_read_its_source_from(monkeypatch):
     req = {"op": "import", "modules": [], "trusted": {"m1_attention": worker_text(M1)}}
     monkeypatch.delitem(sys.modules, "m1_attention", raising=False)
-    trusted = request_handler.take_trusted(req)
+    trusted = trusted_code.take_trusted(req)
     assert "trusted" not in req, "the request still holds the code once the trusted modules are taken"
-    module = request_handler.load_trusted("m1_attention", trusted.pop("m1_attention"))
+    module = trusted_code.load_trusted("m1_attention", trusted.pop("m1_attention"))
     assert isinstance(module, types.ModuleType) and sys.modules["m1_attention"] is module
     assert not hasattr(module, "__file__") and module.__loader__ is None and module.__spec__ is None
     assert module.__doc__ is None

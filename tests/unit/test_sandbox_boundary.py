@@ -80,3 +80,27 @@ def test_the_check_finds_an_import_of_grader(source):
     here = SANDBOX / "worker" / "request_handler.py"
     assert grader_imports(source, here), f"{source!r} was not caught"
     assert grader_imports("from ..common.agreement import Request", here) == []
+
+
+def sibling_imports(path: Path) -> set[str]:
+    """The worker files ``path`` imports from its own folder (``from .name import ...``)."""
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
+            found.add(node.module.split(".")[0])
+    return found
+
+
+def test_the_request_handler_files_load_in_the_order_they_import_one_another():
+    """The fork server loads the handler's files by path, each as ``_gradekit_<name>``: a file must come after
+    every sibling it imports (it finds them in ``sys.modules``), so the imports point one way, without a cycle,
+    and every sibling the handler needs is in the list (the grader's files are hidden once the sandbox is up)."""
+    from grader.sandbox.worker.fork_server import HANDLER_FILES
+
+    assert HANDLER_FILES[-1] == "request_handler"
+    assert len(set(HANDLER_FILES)) == len(HANDLER_FILES)
+    for i, name in enumerate(HANDLER_FILES):
+        imported = sibling_imports(SANDBOX / "worker" / f"{name}.py")
+        assert imported <= set(HANDLER_FILES[:i]), (
+            f"{name}.py imports {imported - set(HANDLER_FILES[:i])} before it is loaded"
+        )

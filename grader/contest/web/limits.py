@@ -13,13 +13,14 @@ from fastapi import Request
 from starlette.datastructures import UploadFile
 
 from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES
+from grader.errors import UserError
 
 # How long an upload's body may take to arrive once its headers have: 20 MB in a minute is 0.35 MB/s, slow wifi.
 BODY_SECONDS = 60.0
 MINUTE = timedelta(minutes=1)
 
 
-class TooBig(Exception):
+class TooBig(UserError):
     """An upload's files over MAX_UPLOAD_BYTES, found while reading them."""
 
     def __init__(self, size: int):

@@ -6,7 +6,8 @@ and ``../common``: nothing here imports the ``grader`` package), isolates itself
 the machine allows it (``jail.py``: no network, a private root without the grader, a
 user id and a cgroup per worker), imports torch once, then forks one worker per
 ``ServerRequest.SPAWN``. Each worker answers the grading process's requests with
-``request_handler.RequestHandler``.
+``request_handler.RequestHandler``, whose files (``HANDLER_FILES``) are loaded here in the
+order they import one another.
 
 Nothing here decides a grade: the grading process checks every value it gets.
 """
@@ -32,6 +33,20 @@ PLACES: dict | None = None  # jail.private_places's arguments but a worker's own
 jail: Any = None
 CGROUPS: Any = None
 NAMES: dict[int, str] = {}  # worker pid -> its cgroup name
+# The request handler's files, each after the files it imports (they import one another one way only).
+HANDLER_FILES = (
+    "faults",
+    "handles",
+    "naming",
+    "op_counter",
+    "student_imports",
+    "trusted_code",
+    "probes",
+    "ops_calls",
+    "ops_state",
+    "ops_probes",
+    "request_handler",
+)
 
 
 def _load(folder: str, name: str):
@@ -52,7 +67,7 @@ class Loaded:
         self.wire = _load(COMMON, "wire")
         self.protocol = _load(COMMON, "protocol")
         self.standin = _load(HERE, "standin")
-        self.request_handler = _load(HERE, "request_handler")
+        self.request_handler = [_load(HERE, name) for name in HANDLER_FILES][-1]
 
 
 def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import pytest
 import torch
 
+from grader.errors import Finding
 from grader.lmbudget.corpus import corpus_files, load_splits
 from grader.lmbudget.evaluate import BadOutput, NotCausal, deal, evaluate, new_seed, plan
 from grader.lmbudget.task import LOSS_FORMAT, RunFailed, Task, load_task
@@ -134,8 +135,8 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
         return None
 
 
-class _OverAllowance(Exception):
-    pass
+class _OverAllowance(Finding):
+    """The evaluation spent its CPU allowance (checked between calls): the run fails on time."""
 
 
 def _copies(view: MilestoneView, model: Remote, task: Task) -> list[Remote]:
