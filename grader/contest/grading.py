@@ -215,6 +215,14 @@ class GradingQueue:
             return
         self.on_done(sid)
 
+    def alive(self) -> int:
+        """Grading processes alive now (the coach's page shows it); an executor not the queue's own (a Dask
+        client's): its slots, as its workers are not this server's to count."""
+        if not self._own:
+            return self.slots
+        processes = getattr(self._executor, "_processes", None) or {}  # private, as _stop_workers reads it
+        return sum(1 for process in list(processes.values()) if process.is_alive())
+
     def pending(self) -> int:
         """Submissions waiting here or being graded."""
         with self._lock:

@@ -20,10 +20,10 @@ from grader.contest.commands import CONTEST_FILE, ROSTER
 from grader.contest.config import Contest, load
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import is_metric, leaderboards_seen
-from grader.contest.policy import Submission, WindowState, window_state
+from grader.contest.policy import Status, Submission, WindowState, window_state
 from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
-from grader.contest.store import Row, Store
+from grader.contest.store import GRADED, QUEUED, Row, Store
 from grader.contest.web.limits import BODY_SECONDS, Limiter
 from grader.contest.web.tokens import Tokens, Who
 from grader.contest.web.views import templates
@@ -52,6 +52,7 @@ class Settings:
     body_seconds: float = BODY_SECONDS
     refusals_per_minute: int = 10
     address_per_minute: int = 60
+    messages_per_minute: int = 5  # questions a student, or announcements and answers the coach, send in a minute
 
 
 class ContestState:
@@ -70,6 +71,7 @@ class ContestState:
         # refused uploads and wrong logins, per token and per address (a classroom behind one router shares one)
         self.failures = Limiter({"token": settings.refusals_per_minute, "address": settings.address_per_minute})
         self.uploads = Limiter({"token": settings.uploads_per_minute})
+        self.messages = Limiter({"token": settings.messages_per_minute})
         self.templates = templates(clock)
         # The paper's own secret: the numbers `grade paper render PAPER --student NAME` writes are those graded here.
         paper = self.base.paper
@@ -132,13 +134,21 @@ class ContestState:
                 log.warning("ignoring the stored extra time %r of %s: it is not a number of minutes", minutes, name)
         return extra
 
-    def rules(self, extend: float | None = None, extra: dict[str, float] | None = None) -> Contest:
-        """The contest with the coach's changes: those stored, or ``extend`` and ``extra`` (the changes a coach
-        asks for, to check them before they are stored)."""
+    def start_delays(self) -> dict[str, float]:
+        """The minutes after the contest's start each latecomer's fixed window starts, the ones that are not
+        finite numbers ignored."""
+        return {n: float(m) for n, m in self.store.start_delays().items() if isinstance(m, (int, float)) and math.isfinite(m)}
+
+    def rules(
+        self, extend: float | None = None, extra: dict[str, float] | None = None, delay: dict[str, float] | None = None
+    ) -> Contest:
+        """The contest with the coach's changes: those stored, or ``extend``, ``extra`` and ``delay`` (the changes
+        a coach asks for, to check them before they are stored)."""
         return policy.with_changes(
             self.base,
             self.extend_minutes() if extend is None else extend,
             self.extra_minutes() if extra is None else extra,
+            self.start_delays() if delay is None else delay,
         )
 
     def empty_window(self, contest: Contest) -> str | None:
@@ -178,11 +188,34 @@ class ContestState:
         return frozenset(t.id for t in contest.tasks if is_metric(t.id) and not self.revealed(t.id))
 
     def submissions(self, contest: Contest) -> dict[str, list[Submission]]:
-        """Every student's submissions as the policy reads them."""
+        """Every student's submissions as the policy reads them. One queued again by the coach counts with its
+        previous grade until the new one lands: a regrade never takes a task's points off the standings."""
         grouped: dict[str, list[Submission]] = defaultdict(list)
+        previous = self.store.previous()
         for row in self.store.all(reports=False):
-            grouped[row.student].append(row.as_policy(contest))
+            before = previous.get(row.id)
+            task = contest.task(row.task)
+            if row.status == QUEUED and not row.voided and before and before["status"] == GRADED and task:
+                points = policy.task_points(task, before["score"] or 0.0, before["max_score"] or 0.0)
+                grouped[row.student].append(Submission(row.task, row.received_at, Status.GRADED, points, row.selected))
+            else:
+                grouped[row.student].append(row.as_policy(contest))
         return grouped
+
+    def health(self) -> dict[str, Any]:
+        """The grading's health for the coach: worker processes alive (of those asked for), submissions waiting,
+        the oldest waiting one's age in seconds, pools replaced after a grading process died."""
+        queued, now = self.store.queued(), self.clock()
+        queue = self.queue
+        oldest = round((now - queued[0].received_at).total_seconds()) if queued else None
+        return {
+            "running": queue is not None,
+            "workers": self.settings.workers,
+            "alive": queue.alive() if queue is not None else 0,
+            "queued": len(queued),
+            "oldest_wait_seconds": oldest,
+            "replaced": queue.replaced if queue is not None else 0,
+        }
 
     def board(self, who: Who, contest: Contest) -> Standings:
         """The scoreboard as ``who`` may see it now: the coach's always live."""
