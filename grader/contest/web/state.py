@@ -88,6 +88,12 @@ class ContestState:
         return {"seed": seed_of(self._secret, paper.id, student), "rules": rules}
 
     def start_grading(self) -> None:
+        """Start the grading queue, and write the start (a restart, after a crash or not) to the event log."""
+        left = len(self.store.queued())
+        again = f": {left} submission(s) left queued are graded now" if left else ""
+        self.store.event(
+            self.clock(), None, "server started", f"grading started with {self.settings.workers} worker(s){again}"
+        )
         s = self.settings
         queue = GradingQueue(
             self.store, self.clock, s.workers, s.limits, executor=s.executor, options=self.paper_options, slots=s.slots
@@ -137,7 +143,11 @@ class ContestState:
     def start_delays(self) -> dict[str, float]:
         """The minutes after the contest's start each latecomer's fixed window starts, the ones that are not
         finite numbers ignored."""
-        return {n: float(m) for n, m in self.store.start_delays().items() if isinstance(m, (int, float)) and math.isfinite(m)}
+        return {
+            n: float(m)
+            for n, m in self.store.start_delays().items()
+            if isinstance(m, (int, float)) and math.isfinite(m)
+        }
 
     def rules(
         self, extend: float | None = None, extra: dict[str, float] | None = None, delay: dict[str, float] | None = None

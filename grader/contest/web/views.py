@@ -171,7 +171,9 @@ def regrades(state: ContestState, contest: Contest) -> list[dict[str, Any]]:
         task = contest.task(row.task) if row else None
         if row is None or task is None:
             continue
-        old = task_points(task, before["score"] or 0.0, before["max_score"] or 0.0) if before["status"] == GRADED else 0.0
+        old = (
+            task_points(task, before["score"] or 0.0, before["max_score"] or 0.0) if before["status"] == GRADED else 0.0
+        )
         new = row.points(contest) if row.status != QUEUED else None
         found.append(
             {

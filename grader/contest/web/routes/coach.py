@@ -12,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from grader.contest.metric import is_metric
 from grader.contest.policy import added_minutes, change_refusal, delay_refusal, set_refusal, void_refusal
-from grader.contest.scoreboard import coach_view
+from grader.contest.scoreboard import coach_view, freeze_note
 from grader.contest.store import QUEUED
 from grader.contest.web import views
 from grader.contest.web.deps import Coach, State
@@ -42,6 +42,7 @@ def coach_page(who: Coach, state: State, student: str = "", task: str = "", stat
         people=views.people(state, contest),
         events=views.events(state)[:50],
         freeze=views.freeze(state.freeze(contest)),
+        freeze_note=freeze_note(contest),
         leaderboards=state.leaderboards(who, contest, standings),
         extend=state.extend_minutes(),
         health=state.health(),
@@ -128,7 +129,9 @@ def extra_time(
     wanted = state.extra_minutes()
     total = added_minutes(wanted.get(name, 0.0), minutes, set)
     wanted[name] = total
-    refuse_change(minutes, state.empty_window(state.rules(extra=wanted)))
+    why = state.empty_window(state.rules(extra=wanted))
+    if why:
+        raise HTTPException(400, f"{minutes:g} min is too short: {why}")
     if set:
         state.store.set_extra_minutes(name, total)
     else:

@@ -68,7 +68,7 @@ def logout() -> Response:
 def me(who: Student, state: State) -> Response:
     data = views.me(state, who.name)
     # The latest refusal, while it is news (REFUSAL_SHOWN): older ones are in the coach's log, not on the page.
-    # An upload accepted since makes it stale: it is gone (the events keep seconds: in the same second the refusal stays).
+    # An upload accepted since makes it stale: gone (events keep seconds: in the same second the refusal stays).
     latest = [e for e in state.store.events(who.name, limit=20) if e["kind"] == "refused"][:1]
     accepted = [s["received_at"] for s in data["submissions"] if s["status"] != "rejected"]
     since = datetime.fromisoformat(max(accepted)).replace(microsecond=0) if accepted else None
