@@ -220,7 +220,7 @@ class ContestState:
         oldest = round((now - queued[0].received_at).total_seconds()) if queued else None
         return {
             "running": queue is not None,
-            "workers": self.settings.workers,
+            "workers": self.settings.workers if queue is None or self.settings.executor is None else queue.slots,
             "alive": queue.alive() if queue is not None else 0,
             "queued": len(queued),
             "oldest_wait_seconds": oldest,
