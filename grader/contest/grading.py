@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import threading
 import time
 from collections import defaultdict, deque
@@ -97,8 +98,13 @@ class GradingQueue:
 
     def _new_pool(self) -> ProcessPoolExecutor:
         from grader.batch.run import _context, warm_up
+        from grader.contest.reaper import PIDFILE, die_with_server
 
-        pool = ProcessPoolExecutor(self.workers, mp_context=_context())
+        # Each grading process dies with the server, and takes its sandboxes and the fork server along: see reaper.
+        pidfile = str(self.store.folder.resolve() / PIDFILE)
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=_context(), initializer=die_with_server, initargs=(pidfile, os.getpid())
+        )
         # Each worker's fork server starts now, while the room logs in, not on its first submission.
         for _ in range(self.workers):
             pool.submit(warm_up, self.limits)

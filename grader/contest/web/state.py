@@ -21,6 +21,7 @@ from grader.contest.config import Contest, load
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Status, Submission, WindowState, window_state
+from grader.contest.reaper import end_leftovers
 from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
 from grader.contest.store import GRADED, QUEUED, Row, Store
@@ -91,6 +92,9 @@ class ContestState:
         """Start the grading queue, and write the start (a restart, after a crash or not) to the event log."""
         left = len(self.store.queued())
         again = f": {left} submission(s) left queued are graded now" if left else ""
+        if self.settings.executor is None:  # its own processes: end what a server killed with -9 left
+            ended = end_leftovers(self.folder)
+            again += f"; ended {ended} grading process(es) an earlier server left running" if ended else ""
         self.store.event(
             self.clock(), None, "server started", f"grading started with {self.settings.workers} worker(s){again}"
         )
