@@ -4,6 +4,7 @@ the contest folder) before it serves again."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import time
@@ -56,7 +57,10 @@ def test_kill_9_of_the_server_leaves_no_process_and_a_restart_serves(tmp_path):
     import urllib.request
 
     start = (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0).isoformat()
-    toml = f'title = "Kill"\n[window]\nstart = {start}\nduration = 60\n[feedback]\nduring = "full"\n[tasks.m1]\npoints = 30\n'
+    toml = (
+        f'title = "Kill"\n[window]\nstart = {start}\nduration = 60\n'
+        '[feedback]\nduring = "full"\n[tasks.m1]\npoints = 30\n'
+    )
     folder = contest_folder(tmp_path / "round", toml)
     port = free_port()
     server = serve_contest(folder, port)
@@ -81,6 +85,10 @@ def test_kill_9_of_the_server_leaves_no_process_and_a_restart_serves(tmp_path):
         time.sleep(1)
         started = descendants(server.pid)
         assert len(started) >= 3, started
+        request = urllib.request.Request(f"http://127.0.0.1:{port}/api/coach", headers=auth(folder, "coach"))
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            health = json.loads(answer.read())["health"]
+        assert health["running"] and health["alive"] == health["workers"] == 1, health
         assert (folder / PIDFILE).exists()
     finally:
         os.kill(server.pid, signal.SIGKILL)  # the server alone, as the OOM killer would
