@@ -309,7 +309,7 @@ class Store:
             )
         return True
 
-    def requeue(self, sid: int) -> bool:
+    def requeue(self, sid: int, at: datetime | None = None) -> bool:
         """Queue again a failed submission, or a graded one with checks set aside (the coach, once the grader is
         fixed); False if it is neither."""
         with self._transaction() as db:
@@ -320,7 +320,7 @@ class Store:
             ).fetchone()
             if eligible is None:
                 return False
-            self._keep_previous(db, [sid])
+            self._keep_previous(db, [sid], at)
             db.execute(
                 "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
                 "graded_at = NULL WHERE id = ?",
@@ -328,7 +328,7 @@ class Store:
             )
             return True
 
-    def requeue_task(self, task: str) -> list[int]:
+    def requeue_task(self, task: str, at: datetime | None = None) -> list[int]:
         """Queue again every graded or failed submission to ``task`` (the coach, after fixing the task's grading);
         rejected and voided ones stay as they are. Returns their ids, oldest first."""
         with self._transaction() as db:
@@ -339,7 +339,7 @@ class Store:
                     (task, GRADED, FAILED),
                 )
             ]
-            self._keep_previous(db, ids)
+            self._keep_previous(db, ids, at)
             db.executemany(
                 "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
                 "graded_at = NULL WHERE id = ?",
@@ -347,9 +347,10 @@ class Store:
             )
         return ids
 
-    def _keep_previous(self, db: sqlite3.Connection, ids: list[int]) -> None:
-        """Keep the results of ``ids`` (graded or failed ones) as they are before they are queued again."""
-        now = datetime.now().astimezone().isoformat()
+    def _keep_previous(self, db: sqlite3.Connection, ids: list[int], at: datetime | None) -> None:
+        """Keep the results of ``ids`` (graded or failed ones) as they are before they are queued again at ``at``
+        (default: now)."""
+        now = (at or datetime.now().astimezone()).isoformat()
         db.executemany(
             "INSERT OR REPLACE INTO previous (sid, status, score, max_score, error, graded_at, requeued_at) "
             "SELECT id, status, score, max_score, error, graded_at, ? FROM submissions WHERE id = ? "

@@ -180,7 +180,7 @@ def void(sid: int, request: Request, who: Coach, state: State, undo: Undo = Fals
 def regrade(sid: int, request: Request, who: Coach, state: State) -> Response:
     if state.row(sid) is None:
         raise HTTPException(404, f"no submission {sid}")
-    if not state.store.requeue(sid):
+    if not state.store.requeue(sid, state.clock()):
         raise HTTPException(
             409,
             f"submission {sid} did not fail and has no checks set aside: only such a submission is graded again",
@@ -194,7 +194,7 @@ def regrade(sid: int, request: Request, who: Coach, state: State) -> Response:
 async def regrade_task(request: Request, who: Coach, state: State, task: Annotated[str, Form()] = "") -> Response:
     if state.rules().task(task) is None:
         raise HTTPException(400, f"{task!r} is not a task of this contest")
-    ids = await run_in_threadpool(state.store.requeue_task, task)  # many rows: off the event loop
+    ids = await run_in_threadpool(state.store.requeue_task, task, state.clock())  # many rows: off the event loop
     state.store.event(state.clock(), None, "regrade", f"{task}: {len(ids)} submission(s) queued again")
     for sid in ids:
         state.enqueue(sid)
