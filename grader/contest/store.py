@@ -83,7 +83,8 @@ CREATE TABLE IF NOT EXISTS previous (
     max_score REAL,
     error TEXT,
     graded_at TEXT,
-    requeued_at TEXT NOT NULL
+    requeued_at TEXT NOT NULL,
+    report TEXT                     -- the grader's JSON report then (a metric task's leaderboards read it)
 );
 """
 
@@ -352,15 +353,23 @@ class Store:
         (default: now)."""
         now = (at or datetime.now().astimezone()).isoformat()
         db.executemany(
-            "INSERT OR REPLACE INTO previous (sid, status, score, max_score, error, graded_at, requeued_at) "
-            "SELECT id, status, score, max_score, error, graded_at, ? FROM submissions WHERE id = ? "
+            "INSERT OR REPLACE INTO previous (sid, status, score, max_score, error, graded_at, requeued_at, report) "
+            "SELECT id, status, score, max_score, error, graded_at, ?, report FROM submissions WHERE id = ? "
             "AND status IN ('graded', 'failed')",
             [(now, sid) for sid in ids],
         )
 
-    def previous(self) -> dict[int, dict[str, Any]]:
-        """The results submissions had before they were last graded again, by id."""
-        return {r["sid"]: dict(r) for r in self._query("SELECT * FROM previous ORDER BY sid")}
+    def previous(self, reports: bool = False) -> dict[int, dict[str, Any]]:
+        """The results submissions had before they were last graded again, by id (``reports``: with the report,
+        parsed; else without)."""
+        found = {}
+        for r in self._query("SELECT * FROM previous ORDER BY sid"):
+            entry = dict(r)
+            text = entry.pop("report", None)
+            if reports:
+                entry["report"] = json.loads(text) if text else None
+            found[r["sid"]] = entry
+        return found
 
     def get(self, sid: int) -> Row | None:
         rows = self._query("SELECT * FROM submissions WHERE id = ?", (sid,))

@@ -20,7 +20,7 @@ from grader.contest.commands import CONTEST_FILE, ROSTER
 from grader.contest.config import Contest, load
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import is_metric, leaderboards_seen
-from grader.contest.policy import Status, Submission, WindowState, window_state
+from grader.contest.policy import Submission, WindowState, window_state
 from grader.contest.reaper import end_leftovers
 from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
@@ -38,6 +38,12 @@ EXTEND = "extend_minutes"  # the minutes added to the whole window
 FROZEN_AT = "frozen_at"  # when the coach froze the board by hand
 FREEZE_LIFTED = "freeze_lifted"  # when the coach lifted the contest's scheduled freeze
 REVEALED = "revealed:"  # + a metric task's id: when the coach revealed its leaderboard B
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
 SQLITE_IDS = range(-(2**63), 2**63)  # the ids SQLite can hold: any other names no submission (not an overflow)
 
 
@@ -201,19 +207,25 @@ class ContestState:
         """The metric tasks whose leaderboard B no student may see yet."""
         return frozenset(t.id for t in contest.tasks if is_metric(t.id) and not self.revealed(t.id))
 
-    def submissions(self, contest: Contest) -> dict[str, list[Submission]]:
-        """Every student's submissions as the policy reads them. One queued again by the coach counts with its
-        previous grade until the new one lands: a regrade never takes a task's points off the standings."""
-        grouped: dict[str, list[Submission]] = defaultdict(list)
-        previous = self.store.previous()
-        for row in self.store.all(reports=False):
+    def standing_rows(self, reports: bool = False) -> list[Row]:
+        """Every submission as the standings count it: one queued again by the coach with its previous grade,
+        until the new one lands, so that a regrade never takes a task's points off the board (or a metric
+        task's leaderboards) while it runs."""
+        previous = self.store.previous(reports)
+        rows = []
+        for row in self.store.all(reports=reports):
             before = previous.get(row.id)
-            task = contest.task(row.task)
-            if row.status == QUEUED and not row.voided and before and before["status"] == GRADED and task:
-                points = policy.task_points(task, before["score"] or 0.0, before["max_score"] or 0.0)
-                grouped[row.student].append(Submission(row.task, row.received_at, Status.GRADED, points, row.selected))
-            else:
-                grouped[row.student].append(row.as_policy(contest))
+            if row.status == QUEUED and before and before["status"] == GRADED:
+                keep = {k: before[k] for k in ("score", "max_score", "report") if k in before}
+                row = dataclasses.replace(row, status=GRADED, graded_at=_time(before["graded_at"]), **keep)
+            rows.append(row)
+        return rows
+
+    def submissions(self, contest: Contest) -> dict[str, list[Submission]]:
+        """Every student's submissions as the policy reads them (see :meth:`standing_rows`)."""
+        grouped: dict[str, list[Submission]] = defaultdict(list)
+        for row in self.standing_rows():
+            grouped[row.student].append(row.as_policy(contest))
         return grouped
 
     def health(self) -> dict[str, Any]:
@@ -242,6 +254,6 @@ class ContestState:
     def leaderboards(self, who: Who, contest: Contest, standings: Standings) -> list[dict[str, Any]]:
         """The metric tasks' leaderboards as ``who`` may see them, with their scoreboard's ``standings``."""
         revealed = {t.id for t in contest.tasks if self.revealed(t.id)}
-        rows: list[Row] = self.store.all() if any(is_metric(t.id) for t in contest.tasks) else []
+        rows: list[Row] = self.standing_rows(reports=True) if any(is_metric(t.id) for t in contest.tasks) else []
         frozen_at, hidden = standings.frozen_at, standings.hidden
         return leaderboards_seen(contest, rows, self.students, who.name, revealed, frozen_at, hidden, who.coach)
