@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from grader.contest.submit import _multipart
+from grader.contest.submit import multipart
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -154,7 +154,7 @@ def student(
     """One student: upload each file in turn and wait for its verdict before the next, as `grade submit` does
     (it polls every 2 s; here every ``poll`` s, so that the poll adds little to the measured time)."""
     for kind in kinds:
-        body, content_type = _multipart([folder / kind / FILE])
+        body, content_type = multipart([folder / kind / FILE])
         upload = Upload(name, kind, uploaded_at=time.perf_counter())
         out.append(upload)
         while True:

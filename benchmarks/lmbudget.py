@@ -4,7 +4,7 @@ each graded through the real grader, with their losses on splits A and B and the
 
     python benchmarks/lmbudget.py [--budget SECONDS] [--runs N]
 
-It is `python -m grader.lmbudget.calibrate` without `--write`: nothing is recorded (that command with
+It is `python -m grader.calibrate` without `--write`: nothing is recorded (that command with
 `--write` re-calibrates the task file on the grading machine).
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grader.lmbudget.calibrate import main  # noqa: E402
+from grader.calibrate import main  # noqa: E402
 
 if __name__ == "__main__":
     if "--write" in sys.argv:
-        raise SystemExit("the benchmark records nothing: run python -m grader.lmbudget.calibrate --write for that")
+        raise SystemExit("the benchmark records nothing: run python -m grader.calibrate --write for that")
     raise SystemExit(main(sys.argv[1:]))

@@ -22,16 +22,15 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from grader.grading import grade_submission, grader_failed, internal_errors_line
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import limit_options, limits, milestone_option
-
-if TYPE_CHECKING:
-    from grader.results import Report
-    from grader.sandbox.client import ForkServer, Limits
+from grader.results import Report
+from grader.sandbox.client import ForkServer, GraderError, Limits, copy_submission
+from grader.submission import SubmissionError
 
 POLL_SECONDS = 0.2  # how often the files are looked at
 SETTLE_SECONDS = 0.3  # a save is graded once the files have not changed for this long (editors write in steps)
@@ -147,8 +146,6 @@ class Watcher:
         self.color = sys.stdout.isatty()
 
     def fork_server(self) -> ForkServer:
-        from grader.sandbox.client import ForkServer
-
         if self.server is not None and self.server.proc is not None and self.server.proc.poll() is not None:
             click.echo("grade watch: the grading workers' fork server stopped; starting a new one", err=True)
             self.close()
@@ -161,15 +158,12 @@ class Watcher:
 
     def grade(self, milestones: list[str]) -> Report | None:
         """Grade and print the table (and first failures) as ``grade check`` does; None if nothing was graded."""
-        from grader.runner import grade
-        from grader.sandbox.client import GraderError
-        from grader.submission import SubmissionError, prepared
-        from grader.table import render_text
+        from grader.table import render_text  # rich: `grade` starts without it
 
         for attempt in range(2):  # a second time only if the fork server died while grading
             try:
-                with self.copy() as copied, prepared(copied) as folder, self.stopped_by_a_save():
-                    report = grade(folder, milestones, self.limits, self.fork_server(), public=self.public)
+                with self.copy() as copied, self.stopped_by_a_save():
+                    report = grade_submission(copied, milestones, self.limits, self.fork_server, public=self.public)
                 if NewerSave.seen:
                     self.superseded()
                     return None
@@ -187,14 +181,14 @@ class Watcher:
                     return None
                 if self.server_died() and attempt == 0:
                     continue
-                click.echo(f"grade: the grader itself failed: {e}", err=True)
+                click.echo(grader_failed(e), err=True)
                 self.close()  # a fresh server for the next save
                 return None
             if self.server_died() and attempt == 0:
                 continue  # its checks were set aside as the grader's failures: grade again on a new server
             click.echo(render_text(report, verbose=self.verbose, color=self.color))
-            if report.internal_errors:
-                click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
+            if faults := internal_errors_line(report):
+                click.echo(faults, err=True)
             return report
         return None
 
@@ -205,8 +199,6 @@ class Watcher:
     @contextlib.contextmanager
     def copy(self) -> Iterator[Path]:
         """The files as they are now, in a folder of their own: every worker of one grading reads the same."""
-        from grader.sandbox.client import copy_submission
-
         if not self.submission.is_dir():
             yield self.submission  # a notebook is read once, as grading starts
             return
@@ -290,7 +282,7 @@ def watch(
     """
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     if submission.suffix == ".ipynb":
-        from grader.paper.sitting import SittingError, sitting_of
+        from grader.paper.sitting import SittingError, sitting_of  # as the table: not at start-up
 
         try:
             if sitting_of(submission):

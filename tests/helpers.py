@@ -263,8 +263,8 @@ def reference_answers(module: str) -> dict[str, object]:
 def fill_paper_notebook(notebook: Path, seed: int, out: Path) -> None:
     """The notebook with the reference's code and the reference's answers for the student of ``seed``."""
     data = json.loads(notebook.read_text())
-    from grader.paper.variants import Variant
     from grader.suites.hidden import kv_questions
+    from grader.variants import Variant
 
     quiz = reference_answers("quiz")
     variant = Variant(seed)

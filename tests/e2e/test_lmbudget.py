@@ -98,10 +98,8 @@ def graded(tmp_path: Path, source: str) -> tuple[dict, dict]:
 def test_task_file_is_valid_and_calibrated():
     task = load_task(TASK_FILE)
     assert task.threads == 1 and task.budget_cpu_seconds < task.budget_wall_seconds
-    assert task.baseline > task.best > 0, (
-        "the shipped task is not calibrated: python -m grader.lmbudget.calibrate --write"
-    )
-    assert task.cpu_capability and task.date and "grader.lmbudget.calibrate" in task.command
+    assert task.baseline > task.best > 0, "the shipped task is not calibrated: python -m grader.calibrate --write"
+    assert task.cpu_capability and task.date and "grader.calibrate" in task.command
     assert task.score(task.baseline) == 0 and task.score(task.best) == task.points
     assert task.score(task.best - 1) == task.points and task.score(float("inf")) == 0
 

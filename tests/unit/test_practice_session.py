@@ -1,4 +1,4 @@
-"""`grade practice`'s core (grader/paper/practice.py): a fake clock and a fake grader, no terminal, no sleep."""
+"""`grade practice`'s core (grader/practice/session.py): a fake clock and a fake grader, no terminal, no sleep."""
 
 import json
 import os
@@ -7,7 +7,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from grader.paper.config import parse
-from grader.paper.practice import Commands, PracticeError, Session, Unreadable, read_log, run_session
+from grader.practice.errors import PracticeError, Unreadable
+from grader.practice.log import read_log
+from grader.practice.loop import run_session
+from grader.practice.session import Session
+from grader.practice.stdin import Commands
 
 T0 = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 PAPER = """
