@@ -70,6 +70,8 @@ class Contest:
     scoreboard: Board = Board.PUBLIC
     freeze: timedelta = timedelta(0)  # Board.FROZEN: the last part of the window the board does not move in
     extra_time: dict[str, timedelta] = field(default_factory=dict)  # student -> added to their window
+    # student -> how much later their fixed window starts (a latecomer; set by the coach): the full duration after
+    start_delay: dict[str, timedelta] = field(default_factory=dict)
     paper: Paper | None = None  # the paper the tasks come from (``paper = "..."``): its rules and variants
 
     def task(self, task_id: str) -> Task | None:

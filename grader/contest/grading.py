@@ -25,6 +25,7 @@ from __future__ import annotations
 import functools
 import logging
 import math
+import os
 import threading
 import time
 from collections import defaultdict, deque
@@ -34,6 +35,7 @@ from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 
 from grader.batch.run import grade_one, pool_context, stop_forkserver, stop_workers, warm_up
+from grader.contest.reaper import PIDFILE, die_with_server
 from grader.contest.store import Store
 from grader.options import limits as default_limits
 
@@ -96,7 +98,11 @@ class GradingQueue:
             self.enqueue(row.id)
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        pool = ProcessPoolExecutor(self.workers, mp_context=pool_context())
+        # Each grading process dies with the server, and takes its sandboxes and the fork server along: see reaper.
+        pidfile = str(self.store.folder.resolve() / PIDFILE)
+        pool = ProcessPoolExecutor(
+            self.workers, mp_context=pool_context(), initializer=die_with_server, initargs=(pidfile, os.getpid())
+        )
         # Each worker's fork server starts now, while the room logs in, not on its first submission.
         for _ in range(self.workers):
             pool.submit(warm_up, self.limits)
@@ -210,6 +216,14 @@ class GradingQueue:
             log.exception("submission %d: could not record its result", sid)
             return
         self.on_done(sid)
+
+    def alive(self) -> int:
+        """Grading processes alive now (the coach's page shows it); an executor not the queue's own (a Dask
+        client's): its slots, as its workers are not this server's to count."""
+        if not self._own:
+            return self.slots
+        processes = getattr(self._executor, "_processes", None) or {}  # private, as _stop_workers reads it
+        return sum(1 for process in list(processes.values()) if process.is_alive())
 
     def pending(self) -> int:
         """Submissions waiting here or being graded."""

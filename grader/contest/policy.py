@@ -68,7 +68,8 @@ def window_of(contest: Contest, student: str, first_login: datetime | None = Non
     length = window.duration + contest.extra_time.get(student, timedelta(0))
     if not window.personal:
         assert window.start is not None
-        return window.start, window.start + length
+        start = window.start + contest.start_delay.get(student, timedelta(0))  # a latecomer's later start
+        return start, start + length
     if first_login is None:
         return None
     end = first_login + length
@@ -96,13 +97,17 @@ def window_state(contest: Contest, student: str, now: datetime, first_login: dat
 
 
 def contest_end(contest: Contest) -> datetime | None:
-    """When every student's window is over: the fixed window's end plus the largest extra time, or a personal
-    contest's hard end; None when there is no common end (personal windows with no hard end)."""
+    """When every student's window is over: the fixed window's end plus the largest extra time and start delay
+    (of one student together), or a personal contest's hard end; None when there is no common end (personal
+    windows with no hard end)."""
     window = contest.window
     if window.personal:
         return window.hard_end
     assert window.start is not None
-    return window.start + window.duration + max(contest.extra_time.values(), default=timedelta(0))
+    zero = timedelta(0)
+    names = {*contest.extra_time, *contest.start_delay}
+    later = max((contest.extra_time.get(n, zero) + contest.start_delay.get(n, zero) for n in names), default=zero)
+    return window.start + window.duration + max(later, zero)
 
 
 def _minutes(span: timedelta) -> str:
@@ -223,9 +228,15 @@ def change_refusal(minutes: float) -> str | None:
     return None
 
 
-def with_changes(contest: Contest, extend_minutes: float, extra_minutes: Mapping[str, float]) -> Contest:
-    """``contest`` with the coach's changes: the whole window (and its hard end) ``extend_minutes`` longer, and
-    each student in ``extra_minutes`` that much more time on top of the contest file's extra time."""
+def with_changes(
+    contest: Contest,
+    extend_minutes: float,
+    extra_minutes: Mapping[str, float],
+    delay_minutes: Mapping[str, float] | None = None,
+) -> Contest:
+    """``contest`` with the coach's changes: the whole window (and its hard end) ``extend_minutes`` longer,
+    each student in ``extra_minutes`` that much more time on top of the contest file's extra time, and each in
+    ``delay_minutes`` starting that much later (a fixed window only: a personal one starts at the first login)."""
     added = timedelta(minutes=extend_minutes)
     window = contest.window
     if added:
@@ -234,7 +245,39 @@ def with_changes(contest: Contest, extend_minutes: float, extra_minutes: Mapping
     extra = dict(contest.extra_time)
     for name, minutes in extra_minutes.items():
         extra[name] = extra.get(name, timedelta(0)) + timedelta(minutes=minutes)
-    return replace(contest, window=window, extra_time=extra)
+    delay = dict(contest.start_delay)
+    if not window.personal:
+        for name, minutes in (delay_minutes or {}).items():
+            delay[name] = timedelta(minutes=minutes)
+    return replace(contest, window=window, extra_time=extra, start_delay=delay)
+
+
+def set_refusal(minutes: float) -> str | None:
+    """Why the coach may not SET a student's added time to ``minutes`` (a total, not a change: 0 takes it all
+    back; sending the same form twice gives the same window); None when they may."""
+    if not math.isfinite(minutes):
+        return NOT_A_NUMBER
+    if abs(minutes) > MOST_CHANGE_MINUTES:
+        return "minutes must be at most a day"
+    return None
+
+
+def delay_refusal(contest: Contest, minutes: float) -> str | None:
+    """Why the coach may not make a student's fixed window start ``minutes`` after the contest's start (a
+    latecomer, who then gets the full duration); None when they may. 0 takes the delay back."""
+    if contest.window.personal:
+        return "this contest's windows are personal: each starts at the student's first login already"
+    if not math.isfinite(minutes):
+        return NOT_A_NUMBER
+    if minutes < 0 or minutes > MOST_CHANGE_MINUTES:
+        return "a start delay must be 0 or more minutes, at most a day"
+    return None
+
+
+def added_minutes(current: float, minutes: float, set_total: bool) -> float:
+    """A student's added minutes after the coach's change: ``minutes`` more, or (``set_total``) ``minutes`` in
+    all, whatever they had: a form sent twice then changes nothing the second time."""
+    return minutes if set_total else current + minutes
 
 
 def empty_window(contest: Contest, students: Iterable[str], first_logins: Mapping[str, datetime]) -> str | None:

@@ -91,6 +91,17 @@ def freeze_time(contest: Contest) -> datetime | None:
     return None if end is None else end - contest.freeze
 
 
+def freeze_note(contest: Contest) -> str | None:
+    """What a scheduled freeze does with personal windows, for the coach; None for a fixed window or no freeze.
+    It is not relative to each student's window: one board, one moment, ``freeze`` before the hard end."""
+    if contest.scoreboard is not Board.FROZEN or not contest.window.personal:
+        return None
+    return (  # with no hard end there is no freeze: the contest file is refused (config.py)
+        "Personal windows: the scheduled freeze is one moment for everyone, the freeze minutes before the hard "
+        "end, not relative to each student's own window."
+    )
+
+
 def student_view(
     contest: Contest,
     viewer: str,

@@ -63,6 +63,30 @@ CREATE TABLE IF NOT EXISTS events (
 );
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS extra_time (student TEXT PRIMARY KEY, minutes REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS start_delay (student TEXT PRIMARY KEY, minutes REAL NOT NULL);
+CREATE TABLE IF NOT EXISTS announcements (id INTEGER PRIMARY KEY AUTOINCREMENT, at TEXT NOT NULL, text TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS clarifications (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    student TEXT NOT NULL,
+    task TEXT,                      -- the task asked about; NULL: the contest in general
+    asked_at TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT,                    -- NULL: not answered yet
+    answered_at TEXT,
+    public INTEGER NOT NULL DEFAULT 0  -- 1: the answer (and the question) shown to every student
+);
+-- A submission's result before the coach had it graded again: the standings keep it until the new one lands,
+-- and the coach's page shows old against new.
+CREATE TABLE IF NOT EXISTS previous (
+    sid INTEGER PRIMARY KEY,
+    status TEXT NOT NULL,
+    score REAL,
+    max_score REAL,
+    error TEXT,
+    graded_at TEXT,
+    requeued_at TEXT NOT NULL,
+    report TEXT                     -- the grader's JSON report then (a metric task's leaderboards read it)
+);
 """
 
 
@@ -287,19 +311,26 @@ class Store:
             )
         return True
 
-    def requeue(self, sid: int) -> bool:
+    def requeue(self, sid: int, at: datetime | None = None) -> bool:
         """Queue again a failed submission, or a graded one with checks set aside (the coach, once the grader is
         fixed); False if it is neither."""
         with self._transaction() as db:
-            cursor = db.execute(
-                "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
-                "graded_at = NULL WHERE id = ? AND (status = ? OR (status = ? AND "
+            eligible = db.execute(
+                "SELECT id FROM submissions WHERE id = ? AND (status = ? OR (status = ? AND "
                 "json_extract(report, '$.set_aside.checks') > 0))",
-                (QUEUED, sid, FAILED, GRADED),
+                (sid, FAILED, GRADED),
+            ).fetchone()
+            if eligible is None:
+                return False
+            self._keep_previous(db, [sid], at)
+            db.execute(
+                "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
+                "graded_at = NULL WHERE id = ?",
+                (QUEUED, sid),
             )
-            return cursor.rowcount > 0
+            return True
 
-    def requeue_task(self, task: str) -> list[int]:
+    def requeue_task(self, task: str, at: datetime | None = None) -> list[int]:
         """Queue again every graded or failed submission to ``task`` (the coach, after fixing the task's grading);
         rejected and voided ones stay as they are. Returns their ids, oldest first."""
         with self._transaction() as db:
@@ -310,12 +341,36 @@ class Store:
                     (task, GRADED, FAILED),
                 )
             ]
+            self._keep_previous(db, ids, at)
             db.executemany(
                 "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
                 "graded_at = NULL WHERE id = ?",
                 [(QUEUED, sid) for sid in ids],
             )
         return ids
+
+    def _keep_previous(self, db: sqlite3.Connection, ids: list[int], at: datetime | None) -> None:
+        """Keep the results of ``ids`` (graded or failed ones) as they are before they are queued again at ``at``
+        (default: now)."""
+        now = (at or datetime.now().astimezone()).isoformat()
+        db.executemany(
+            "INSERT OR REPLACE INTO previous (sid, status, score, max_score, error, graded_at, requeued_at, report) "
+            "SELECT id, status, score, max_score, error, graded_at, ?, report FROM submissions WHERE id = ? "
+            "AND status IN ('graded', 'failed')",
+            [(now, sid) for sid in ids],
+        )
+
+    def previous(self, reports: bool = False) -> dict[int, dict[str, Any]]:
+        """The results submissions had before they were last graded again, by id (``reports``: with the report,
+        parsed; else without)."""
+        found = {}
+        for r in self._query("SELECT * FROM previous ORDER BY sid"):
+            entry = dict(r)
+            text = entry.pop("report", None)
+            if reports:
+                entry["report"] = json.loads(text) if text else None
+            found[r["sid"]] = entry
+        return found
 
     def get(self, sid: int) -> Row | None:
         rows = self._query("SELECT * FROM submissions WHERE id = ?", (sid,))
@@ -398,3 +453,61 @@ class Store:
                 (student, minutes),
             )
         return self.extra_minutes()[student]
+
+    def set_extra_minutes(self, student: str, minutes: float) -> float:
+        """Set (not add) the minutes the coach gives the student: a form sent twice gives the same window."""
+        with self._transaction() as db:
+            db.execute("INSERT OR REPLACE INTO extra_time (student, minutes) VALUES (?, ?)", (student, minutes))
+        return minutes
+
+    def start_delays(self) -> dict[str, float]:
+        """The minutes after the contest's start at which latecomers' fixed windows start (set by the coach)."""
+        return {r["student"]: r["minutes"] for r in self._query("SELECT * FROM start_delay")}
+
+    def set_start_delay(self, student: str, minutes: float) -> None:
+        with self._transaction() as db:
+            if minutes:
+                db.execute("INSERT OR REPLACE INTO start_delay (student, minutes) VALUES (?, ?)", (student, minutes))
+            else:
+                db.execute("DELETE FROM start_delay WHERE student = ?", (student,))
+
+    # --- Announcements and clarifications --------------------------------------------------------------------
+
+    def announce(self, at: datetime, text: str) -> int:
+        with self._transaction() as db:
+            cursor = db.execute("INSERT INTO announcements (at, text) VALUES (?, ?)", (at.isoformat(), text))
+            return int(cursor.lastrowid or 0)
+
+    def announcements(self) -> list[dict[str, Any]]:
+        """Every announcement, newest first."""
+        return [dict(r) for r in self._query("SELECT * FROM announcements ORDER BY id DESC")]
+
+    def ask(self, student: str, task: str | None, at: datetime, question: str) -> int:
+        with self._transaction() as db:
+            cursor = db.execute(
+                "INSERT INTO clarifications (student, task, asked_at, question) VALUES (?, ?, ?, ?)",
+                (student, task, at.isoformat(), question),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def answer(self, cid: int, at: datetime, text: str, public: bool) -> bool:
+        """Answer question ``cid`` (again: the latest answer stands); False if there is no such question."""
+        with self._transaction() as db:
+            cursor = db.execute(
+                "UPDATE clarifications SET answer = ?, answered_at = ?, public = ? WHERE id = ?",
+                (text, at.isoformat(), int(public), cid),
+            )
+            return cursor.rowcount > 0
+
+    def clarifications(self, student: str | None = None) -> list[dict[str, Any]]:
+        """The questions, newest first: all of them (the coach), or those ``student`` may read: their own and
+        those answered to everyone."""
+        if student is None:
+            rows = self._query("SELECT * FROM clarifications ORDER BY id DESC")
+        else:
+            rows = self._query(
+                "SELECT * FROM clarifications WHERE student = ? OR (public = 1 AND answer IS NOT NULL) "
+                "ORDER BY id DESC",
+                (student,),
+            )
+        return [{**dict(r), "public": bool(r["public"])} for r in rows]

@@ -1089,3 +1089,19 @@ def test_grade_contest_export_has_columns_for_the_checks_set_aside(folder):
     assert rows["alan"]["set_aside_submissions"] == "" and float(rows["alan"]["score"]) == 30
     served = client.get("/coach/results.csv", headers=auth(folder, "coach")).text
     assert served.splitlines() == (folder / "out.csv").read_text().splitlines()
+
+
+def test_a_metric_tasks_leaderboard_keeps_the_previous_grade_while_the_task_is_graded_again(folder):
+    """Issue 28, item 7: as the scoreboard, leaderboard A keeps a submission's previous grade during its regrade."""
+    (folder / "contest.toml").write_text(METRIC_CONTEST)
+    clock = Clock(minutes=30)
+    client = TestClient(create_app(folder, clock))
+    sid = submit_lm(client, folder, clock, "ada", 3.5)
+    before = rows_a(client, folder, "alan")["ada"]
+    assert client.post("/coach/regrade-task", data={"task": "lmbudget"}, headers=auth(folder, "coach")).json()[
+        "queued"
+    ] == [sid]
+    assert Store(folder).get(sid).status == "queued"
+    assert rows_a(client, folder, "alan")["ada"] == before and before["loss"] == 3.5
+    Store(folder).finish(sid, clock.now, lm_report(3.0))
+    assert rows_a(client, folder, "alan")["ada"]["loss"] == 3.0

@@ -19,6 +19,7 @@ from grader.contest.policy import (
     Status,
     Submission,
     change_refusal,
+    contest_end,
     empty_window,
     may_select,
     may_submit,
@@ -577,3 +578,39 @@ def test_the_leaderboards_follow_a_frozen_or_hidden_scoreboard():
     assert [(r["student"], r["loss"]) for r in frozen["A"]] == [("ann", 3.0), ("bob", None)], "bob's came after"
     (hidden,) = leaderboards_seen(rules, ROWS, ["ann", "bob"], "ann", {"lmbudget"}, hidden=True)
     assert [(r["student"], r["rank"]) for r in hidden["A"]] == [("ann", None)] and hidden["B"][0]["rank"] is None
+
+
+# --- A latecomer's start delay, extra time set (issue 28) ---------------------------------------------------------
+
+
+def test_a_start_delay_moves_a_fixed_window_and_keeps_its_full_length():
+    from grader.contest.policy import with_changes
+
+    delayed = with_changes(contest(), 0, {}, {"ada": 30})
+    late = window_state(delayed, "ada", minutes(20))
+    assert late.phase is Phase.NOT_STARTED and late.start == minutes(30) and late.end == minutes(90)
+    assert window_state(delayed, "ada", minutes(80)).phase is Phase.OPEN
+    assert window_state(delayed, "alan", minutes(80)).phase is Phase.ENDED
+    assert contest_end(delayed) == minutes(90)  # the board's end waits for the latecomer
+    both = with_changes(contest(), 0, {"ada": 10}, {"ada": 30})
+    assert window_state(both, "ada", minutes(35)).end == minutes(100)
+
+
+def test_a_start_delay_is_refused_when_negative_not_a_number_or_personal():
+    from grader.contest.policy import delay_refusal
+
+    assert delay_refusal(contest(), 0) is None and delay_refusal(contest(), 30) is None
+    assert "0 or more" in (delay_refusal(contest(), -1) or "")
+    assert delay_refusal(contest(), math.nan) == "minutes must be a number"
+    assert "0 or more" in (delay_refusal(contest(), 24 * 60 + 1) or "")
+    personal = contest(window=PERSONAL)
+    assert "personal" in (delay_refusal(personal, 10) or "")
+
+
+def test_extra_time_set_is_a_total_and_added_is_a_change():
+    from grader.contest.policy import added_minutes, set_refusal
+
+    assert added_minutes(10, 10, set_total=True) == 10  # the same form twice: the same window
+    assert added_minutes(10, 10, set_total=False) == 20
+    assert set_refusal(0) is None and set_refusal(-5) is None
+    assert set_refusal(math.inf) == "minutes must be a number" and set_refusal(24 * 60 + 1)

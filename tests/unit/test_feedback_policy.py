@@ -97,6 +97,7 @@ def test_the_contest_page_honours_it():
         waiting=False,
         start=None,
         end=None,
+        messages={"announcements": [], "clarifications": []},
     )
     cell = page[page.index('<td class="feedback">') : page.index("</td>", page.index('<td class="feedback">'))]
     hides_all_but_verdicts(cell)

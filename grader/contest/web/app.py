@@ -27,11 +27,18 @@ from grader.contest.policy import NOT_A_NUMBER
 from grader.contest.web import views
 from grader.contest.web.deps import contest_state, identify, same_origin
 from grader.contest.web.limits import BODY_SECONDS
-from grader.contest.web.routes import coach, exports, scoreboard, student
+from grader.contest.web.routes import coach, exports, messages, scoreboard, student
 from grader.contest.web.state import ContestState, Settings
 
 # What a form's field that does not parse is told (a 400, as the API has always answered a bad form).
-FORM_ERRORS = {"minutes": NOT_A_NUMBER, "selected": "selected must be 1 or 0", "undo": "undo must be 1 or 0"}
+FORM_ERRORS = {
+    "minutes": NOT_A_NUMBER,
+    "selected": "selected must be 1 or 0",
+    "undo": "undo must be 1 or 0",
+    "question": "question must be a question's number",
+    "public": "public must be 1 or 0",
+    "set": "set must be 1 or 0",
+}
 
 
 def utc_now() -> datetime:
@@ -89,7 +96,7 @@ def create_app(
     )
     app.state.contest = state  # the routes' State dependency reads it here
     app.state.store = state.store  # where the app offered its store before the split: kept for its callers
-    for router in (student.router, scoreboard.router, coach.router, exports.router):
+    for router in (student.router, scoreboard.router, coach.router, exports.router, messages.router):
         include(app, router)
     app.add_exception_handler(HTTPException, refused)
     app.add_exception_handler(RequestValidationError, bad_form)

@@ -21,8 +21,9 @@ from grader.contest.config import Contest, load
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Submission, WindowState, window_state
+from grader.contest.reaper import end_leftovers
 from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
-from grader.contest.store import Row, Store
+from grader.contest.store import GRADED, QUEUED, Row, Store
 from grader.contest.web.limits import BODY_SECONDS, Limiter
 from grader.contest.web.tokens import Tokens, Who
 from grader.contest.web.views import templates
@@ -37,6 +38,12 @@ EXTEND = "extend_minutes"  # the minutes added to the whole window
 FROZEN_AT = "frozen_at"  # when the coach froze the board by hand
 FREEZE_LIFTED = "freeze_lifted"  # when the coach lifted the contest's scheduled freeze
 REVEALED = "revealed:"  # + a metric task's id: when the coach revealed its leaderboard B
+
+
+def _time(text: str | None) -> datetime | None:
+    return datetime.fromisoformat(text) if text else None
+
+
 SQLITE_IDS = range(-(2**63), 2**63)  # the ids SQLite can hold: any other names no submission (not an overflow)
 
 
@@ -52,6 +59,7 @@ class Settings:
     body_seconds: float = BODY_SECONDS
     refusals_per_minute: int = 10
     address_per_minute: int = 60
+    messages_per_minute: int = 5  # questions a student, or announcements and answers the coach, send in a minute
 
 
 class ContestState:
@@ -70,6 +78,7 @@ class ContestState:
         # refused uploads and wrong logins, per token and per address (a classroom behind one router shares one)
         self.failures = Limiter({"token": settings.refusals_per_minute, "address": settings.address_per_minute})
         self.uploads = Limiter({"token": settings.uploads_per_minute})
+        self.messages = Limiter({"token": settings.messages_per_minute})
         self.templates = templates(clock)
         # The paper's own secret: the numbers `grade paper render PAPER --student NAME` writes are those graded here.
         paper = self.base.paper
@@ -86,6 +95,15 @@ class ContestState:
         return {"seed": seed_of(self._secret, paper.id, student), "rules": rules}
 
     def start_grading(self) -> None:
+        """Start the grading queue, and write the start (a restart, after a crash or not) to the event log."""
+        left = len(self.store.queued())
+        again = f": {left} submission(s) left queued are graded now" if left else ""
+        if self.settings.executor is None:  # its own processes: end what a server killed with -9 left
+            ended = end_leftovers(self.folder)
+            again += f"; ended {ended} grading process(es) an earlier server left running" if ended else ""
+        self.store.event(
+            self.clock(), None, "server started", f"grading started with {self.settings.workers} worker(s){again}"
+        )
         s = self.settings
         queue = GradingQueue(
             self.store, self.clock, s.workers, s.limits, executor=s.executor, options=self.paper_options, slots=s.slots
@@ -132,13 +150,25 @@ class ContestState:
                 log.warning("ignoring the stored extra time %r of %s: it is not a number of minutes", minutes, name)
         return extra
 
-    def rules(self, extend: float | None = None, extra: dict[str, float] | None = None) -> Contest:
-        """The contest with the coach's changes: those stored, or ``extend`` and ``extra`` (the changes a coach
-        asks for, to check them before they are stored)."""
+    def start_delays(self) -> dict[str, float]:
+        """The minutes after the contest's start each latecomer's fixed window starts, the ones that are not
+        finite numbers ignored."""
+        return {
+            n: float(m)
+            for n, m in self.store.start_delays().items()
+            if isinstance(m, (int, float)) and math.isfinite(m)
+        }
+
+    def rules(
+        self, extend: float | None = None, extra: dict[str, float] | None = None, delay: dict[str, float] | None = None
+    ) -> Contest:
+        """The contest with the coach's changes: those stored, or ``extend``, ``extra`` and ``delay`` (the changes
+        a coach asks for, to check them before they are stored)."""
         return policy.with_changes(
             self.base,
             self.extend_minutes() if extend is None else extend,
             self.extra_minutes() if extra is None else extra,
+            self.start_delays() if delay is None else delay,
         )
 
     def empty_window(self, contest: Contest) -> str | None:
@@ -177,12 +207,41 @@ class ContestState:
         """The metric tasks whose leaderboard B no student may see yet."""
         return frozenset(t.id for t in contest.tasks if is_metric(t.id) and not self.revealed(t.id))
 
+    def standing_rows(self, reports: bool = False) -> list[Row]:
+        """Every submission as the standings count it: one queued again by the coach with its previous grade,
+        until the new one lands, so that a regrade never takes a task's points off the board (or a metric
+        task's leaderboards) while it runs."""
+        previous = self.store.previous(reports)
+        rows = []
+        for row in self.store.all(reports=reports):
+            before = previous.get(row.id)
+            if row.status == QUEUED and before and before["status"] == GRADED:
+                keep = {k: before[k] for k in ("score", "max_score", "report") if k in before}
+                row = dataclasses.replace(row, status=GRADED, graded_at=_time(before["graded_at"]), **keep)
+            rows.append(row)
+        return rows
+
     def submissions(self, contest: Contest) -> dict[str, list[Submission]]:
-        """Every student's submissions as the policy reads them."""
+        """Every student's submissions as the policy reads them (see :meth:`standing_rows`)."""
         grouped: dict[str, list[Submission]] = defaultdict(list)
-        for row in self.store.all(reports=False):
+        for row in self.standing_rows():
             grouped[row.student].append(row.as_policy(contest))
         return grouped
+
+    def health(self) -> dict[str, Any]:
+        """The grading's health for the coach: worker processes alive (of those asked for), submissions waiting,
+        the oldest waiting one's age in seconds, pools replaced after a grading process died."""
+        queued, now = self.store.queued(), self.clock()
+        queue = self.queue
+        oldest = round((now - queued[0].received_at).total_seconds()) if queued else None
+        return {
+            "running": queue is not None,
+            "workers": self.settings.workers if queue is None or self.settings.executor is None else queue.slots,
+            "alive": queue.alive() if queue is not None else 0,
+            "queued": len(queued),
+            "oldest_wait_seconds": oldest,
+            "replaced": queue.replaced if queue is not None else 0,
+        }
 
     def board(self, who: Who, contest: Contest) -> Standings:
         """The scoreboard as ``who`` may see it now: the coach's always live."""
@@ -195,6 +254,6 @@ class ContestState:
     def leaderboards(self, who: Who, contest: Contest, standings: Standings) -> list[dict[str, Any]]:
         """The metric tasks' leaderboards as ``who`` may see them, with their scoreboard's ``standings``."""
         revealed = {t.id for t in contest.tasks if self.revealed(t.id)}
-        rows: list[Row] = self.store.all() if any(is_metric(t.id) for t in contest.tasks) else []
+        rows: list[Row] = self.standing_rows(reports=True) if any(is_metric(t.id) for t in contest.tasks) else []
         frozen_at, hidden = standings.frozen_at, standings.hidden
         return leaderboards_seen(contest, rows, self.students, who.name, revealed, frozen_at, hidden, who.coach)

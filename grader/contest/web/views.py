@@ -19,7 +19,7 @@ from grader.contest.config import Contest
 from grader.contest.export import set_aside_of
 from grader.contest.feedback import visible_report
 from grader.contest.metric import finals_allowed, is_metric
-from grader.contest.policy import closed_reason, window_state
+from grader.contest.policy import Phase, closed_reason, task_points, window_state
 from grader.contest.scoreboard import Freeze, Standings
 from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row
 from grader.contest.uploads import allowed_files
@@ -112,7 +112,12 @@ def submission(state: ContestState, row: Row, contest: Contest, full: bool = Fal
     return entry
 
 
-def board(standings: Standings, live: bool) -> dict[str, Any]:
+def board(
+    standings: Standings, live: bool, counts: dict[str, dict[str, dict[str, int]]] | None = None
+) -> dict[str, Any]:
+    """The standings as the pages and the API give them; ``counts`` (see :func:`attempts`): each row's attempts
+    per task, and while frozen the submissions made since (``pending``, a "?" on the board)."""
+    counts = counts or {}
     return {
         "live": live,
         "frozen_at": iso(standings.frozen_at),
@@ -124,10 +129,66 @@ def board(standings: Standings, live: bool) -> dict[str, Any]:
                 "total": row.total,
                 "tasks": row.tasks,
                 "last_improvement": iso(row.last_improvement),
+                "attempts": {t: c["attempts"] for t, c in counts.get(row.student, {}).items()},
+                "pending": {t: c["pending"] for t, c in counts.get(row.student, {}).items() if c["pending"]},
             }
             for row in standings.rows
         ],
     }
+
+
+def attempts(
+    state: ContestState, contest: Contest, frozen_at: datetime | None = None
+) -> dict[str, dict[str, dict[str, int]]]:
+    """Per student and task: ``attempts``, the submissions that count or will (graded or queued, not voided),
+    received before ``frozen_at`` if given; ``pending``, those received since (the board does not show them)."""
+    counts: dict[str, dict[str, dict[str, int]]] = {}
+    for row in state.store.all(reports=False):
+        if row.voided or row.status not in (GRADED, QUEUED) or contest.task(row.task) is None:
+            continue
+        entry = counts.setdefault(row.student, {}).setdefault(row.task, {"attempts": 0, "pending": 0})
+        entry["pending" if frozen_at is not None and row.received_at >= frozen_at else "attempts"] += 1
+    return counts
+
+
+def filtered(rows: list[Row], student: str, task: str, status: str) -> list[Row]:
+    """The submissions the coach's filters keep: ``student`` a part of the name (any case), ``task`` exact,
+    ``status`` one of the store's, or "voided"."""
+    found = [r for r in rows if student.strip().lower() in r.student.lower()]
+    if task:
+        found = [r for r in found if r.task == task]
+    if status == "voided":
+        return [r for r in found if r.voided]
+    return [r for r in found if r.status == status] if status else found
+
+
+def regrades(state: ContestState, contest: Contest) -> list[dict[str, Any]]:
+    """The submissions the coach had graded again, newest first: the points before and after (None while the
+    new grade is not in), and the change."""
+    found = []
+    for sid, before in state.store.previous().items():
+        row = state.row(sid)
+        task = contest.task(row.task) if row else None
+        if row is None or task is None:
+            continue
+        old = (
+            task_points(task, before["score"] or 0.0, before["max_score"] or 0.0) if before["status"] == GRADED else 0.0
+        )
+        new = row.points(contest) if row.status != QUEUED else None
+        found.append(
+            {
+                "id": sid,
+                "student": row.student,
+                "task": row.task,
+                "old_status": before["status"],
+                "old_points": old,
+                "status": row.status,
+                "new_points": new,
+                "change": None if new is None else round(new - old, 2),
+                "requeued_at": before["requeued_at"],
+            }
+        )
+    return found[::-1]
 
 
 def freeze(state: Freeze) -> dict[str, Any]:
@@ -171,7 +232,8 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
     contest, window = state.window(name, login=True)
     rows = state.store.of(name)
     tasks = []
-    for task in contest.tasks:
+    locked = window.phase is Phase.NOT_STARTED  # the statements are handed out when the window opens
+    for task in () if locked else contest.tasks:
         used = sum(1 for r in rows if r.task == task.id and r.status == GRADED and not r.voided)
         tasks.append(
             {
@@ -195,6 +257,8 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         "end": iso(window.end),
         "remaining_seconds": round(window.remaining.total_seconds()),
         "closed": closed_reason(window),  # why the student may not submit now; None while open
+        "locked": locked,  # before the window: no task, no statement, no notebook
+        "starts_in_seconds": round((window.start - state.clock()).total_seconds()) if locked and window.start else None,
         "tasks": tasks,
         "submissions": [submission(state, r, contest) for r in reversed(rows)],
         "paper": state.base.paper is not None,
@@ -213,7 +277,18 @@ def people(state: ContestState, contest: Contest) -> list[dict[str, Any]]:
                 "phase": window.phase.value,
                 "end": iso(window.end),
                 "extra": contest.extra_time.get(name, timedelta(0)).total_seconds() / 60,
+                "delay": contest.start_delay.get(name, timedelta(0)).total_seconds() / 60,
+                "start": iso(window.start),
                 "first_login": iso(logins.get(name)),
             }
         )
     return found
+
+
+def messages(state: ContestState, who: Any) -> dict[str, Any]:
+    """The announcements and the clarifications ``who`` may read: a student their own questions and those the
+    coach answered to everyone (without who asked); the coach every question."""
+    questions = state.store.clarifications(None if who.coach else who.name)
+    if not who.coach:
+        questions = [{**q, "student": q["student"] if q["student"] == who.name else None} for q in questions]
+    return {"announcements": state.store.announcements(), "clarifications": questions}

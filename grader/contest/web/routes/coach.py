@@ -11,35 +11,44 @@ from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from grader.contest.metric import is_metric
-from grader.contest.policy import change_refusal, void_refusal
-from grader.contest.scoreboard import coach_view
+from grader.contest.policy import added_minutes, change_refusal, delay_refusal, set_refusal, void_refusal
+from grader.contest.scoreboard import coach_view, freeze_note
 from grader.contest.store import QUEUED
 from grader.contest.web import views
 from grader.contest.web.deps import Coach, State
-from grader.contest.web.state import EXTEND, FREEZE_LIFTED, FROZEN_AT, REVEALED
+from grader.contest.web.state import EXTEND, FREEZE_LIFTED, FROZEN_AT, REVEALED, ContestState
 
 # Forms of a few fields and no file.
 router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
+STATUSES = ("queued", "graded", "failed", "rejected", "voided")  # the coach's page filters by these
 Minutes = Annotated[float, Form()]  # nan and inf parse: the policy refuses them (change_refusal)
 Undo = Annotated[bool, Form()]  # a form's undo=1 takes the change back
 
 
 @router.get("/coach", response_class=HTMLResponse)
-def coach_page(who: Coach, state: State) -> Response:
+def coach_page(who: Coach, state: State, student: str = "", task: str = "", status: str = "") -> Response:
+    """The coach's page; ``student``, ``task`` and ``status`` filter its submissions (a part of a name will do)."""
     contest = state.rules()
     standings = coach_view(contest, state.submissions(contest), state.students)
+    rows = views.filtered(state.store.all(reports=False), student, task, status)
     return views.render(
         state,
         "coach.html",
-        standings=views.board(standings, True),
+        standings=views.board(standings, True, views.attempts(state, contest)),
         tasks=[t.id for t in contest.tasks],
-        submissions=[views.submission(state, r, contest, full=True) for r in reversed(state.store.all(reports=False))],
+        submissions=[views.submission(state, r, contest, full=True) for r in reversed(rows)],
+        filters={"student": student, "task": task, "status": status},
+        statuses=STATUSES,
         people=views.people(state, contest),
         events=views.events(state)[:50],
         freeze=views.freeze(state.freeze(contest)),
+        freeze_note=freeze_note(contest),
         leaderboards=state.leaderboards(who, contest, standings),
         extend=state.extend_minutes(),
-        queued=len(state.store.queued()),
+        health=state.health(),
+        messages=views.messages(state, who),
+        regrades=views.regrades(state, contest)[:50],
+        personal=contest.window.personal,
         task_points={t.id: t.points for t in contest.tasks},
         now=views.iso(state.clock()),
     )
@@ -55,7 +64,32 @@ def coach_api(who: Coach, state: State) -> dict[str, Any]:
         "freeze": views.freeze(state.freeze(contest)),
         "extend_minutes": state.extend_minutes(),
         "events": views.events(state),
+        "health": state.health(),
+        "regrades": views.regrades(state, contest),
     }
+
+
+@router.get("/coach/student/{name}", response_class=HTMLResponse)
+def student_page(name: str, who: Coach, state: State) -> Response:
+    """One student: their window and the coach's changes to it, their submissions, their questions, events."""
+    contest = state.rules()
+    if name not in state.students:
+        raise HTTPException(404, f"{name!r} is not a student of this contest")
+    person = next(p for p in views.people(state, contest) if p["name"] == name)
+    rows = state.store.of(name)
+    return views.render(
+        state,
+        "coach_student.html",
+        person=person,
+        tasks=[t.id for t in contest.tasks],
+        standings=views.board(coach_view(contest, state.submissions(contest), state.students), True),
+        submissions=[views.submission(state, r, contest, full=True) for r in reversed(rows)],
+        questions=[q for q in state.store.clarifications() if q["student"] == name],
+        events=views.collapsed(state.store.events(name, limit=200)),
+        regrades=[r for r in views.regrades(state, contest) if r["student"] == name],
+        task_points={t.id: t.points for t in contest.tasks},
+        now=views.iso(state.clock()),
+    )
 
 
 def refuse_change(minutes: float, why: str | None) -> None:
@@ -79,20 +113,54 @@ def extend(request: Request, who: Coach, state: State, minutes: Minutes) -> Resp
 
 @router.post("/coach/extra-time")
 def extra_time(
+    request: Request,
+    who: Coach,
+    state: State,
+    minutes: Minutes,
+    student: Annotated[str, Form()] = "",
+    set: Annotated[bool, Form()] = False,  # noqa: A002 - the form's field: set the total, do not add
+) -> Response:
+    """Give a student more time: ``minutes`` more, or (``set=1``, the coach's page) ``minutes`` in all, so
+    that a form sent twice does not double it."""
+    refused = set_refusal(minutes) if set else change_refusal(minutes)
+    if refused:
+        raise HTTPException(400, refused)
+    name = known_student(state, student)
+    wanted = state.extra_minutes()
+    total = added_minutes(wanted.get(name, 0.0), minutes, set)
+    wanted[name] = total
+    why = state.empty_window(state.rules(extra=wanted))
+    if why:
+        raise HTTPException(400, f"{minutes:g} min is too short: {why}")
+    if set:
+        state.store.set_extra_minutes(name, total)
+    else:
+        total = state.store.add_extra_minutes(name, minutes)
+    how = f"set to {total:g} min" if set else f"{minutes:g} min more"
+    state.store.event(state.clock(), name, "extra time", f"{how} (by the coach: {total:g} min in all)")
+    return views.done(request, "/coach", {"student": name, "added_minutes": total})
+
+
+@router.post("/coach/start-delay")
+def start_delay(
     request: Request, who: Coach, state: State, minutes: Minutes, student: Annotated[str, Form()] = ""
 ) -> Response:
-    refuse_change(minutes, None)
+    """A latecomer's fixed window starts ``minutes`` after the contest's (0: at it), and lasts the full
+    duration from there; set, not added."""
+    refused = delay_refusal(state.base, minutes)
+    if refused:
+        raise HTTPException(400, refused)
+    name = known_student(state, student)
+    state.store.set_start_delay(name, minutes)
+    state.store.event(state.clock(), name, "start delay", f"their window starts {minutes:g} min after the contest's")
+    return views.done(request, "/coach", {"student": name, "start_delay_minutes": minutes})
+
+
+def known_student(state: ContestState, student: str) -> str:
     name = student.strip()
     if name not in state.students:
         raise HTTPException(400, f"{name!r} is not a student of this contest")
-    wanted = state.extra_minutes()
-    wanted[name] = wanted.get(name, 0.0) + minutes
-    refuse_change(minutes, state.empty_window(state.rules(extra=wanted)))
-    total = state.store.add_extra_minutes(name, minutes)
-    state.store.event(
-        state.clock(), name, "extra time", f"{minutes:g} min more (added by the coach: {total:g} min in all)"
-    )
-    return views.done(request, "/coach", {"student": name, "added_minutes": total})
+    return name
 
 
 @router.post("/coach/void/{sid}")
@@ -112,7 +180,7 @@ def void(sid: int, request: Request, who: Coach, state: State, undo: Undo = Fals
 def regrade(sid: int, request: Request, who: Coach, state: State) -> Response:
     if state.row(sid) is None:
         raise HTTPException(404, f"no submission {sid}")
-    if not state.store.requeue(sid):
+    if not state.store.requeue(sid, state.clock()):
         raise HTTPException(
             409,
             f"submission {sid} did not fail and has no checks set aside: only such a submission is graded again",
@@ -126,7 +194,7 @@ def regrade(sid: int, request: Request, who: Coach, state: State) -> Response:
 async def regrade_task(request: Request, who: Coach, state: State, task: Annotated[str, Form()] = "") -> Response:
     if state.rules().task(task) is None:
         raise HTTPException(400, f"{task!r} is not a task of this contest")
-    ids = await run_in_threadpool(state.store.requeue_task, task)  # many rows: off the event loop
+    ids = await run_in_threadpool(state.store.requeue_task, task, state.clock())  # many rows: off the event loop
     state.store.event(state.clock(), None, "regrade", f"{task}: {len(ids)} submission(s) queued again")
     for sid in ids:
         state.enqueue(sid)

@@ -68,11 +68,27 @@ def logout() -> Response:
 def me(who: Student, state: State) -> Response:
     data = views.me(state, who.name)
     # The latest refusal, while it is news (REFUSAL_SHOWN): older ones are in the coach's log, not on the page.
+    # An upload accepted since makes it stale: gone (events keep seconds: in the same second the refusal stays).
     latest = [e for e in state.store.events(who.name, limit=20) if e["kind"] == "refused"][:1]
-    refusals = [e for e in latest if state.clock() - datetime.fromisoformat(e["at"]) < REFUSAL_SHOWN]
+    accepted = [s["received_at"] for s in data["submissions"] if s["status"] != "rejected"]
+    since = datetime.fromisoformat(max(accepted)).replace(microsecond=0) if accepted else None
+    refusals = [
+        e
+        for e in latest
+        if state.clock() - datetime.fromisoformat(e["at"]) < REFUSAL_SHOWN
+        and (since is None or datetime.fromisoformat(e["at"]) >= since)
+    ]
     selectable = {t.id for t in state.rules().tasks if t.scoring is Scoring.SELECTED or is_metric(t.id)}
     waiting = any(s["status"] == QUEUED for s in data["submissions"])
-    return views.render(state, "me.html", **data, refusals=refusals, selectable=selectable, waiting=waiting)
+    return views.render(
+        state,
+        "me.html",
+        **data,
+        refusals=refusals,
+        selectable=selectable,
+        waiting=waiting,
+        messages=views.messages(state, who),
+    )
 
 
 @router.get("/api/me")

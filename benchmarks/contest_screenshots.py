@@ -1,0 +1,212 @@
+"""Screenshots of the contest server's room features (issue 28) at 1280 and 390 px wide, into a folder
+(docs/contest/ for the docs): headless Chromium through Selenium, against the app served in this process on a
+clock the script sets, with results written to the store (nothing is graded: it takes seconds).
+
+    python benchmarks/contest_screenshots.py docs/contest
+
+Each page is taken at its full height. The script fails if a page runs off the screen sideways at 390 px
+(a table may scroll inside its own box; the page itself must not). tests/e2e/test_contest_screenshots.py runs it.
+"""
+
+from __future__ import annotations
+
+import base64
+import shutil
+import socket
+import sys
+import tempfile
+import threading
+import time
+from concurrent.futures import Executor, Future
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
+CONTEST = """
+title = "Practice round 3"
+[window]
+start = 2026-03-14T09:00:00Z
+duration = 180
+[feedback]
+during = "full"
+[scoreboard]
+mode = "public"
+[tasks.m1]
+points = 30
+[tasks.m2]
+points = 20
+"""
+WIDTHS = (1280, 390)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = START + timedelta(minutes=42)
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+class Idle(Executor):
+    """An executor that never grades: the results are the script's, written to the store."""
+
+    def submit(self, fn, /, *args, **kwargs):  # type: ignore[override]
+        return Future()
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        pass
+
+
+def report(task: str, score: float, max_score: float = 4.0) -> dict:
+    checks = [
+        {"name": f"check {i}", "milestone": task, "score": 1.0, "max_score": 1.0, "passed": i < score, "message": ""}
+        for i in range(int(max_score))
+    ]
+    return {"milestones": [{"id": task, "title": task, "score": score, "max_score": max_score, "checks": checks}]}
+
+
+def room(folder: Path, clock: Clock):
+    """A round under way: students, uploads graded, a regrade, questions, an announcement, a latecomer."""
+    from click.testing import CliRunner
+    from fastapi.testclient import TestClient
+
+    from grader.contest.commands import contest as contest_group
+    from grader.contest.server import create_app
+    from grader.contest.store import Store
+
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "contest.toml").write_text(CONTEST)
+    names = ("ada", "alan", "grace", "barbara", "edsger", "katherine")
+    (folder / "roster.csv").write_text("student\n" + "".join(f"{n}\n" for n in names))
+    assert CliRunner().invoke(contest_group, ["tokens", str(folder)]).exit_code == 0
+    app = create_app(folder, clock, executor=Idle(), slots=2)
+    client = TestClient(app)
+    lines = (folder / "tokens.csv").read_text().splitlines()[1:]
+    tokens = dict(line.split(",", 1) for line in lines)
+    tokens["coach"] = (folder / "admin.token").read_text().strip()
+
+    def auth(who: str) -> dict[str, str]:
+        return {"Authorization": f"Bearer {tokens[who]}"}
+
+    store = Store(folder)
+    code = (REPO / "solutions" / "m1_attention.py").read_bytes()
+    model = (REPO / "solutions" / "m2_model.py").read_bytes()
+    for who, task, score in [
+        ("ada", "m1", 2), ("ada", "m1", 4), ("alan", "m1", 3), ("grace", "m1", 4), ("grace", "m2", 1),
+        ("barbara", "m1", 1), ("edsger", "m1", 0),
+    ]:  # fmt: skip
+        clock.now += timedelta(minutes=2)
+        name, data = ("m1_attention.py", code) if task == "m1" else ("m2_model.py", model)
+        sent = client.post(f"/submit/{task}", files=[("files", (name, data))], headers=auth(who))
+        if sent.status_code == 202:
+            store.finish(sent.json()["id"], clock.now, report(task, score))
+    client.post("/coach/regrade-task", data={"task": "m2"}, headers=auth("coach"))  # grace's m2: grading again
+    client.post(
+        "/coach/announce", data={"text": "Task m2: the hidden tests use batch size 1 too."}, headers=auth("coach")
+    )
+    asked = client.post(
+        "/ask", data={"question": "Must m1's mask be causal for T = 1?", "task": "m1"}, headers=auth("ada")
+    )
+    client.post(
+        "/coach/answer", data={"question": asked.json()["id"], "text": "Yes: a 1x1 mask of one.", "public": "1"},
+        headers=auth("coach"),
+    )  # fmt: skip
+    client.post("/ask", data={"question": "Can I use torch.tril in m1?"}, headers=auth("alan"))
+    client.post("/coach/extra-time", data={"student": "barbara", "minutes": "15", "set": "1"}, headers=auth("coach"))
+    client.post("/coach/start-delay", data={"student": "katherine", "minutes": "70"}, headers=auth("coach"))
+    clock.now += timedelta(minutes=1)
+    client.post("/coach/freeze", headers=auth("coach"))
+    clock.now += timedelta(minutes=1)
+    client.post("/submit/m1", files=[("files", ("m1_attention.py", code))], headers=auth("alan"))  # pending "?"
+    return app, tokens
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def serve(app) -> tuple[object, str]:
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.monotonic() + 30
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return server, f"http://127.0.0.1:{port}"
+
+
+def browser():
+    from selenium import webdriver
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = shutil.which("chromium") or shutil.which("chromium-browser") or "chromium"
+    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1280,900"):
+        options.add_argument(flag)
+    return webdriver.Chrome(service=webdriver.ChromeService(shutil.which("chromedriver")), options=options)
+
+
+def log_in(driver, base: str, token: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    driver.delete_all_cookies()
+    driver.get(base + "/")
+    box = driver.find_element(By.NAME, "token")
+    box.send_keys(token)
+    box.submit()
+    time.sleep(0.3)
+
+
+def shoot(driver, base: str, path: str, name: str, out: Path) -> list[Path]:
+    """``path`` at each width, full height; refuses a page wider than the screen."""
+    taken = []
+    for width in WIDTHS:
+        driver.set_window_size(width, 900)
+        driver.get(base + path)
+        time.sleep(0.4)
+        wide = driver.execute_script("return document.documentElement.scrollWidth")
+        inner = driver.execute_script("return document.documentElement.clientWidth")
+        if wide > inner + 1:
+            raise AssertionError(f"{path} at {width} px runs off the screen: {wide} > {inner} px")
+        height = driver.execute_script("return document.documentElement.scrollHeight")
+        clip = {"x": 0, "y": 0, "width": inner, "height": min(height, 8000), "scale": 1}
+        shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
+        target = out / f"{name}-{width}.png"
+        target.write_bytes(base64.b64decode(shot["data"]))
+        taken.append(target)
+    return taken
+
+
+def main(out: Path) -> list[Path]:
+    out.mkdir(parents=True, exist_ok=True)
+    clock = Clock()
+    with tempfile.TemporaryDirectory() as tmp:
+        app, tokens = room(Path(tmp) / "round", clock)
+        server, base = serve(app)
+        driver = browser()
+        taken: list[Path] = []
+        try:
+            log_in(driver, base, tokens["ada"])
+            taken += shoot(driver, base, "/me", "room-student-messages", out)
+            taken += shoot(driver, base, "/scoreboard", "room-scoreboard", out)
+            log_in(driver, base, tokens["katherine"])  # the latecomer: her window opens in 12 min
+            taken += shoot(driver, base, "/me", "room-student-countdown", out)
+            log_in(driver, base, tokens["coach"])
+            taken += shoot(driver, base, "/coach", "room-coach", out)
+            taken += shoot(driver, base, "/coach?student=ad&task=m1#filters", "room-coach-filtered", out)
+            taken += shoot(driver, base, "/coach/student/ada", "room-coach-student", out)
+            taken += shoot(driver, base, "/coach/charts", "room-coach-charts", out)
+        finally:
+            driver.quit()
+            server.should_exit = True  # type: ignore[attr-defined]
+    return taken
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(REPO))
+    for path in main(Path(sys.argv[1] if len(sys.argv) > 1 else "docs/contest")):
+        print(path)

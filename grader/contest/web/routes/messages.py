@@ -1,0 +1,76 @@
+"""Announcements from the coach to every student, and clarification requests from a student, answered by the
+coach to them alone or to everyone (as CMS and DOMjudge have them). Kept in the contest's database, shown on the
+student's and the coach's pages (escaped, as every text the pages show), limited in length and in rate."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Form, HTTPException, Request
+from fastapi.responses import Response
+
+from grader.contest.web import views
+from grader.contest.web.deps import Anyone, Coach, State, Student
+from grader.contest.web.state import ContestState
+from grader.contest.web.tokens import Who
+
+router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
+MOST_QUESTION = 1000  # characters of a student's question
+MOST_TEXT = 2000  # characters of an announcement or an answer
+Text = Annotated[str, Form()]
+
+
+def checked(state: ContestState, who: Who, text: str, most: int, what: str) -> str:
+    """``text`` stripped, refused if empty, longer than ``most``, or past the sender's messages of the minute."""
+    text = text.strip()
+    if not text:
+        raise HTTPException(400, f"the {what} is empty")
+    if len(text) > most:
+        raise HTTPException(400, f"the {what} is {len(text)} characters long: at most {most}")
+    if state.messages.take(f"token:{who.name}", state.clock()):
+        most_a_minute = state.settings.messages_per_minute
+        raise HTTPException(429, f"too many messages: at most {most_a_minute} a minute; wait a minute")
+    return text
+
+
+@router.post("/ask")
+def ask(request: Request, who: Student, state: State, question: Text = "", task: Text = "") -> Response:
+    """A student's clarification request, about a task or (``task`` empty) the contest."""
+    if task and state.rules().task(task) is None:
+        raise HTTPException(400, f"{task!r} is not a task of this contest")
+    text = checked(state, who, question, MOST_QUESTION, "question")
+    cid = state.store.ask(who.name, task or None, state.clock(), text)
+    state.store.event(state.clock(), who.name, "question", f"#{cid}{' about ' + task if task else ''}")
+    return views.done(request, "/me#messages", {"id": cid}, status=201)
+
+
+@router.post("/coach/announce")
+def announce(request: Request, who: Coach, state: State, text: Text = "") -> Response:
+    text = checked(state, who, text, MOST_TEXT, "announcement")
+    aid = state.store.announce(state.clock(), text)
+    state.store.event(state.clock(), None, "announcement", f"#{aid} to every student")
+    return views.done(request, "/coach#messages", {"id": aid}, status=201)
+
+
+@router.post("/coach/answer")
+def answer(
+    request: Request,
+    who: Coach,
+    state: State,
+    question: Annotated[int, Form()],
+    text: Text = "",
+    public: Annotated[bool, Form()] = False,
+) -> Response:
+    """Answer question ``question``: to its student alone, or (``public``) to every student."""
+    text = checked(state, who, text, MOST_TEXT, "answer")
+    if not state.store.answer(question, state.clock(), text, public):
+        raise HTTPException(404, f"no question {question}")
+    to = "every student" if public else "its student"
+    state.store.event(state.clock(), None, "answer", f"question #{question} answered to {to}")
+    return views.done(request, "/coach#messages", {"id": question, "public": public})
+
+
+@router.get("/api/messages")
+def messages(who: Anyone, state: State) -> dict[str, Any]:
+    """The announcements and the questions ``who`` may read (the coach: every question)."""
+    return views.messages(state, who)
