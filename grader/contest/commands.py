@@ -13,6 +13,7 @@ import io
 import os
 import secrets
 import socket
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import IO
 
@@ -31,6 +32,7 @@ from grader.files import atomic_path, write_atomically
 from grader.milestones import GRADABLE
 from grader.options import dask_client, limit_options, limits, scheduler_option
 from grader.roster import read_roster
+from grader.sandbox.client import Limits
 from grader.sandbox.visibility import probe_protections, worker_view
 
 CONTEST_FILE = "contest.toml"
@@ -288,14 +290,15 @@ def serve(
     try:
         listening = _listen(host, port)  # bound before "serving" is printed: a busy port is one line, no traceback
         client = dask_client(scheduler) if scheduler else None
+        chosen = limits(timeout, memory_mb)
+        # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
+        executor = client.get_executor(pure=False) if client else None
+        # as many at once as the cluster grades at once: the queue, not Dask, chooses whose turn it is
+        slots = max(1, sum(client.nthreads().values())) if client else None
+        if executor is not None and slots is not None:
+            warm_cluster(executor, slots, chosen)
         app = create_app(  # a mistake in contest.toml or the roster is the coach's: an InputError
-            folder,
-            workers=workers,
-            limits=limits(timeout, memory_mb),
-            # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
-            executor=client.get_executor(pure=False) if client else None,
-            # as many at once as the cluster grades at once: the queue, not Dask, chooses whose turn it is
-            slots=max(1, sum(client.nthreads().values())) if client else None,
+            folder, workers=workers, limits=chosen, executor=executor, slots=slots
         )
         graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
@@ -310,6 +313,17 @@ def serve(
             client.close()
         if lock is not None:
             lock.close()
+
+
+def warm_cluster(executor: Executor, slots: int, chosen: Limits) -> None:
+    """Start a fork server in the cluster's workers now, as the server's own pool does (``warm_up``), not on a
+    round's first uploads. One task per thread: Dask spreads them over idle workers, and one that lands where
+    a server already runs costs nothing. (A burst still waits longer on a local Dask cluster than on the
+    server's own pool: benchmarks/contest_load.py --burst and docs/performance.md give the figures.)"""
+    from grader.batch.run import warm_up  # the batch's pool machinery: only for a served cluster
+
+    for _ in range(slots):
+        executor.submit(warm_up, chosen)
 
 
 def _lock(folder: Path) -> IO[bytes] | None:
