@@ -122,6 +122,26 @@ def room(folder: Path, clock: Clock):
     return app, tokens
 
 
+def paper_round(folder: Path, clock: Clock):
+    """A round on a paper with a task of the contest's own beside it (the metric task, its points from its task
+    file): one token, one page, the paper's notebook and both kinds of task."""
+    from click.testing import CliRunner
+
+    from grader.contest.commands import contest as contest_group
+    from grader.contest.server import create_app
+
+    (folder / "paper1").mkdir(parents=True)
+    (folder / "paper1" / "paper.toml").write_text(
+        'title = "Paper 1: attention"\nminutes = 120\n[parts.m1]\npoints = 20\n[parts.quiz]\npoints = 10\n'
+    )
+    head = CONTEST.split("[tasks.m1]")[0].replace('title = "Practice round 3"', 'title = "Round 4"\npaper = "paper1"')
+    (folder / "contest.toml").write_text(head + "[tasks.lmbudget]\n")
+    (folder / "roster.csv").write_text("student\nada\nalan\n")
+    assert CliRunner().invoke(contest_group, ["tokens", str(folder)]).exit_code == 0
+    lines = (folder / "tokens.csv").read_text().splitlines()[1:]
+    return create_app(folder, clock, executor=Idle(), slots=2), dict(line.split(",", 1) for line in lines)
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -200,6 +220,13 @@ def main(out: Path) -> list[Path]:
             taken += shoot(driver, base, "/coach?student=ad&task=m1#filters", "room-coach-filtered", out)
             taken += shoot(driver, base, "/coach/student/ada", "room-coach-student", out)
             taken += shoot(driver, base, "/coach/charts", "room-coach-charts", out)
+        finally:
+            server.should_exit = True  # type: ignore[attr-defined]
+        app, tokens = paper_round(Path(tmp) / "paper-round", clock)
+        server, base = serve(app)
+        try:
+            log_in(driver, base, tokens["ada"])
+            taken += shoot(driver, base, "/me", "room-paper-and-task", out)
         finally:
             driver.quit()
             server.should_exit = True  # type: ignore[attr-defined]

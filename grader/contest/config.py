@@ -160,12 +160,6 @@ def _paper(read: Reader, top: dict, folder: Path) -> Paper | None:
         return None
     if not isinstance(where, str) or not where.strip():
         raise read.bad(("paper",), where, "the path of a paper.toml (or its folder), relative to this file")
-    if "tasks" in top:
-        first = next(iter(top["tasks"]), None) if isinstance(top["tasks"], dict) else None
-        raise read.fail(
-            ("tasks", first) if first else ("tasks",),
-            "a contest on a paper takes its tasks from the paper: remove [tasks], or paper",
-        )
     try:
         return load_paper(folder / where)
     except PaperFileError as e:
@@ -173,9 +167,20 @@ def _paper(read: Reader, top: dict, folder: Path) -> Paper | None:
 
 
 def _paper_tasks(read: Reader, top: dict, paper: Paper) -> tuple[Task, ...]:
-    """A task per part of the paper, with its points, and the contest's [defaults] for the rest."""
+    """A task per part of the paper, with its points, and the contest's [defaults] for the rest; then the
+    contest's own [tasks] (the metric task, say), which must not repeat a part: one round, one token."""
     defaults = read.table(top, ("defaults",), KNOWN[("defaults",)])
-    return tuple(_task(read, part.id, {**defaults, "points": part.points}, set()) for part in paper.parts)
+    parts = tuple(_task(read, part.id, {**defaults, "points": part.points}, set()) for part in paper.parts)
+    if "tasks" not in top:
+        return parts
+    extra = _tasks(read, top)
+    for task in extra:
+        if paper.part(task.id) is not None:
+            raise read.fail(
+                ("tasks", task.id),
+                f"{task.id} is a part of the paper, which sets its points and rules: remove [tasks.{task.id}]",
+            )
+    return parts + extra
 
 
 def _tasks(read: Reader, top: dict) -> tuple[Task, ...]:

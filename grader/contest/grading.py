@@ -59,7 +59,7 @@ class GradingQueue:
         limits=None,
         executor: Executor | None = None,
         on_done: Callable[[int], None] = lambda sid: None,
-        options: Callable[[str], dict] = lambda student: {},
+        options: Callable[[str, str], dict] = lambda student, task: {},
         slots: int | None = None,
         share_seconds: float = SHARE_SECONDS,
         share_window: float = SHARE_WINDOW,
@@ -70,7 +70,7 @@ class GradingQueue:
         self.workers = workers
         self.limits = limits or default_limits()
         self.on_done = on_done
-        self.options = options  # a student's extra arguments to grade_one: a paper's seed and rules
+        self.options = options  # a student's extra arguments to grade_one for a task: a paper's seed and rules
         self._executor = executor
         self._own = executor is None
         # Submissions handed to the executor at once: as many as it grades at once, so that the choice of the
@@ -169,7 +169,7 @@ class GradingQueue:
                 now = self.timer()
                 executor = self._executor
                 try:
-                    future = executor.submit(grade_one, path, [task], self.limits, None, **self.options(student))
+                    future = executor.submit(grade_one, path, [task], self.limits, None, **self.options(student, task))
                 except BrokenProcessPool:  # broken before its failed submissions came back: heal it now
                     self._waiting = {sid: (student, path, task), **self._waiting}
                     self._heal(executor)

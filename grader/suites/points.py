@@ -55,9 +55,16 @@ def _points(decorator: ast.expr, lengths: dict[str, int]) -> float | None:
 
 
 def milestone_points(milestone: str) -> float | None:
-    """The points milestone ``milestone`` is worth in the full grader, or None where the grader cannot tell."""
+    """The points milestone ``milestone`` is worth in the full grader, or None where the grader cannot tell.
+    A metric task is worth what its task file says (lmbudget: grader/lmbudget/task.toml's ``points``)."""
     declared = GRADABLE[milestone]
-    return float(declared.points) if declared.points is not None and (HIDDEN / declared.suite).is_file() else None
+    if not (HIDDEN / declared.suite).is_file():
+        return None
+    if declared.metric and declared.points is None:
+        from grader.lmbudget.task import load_task  # the one metric task; read only when asked
+
+        return float(load_task().points)
+    return float(declared.points) if declared.points is not None else None
 
 
 @cache

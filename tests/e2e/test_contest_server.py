@@ -561,6 +561,39 @@ def test_a_contest_on_a_paper_grades_each_student_with_their_own_variant_and_the
     assert all(kwargs["rules"] == {"m1": frozenset()} for _, kwargs in seen)
 
 
+def test_a_paper_and_a_task_of_its_own_in_one_round(folder):
+    """One token, one page: the paper's part is graded on the student's numbers and the paper's rules, the
+    contest's own task beside it on the lesson's numbers, without the paper's rules."""
+    (folder / "paper1").mkdir()
+    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
+    text = (folder / "contest.toml").read_text()
+    head = text.split("[tasks.m1]")[0].replace('title = "Server test"', 'title = "S"\npaper = "paper1"')
+    (folder / "contest.toml").write_text(head + "[tasks.m4]\npoints = 10\n")
+    seen = []
+
+    class Recorder:
+        def submit(self, fn, path, milestones, *args, **kwargs):
+            seen.append((milestones, kwargs))
+            from concurrent.futures import Future
+
+            return Future()  # never done: nothing is recorded
+
+        def shutdown(self, wait=True):
+            pass
+
+    with TestClient(create_app(folder, Clock(), executor=Recorder())) as client:
+        page = client.get("/me", headers=auth(folder, "ada")).text
+        assert "Submit to m1" in page and "Submit to m4" in page, "both tasks on the student's one page"
+        assert upload(client, folder, "ada", "m1", reference()).status_code == 202
+        m4 = [("m4_generate.py", (SOLUTIONS / "m4_generate.py").read_bytes())]
+        assert upload(client, folder, "ada", "m4", m4).status_code == 202
+        board = client.get("/api/scoreboard", headers=auth(folder, "ada")).json()
+    (m1, paper_part), (m4_task, own) = seen
+    assert m1 == ["m1"] and set(paper_part) == {"seed", "rules"}, "the paper's part: the student's numbers"
+    assert m4_task == ["m4"] and own == {}, "the contest's own task: the lesson's numbers, no rules"
+    assert {"m1", "m4"} <= set(json.dumps(board).replace('"', " ").split()), board
+
+
 def test_a_student_downloads_their_own_notebook_of_the_paper(folder):
     """The notebook a contest on a paper hands out carries the seed it grades with; no paper, no notebook."""
     assert TestClient(create_app(folder, Clock())).get("/paper.ipynb", headers=auth(folder, "ada")).status_code == 404

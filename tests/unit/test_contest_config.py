@@ -247,11 +247,19 @@ def test_a_contest_on_a_paper_takes_its_tasks_and_points_from_the_paper(tmp_path
     assert [(t.id, t.points, t.max_submissions) for t in rules.tasks] == [("m1", 12, 4), ("quiz", 8, 4)]
 
 
-def test_a_contest_on_a_paper_has_no_tasks_table_of_its_own(tmp_path):
+def test_a_contest_on_a_paper_may_add_tasks_of_its_own(tmp_path):
+    """A paper and other tasks in one round (one token per student): the paper's parts, then the contest's."""
     (tmp_path / "paper1").mkdir()
     (tmp_path / "paper1" / "paper.toml").write_text(PAPER)
-    with pytest.raises(ContestFileError, match=r"line \d+: a contest on a paper takes its tasks from the paper"):
-        parse(ON_A_PAPER + "[tasks.m2]\n", folder=tmp_path)
+    rules = parse(ON_A_PAPER + "[tasks.m2]\npoints = 5\n", folder=tmp_path)
+    assert [(t.id, t.points) for t in rules.tasks] == [("m1", 12), ("quiz", 8), ("m2", 5)]
+
+
+def test_a_contest_task_may_not_repeat_a_part_of_its_paper(tmp_path):
+    (tmp_path / "paper1").mkdir()
+    (tmp_path / "paper1" / "paper.toml").write_text(PAPER)
+    with pytest.raises(ContestFileError, match=r"line \d+: m1 is a part of the paper, which sets its points"):
+        parse(ON_A_PAPER + "[tasks.m1]\npoints = 5\n", folder=tmp_path)
 
 
 def test_a_missing_or_broken_paper_is_refused_on_the_paper_line(tmp_path):

@@ -30,7 +30,15 @@ def test_declared_points_are_the_hidden_suites_marks():
     for m in GRADABLE.values():
         marks = suite_points(HIDDEN / m.suite)
         assert marks == m.points, f"{m.id} declares {m.points} points; its {m.suite}'s checks add up to {marks}"
-        assert milestone_points(m.id) == m.points, m.id
+        if not m.metric:
+            assert milestone_points(m.id) == m.points, m.id
+
+
+def test_a_metric_task_is_worth_what_its_task_file_says():
+    """A contest or paper task on lmbudget needs no points of its own: contest.toml's template says they default."""
+    from grader.lmbudget.task import load_task
+
+    assert milestone_points("lmbudget") == load_task().points > 0
 
 
 def test_every_declared_file_exists():

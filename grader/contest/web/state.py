@@ -86,10 +86,11 @@ class ContestState:
 
     # --- Grading ---------------------------------------------------------------------------------------------
 
-    def paper_options(self, student: str) -> dict[str, Any]:
-        """On a paper: the student's own numbers (their variant) and the paper's rules for each part."""
+    def paper_options(self, student: str, task: str) -> dict[str, Any]:
+        """On a paper's part: the student's own numbers (their variant) and the paper's rules for each part. A
+        task of the contest's own, beside the paper, is graded on the lesson's numbers, without rules."""
         paper = self.base.paper
-        if paper is None:
+        if paper is None or paper.part(task) is None:
             return {}
         rules = {part.id: frozenset(part.rules) for part in paper.parts}
         return {"seed": seed_of(self._secret, paper.id, student), "rules": rules}

@@ -262,6 +262,7 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         "tasks": tasks,
         "submissions": [submission(state, r, contest) for r in reversed(rows)],
         "paper": state.base.paper is not None,
+        "paper_parts": [part.id for part in state.base.paper.parts] if state.base.paper else [],
     }
 
 

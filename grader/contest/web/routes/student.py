@@ -113,7 +113,7 @@ def paper_notebook(who: Student, state: State) -> Response:
     # the time the notebook states is the contest's window, not the paper's own minutes
     paper = dataclasses.replace(paper, minutes=contest.window.duration.total_seconds() / 60)
     try:
-        notebook = build(paper, who.name, state.paper_options(who.name)["seed"])
+        notebook = build(paper, who.name, state.paper_options(who.name, paper.parts[0].id)["seed"])
     except RenderError as e:
         raise HTTPException(500, f"the notebook could not be made: {e}") from None
     name = notebook_name(paper.id, who.name)  # the name `grade paper render` gives it
