@@ -5,6 +5,10 @@ budget; the grader then evaluates the model it returned on splits A and B, which
   and orphaned ones included), never a figure the worker gives. The budget covers everything from the
   worker's start to train's return (importing lmbudget.py included); the evaluation has an allowance of its
   own (``eval_cpu_seconds``), counted from then until the worker is reaped.
+* Wall-clock: ``task.train_wall_seconds``, ``wall_factor`` times the CPU budget (at least ``budget_wall_seconds``),
+  and the evaluation's ``wall_factor`` times its allowance: a busy machine gives an honest run a share of a core,
+  so only a run that sleeps or waits meets them (issue 28). Threads (one, the fork server's) and torch's seed
+  (``task.seed``, set just before train is called) are fixed: identical code takes identical steps.
 * The evaluation (``grader/lmbudget/evaluate.py``): A's and B's windows and causality probes shuffled into the
   same calls; a model that reads later inputs is "not causal".
 * Verdicts: a run with no score (time limit exceeded, memory limit exceeded, runtime error, no model, not
@@ -69,8 +73,8 @@ class Run:
 
 
 def _eval_seconds(task: Task) -> float:
-    """The evaluation's wall-clock limit: twice its CPU allowance, and the margin."""
-    return 2 * task.eval_cpu_seconds + task.margin_seconds
+    """The evaluation's wall-clock limit: ``wall_factor`` times its CPU allowance, and the margin."""
+    return task.eval_wall_seconds
 
 
 def _import(view: MilestoneView, run: Run) -> WorkerConnection | None:
@@ -93,7 +97,16 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
     """Run train in the worker under the budget; None (and run's stub or failure set) when there is no model."""
     splits = load_splits(task.corpus, task.block_chars)
     try:
-        header = {"op": Request.CALL, "module": view.module, "name": "train_within_budget", "keep": True, "grad": True}
+        # Seeded (torch's generator, task.seed) just before the call, with the fork server's one thread: identical
+        # code draws identical batches and initial weights on every run, whatever else the machine is doing.
+        header = {
+            "op": Request.CALL,
+            "module": view.module,
+            "name": "train_within_budget",
+            "keep": True,
+            "grad": True,
+            "seed": task.seed,
+        }
         args = (splits.train, list(splits.vocab), float(task.budget_cpu_seconds))
         model = worker.request(header, args, {"context": task.context}, timeout=seconds)
     except StudentError as e:
@@ -108,7 +121,9 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
         if worker.hung:
             run.fail(
                 f"time limit exceeded: train_within_budget returned no model within {seconds:.0f} s of wall-clock time "
-                f"(budget {task.budget_wall_seconds:g} s + a margin of {task.margin_seconds:g} s)",
+                f"(the wall-clock limit: {task.wall_factor:g} times the CPU budget of {task.budget_cpu_seconds:g} s, "
+                f"at least {task.budget_wall_seconds:g} s, + a margin of {task.margin_seconds:g} s: room for a busy machine, "
+                "not for a run that sleeps or waits)",
                 "time",
             )
         else:
@@ -217,7 +232,7 @@ def run(grading_context) -> Run:
             f"warning: a worker can read this task's held-out text ({why}): the score proves nothing; "
             "use a corpus the sandbox hides (docs/exercises.md)"
         )
-    wall_limit = task.budget_wall_seconds + task.margin_seconds
+    wall_limit = task.train_wall_seconds  # a multiple of the CPU budget: only a run that waits or sleeps meets it
     left = context.ends - time.monotonic()
     if left < wall_limit + _eval_seconds(task):
         checks.not_observed(
