@@ -108,7 +108,11 @@ def spread(runs: int, burners: int, budget: float | None, task_path: Path | None
     if not rows:
         return 1
     shown = int(re.search(r"loss:\.(\d)f", LOSS_FORMAT).group(1))  # type: ignore[union-attr]
-    for name, k, unit, digits in (("loss on A", 0, " bits/char", shown), ("loss on B", 1, " bits/char", shown), ("points on A", 2, "", 2)):
+    for name, k, unit, digits in (
+        ("loss on A", 0, " bits/char", shown),
+        ("loss on B", 1, " bits/char", shown),
+        ("points on A", 2, "", 2),
+    ):
         low, high = min(r[k] for r in rows), max(r[k] for r in rows)
         print(
             f"  {name:<12} min {low:.{digits}f}, max {high:.{digits}f}, spread {high - low:.{digits}f}{unit}: "

@@ -122,8 +122,8 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
             run.fail(
                 f"time limit exceeded: train_within_budget returned no model within {seconds:.0f} s of wall-clock time "
                 f"(the wall-clock limit: {task.wall_factor:g} times the CPU budget of {task.budget_cpu_seconds:g} s, "
-                f"at least {task.budget_wall_seconds:g} s, + a margin of {task.margin_seconds:g} s: room for a busy machine, "
-                "not for a run that sleeps or waits)",
+                f"at least {task.budget_wall_seconds:g} s, + a margin of {task.margin_seconds:g} s: room for a busy "
+                "machine, not for a run that sleeps or waits)",
                 "time",
             )
         else:
