@@ -23,6 +23,7 @@ import math
 import os
 import platform
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -71,6 +72,7 @@ def spread(runs: int, burners: int, budget: float | None, task_path: Path | None
     )
     rows: list[tuple[float, float, float]] = []
     failed: list[str] = []
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # the busy loops end with this process (finally)
     procs = [subprocess.Popen([sys.executable, "-c", BURN]) for _ in range(burners)]
     saved = os.environ.get(ENV_VAR)
     try:
