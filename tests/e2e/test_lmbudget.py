@@ -1,16 +1,17 @@
 """The metric-scored task lmbudget with a tiny budget (6 CPU seconds), on the Python corpus.
 
 The Python corpus, which the worker can read (so every message here carries the warning), because in 6 CPU
-seconds the reference gains a clear 0.3 bits/char on it and almost nothing on the default corpus (the grader's
-sources: 3.715 -> 3.69 in-process), which needs the task's 30 s; test_lmbudget_attacks.py uses the default.
+seconds the reference gains a clear margin on it and almost nothing on the default corpus (the grader's
+sources), which needs the task's 30 s; test_lmbudget_attacks.py uses the default.
 
 The test's task file takes the shipped one's settings with a tiny budget; its baseline is the shipped
-baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.3 bits/char
-below it, a little under what the reference recipe gains in 6 CPU seconds on a quiet machine (on an
-AVX512 CPU, 64 windows of A: 3.467 -> 3.125 and 3.132 in two runs). A busy machine gains less in the same
-CPU time (3.204, 3.274 here on a noisy day; 3.310 once in CI), so the reference's test asks for a clear
-gain over the baseline, not for near-full points. A run without a score is a counted 0 with its verdict.
-The hostile submissions are in test_lmbudget_attacks.py.
+baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.1 bits/char below it,
+a little over what the reference recipe gains in 6 CPU seconds: since issue 28 it takes a fixed 90 steps
+there (15 per CPU second), its schedule on the step count, with torch seeded by the grader, so it gains the
+same on a quiet machine and a busy one (on an AVX512 CPU, 64 windows of A: 3.467 -> 3.383, in 2.9 to 4.7 CPU
+seconds; before, a schedule on the CPU clock gave 3.125 and 3.132 on a quiet machine, 3.204 to 3.310 on busy
+ones). A run without a score is a counted 0 with its verdict. The hostile submissions are in
+test_lmbudget_attacks.py.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import re
 import subprocess
 import sys
 import sysconfig
@@ -37,7 +39,7 @@ from helpers import cli
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET, WALL, MARGIN, EVAL_CPU = 6.0, 20.0, 3.0, 3.0
-GAIN = 0.3  # the reference's gain over the baseline in BUDGET CPU seconds, a little under what we measured
+GAIN = 0.1  # the reference's gain over the baseline in BUDGET CPU seconds (0.085), and a little more
 
 BIGRAM = (REPO / "grader" / "lmbudget" / "baseline.py").read_text()
 
@@ -165,7 +167,7 @@ def test_reference_scores_well_above_the_baseline(tiny_task, reference_run):
     """A grader that took the budget's CPU time for itself, or ran the training on no data, fails here."""
     a, b = reference_run
     task = load_task(tiny_task)
-    # A quarter of the points is a gain of 0.075 bits/char: half the least gain seen on a busy machine.
+    # A quarter of the points is a gain of 0.025 bits/char: under a third of the reference's (the same on every run).
     assert a["passed"] and a["counted"] and a["score"] >= 0.25 * task.points, a
     assert a["value"] < task.baseline - 0.05 and b["value"] < task.baseline, (a, b)
 
@@ -181,8 +183,17 @@ def test_an_honest_run_on_a_loaded_machine_finishes_and_scores_the_same(
     a, b = graded(tmp_path, (REPO / "solutions" / "lmbudget.py").read_text())
     assert a["verdict"] != "time limit exceeded" and a["passed"] and a["counted"], (a, started, os.getloadavg())
     quiet_a, quiet_b = reference_run
-    same = [f"{x['value']:.4f}" == f"{y['value']:.4f}" for x, y in ((a, quiet_a), (b, quiet_b))]
-    assert all(same), (a, quiet_a, b, quiet_b)
+    budget = load_task(tiny_task).budget_cpu_seconds
+    if all(_cpu_used(check) < 0.75 * budget for check in (a, quiet_a)):  # both took all their steps (no guard)
+        same = [f"{x['value']:.4f}" == f"{y['value']:.4f}" for x, y in ((a, quiet_a), (b, quiet_b))]
+        assert all(same), (a, quiet_a, b, quiet_b)
+
+
+def _cpu_used(check: dict) -> float:
+    """The CPU seconds the sandbox counted for import and train, from a scored check's message."""
+    found = re.search(r"import and train used ([0-9.]+) of", check["message"])
+    assert found, check["message"]
+    return float(found.group(1))
 
 
 @pytest.mark.slow
