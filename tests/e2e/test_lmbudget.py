@@ -235,10 +235,17 @@ BROKEN = {  # name: (the body of train, the verdict, the message it must start w
     # what went wrong while the model saw held-out text is told in fixed words, nothing of the exception
     "forward-raises": ("return torch.nn.Linear(1, 2)", "runtime error", "runtime error while evaluating your model"),
     "no-logits-tensor": ("return torch.nn.Identity()", "wrong answer", "no model: the model's forward must return"),
-    "hangs": (
-        "while True:\n        pass",
+    # a run that sleeps meets the wall-clock limit (a multiple of the budget: room for a busy machine)
+    "sleeps": (
+        "time.sleep(3600)",
         "time limit exceeded",
         "time limit exceeded: train_within_budget returned no model within",
+    ),
+    # one that spins is ended once the sandbox counts it over the budget and the margin, not at the wall limit
+    "spins": (
+        "while True:\n        pass",
+        "time limit exceeded",
+        "time limit exceeded: importing lmbudget.py and train_within_budget used",
     ),
     "over-the-cpu-budget": (
         "end = time.process_time() + budget_seconds + 4\n    while time.process_time() < end:\n        pass\n"

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import functools
 import math
+import socket
+import threading
 import time
 from dataclasses import dataclass
 
@@ -44,6 +46,7 @@ TASK = load_task()
 # The evaluation's messages, fixed: a model that has seen held-out text chooses nothing in them.
 EVAL_ERROR = "runtime error while evaluating your model"
 EVAL_MEMORY = "memory limit exceeded while evaluating your model"
+WATCH_SECONDS = 0.5  # how often the training worker's CPU is read while train runs
 MAX_SAVED_BYTES = 256 << 20  # a model trained in the budget is far smaller (the reference's: under 1 MB)
 # The model is evaluated as copies restored in fresh workers: it must survive torch.save and torch.load.
 EVAL_SAVE = (
@@ -96,6 +99,7 @@ def _import(view: MilestoneView, run: Run) -> WorkerConnection | None:
 def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, seconds: float) -> Remote | None:
     """Run train in the worker under the budget; None (and run's stub or failure set) when there is no model."""
     splits = load_splits(task.corpus, task.block_chars)
+    watch = _CpuWatch(worker, task.budget_cpu_seconds + task.margin_seconds)
     try:
         # Seeded (torch's generator, task.seed) just before the call, with the fork server's one thread: identical
         # code draws identical batches and initial weights on every run, whatever else the machine is doing.
@@ -108,7 +112,8 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
             "seed": task.seed,
         }
         args = (splits.train, list(splits.vocab), float(task.budget_cpu_seconds))
-        model = worker.request(header, args, {"context": task.context}, timeout=seconds)
+        with watch:
+            model = worker.request(header, args, {"context": task.context}, timeout=seconds)
     except StudentError as e:
         if e.type == ErrorKind.NOT_IMPLEMENTED:
             run.stub = str(e)
@@ -118,6 +123,9 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
             run.fail(f"runtime error: {e}", "memory" if e.type == ErrorKind.MEMORY_ERROR else "")
         return None
     except WorkerCrash as e:
+        if watch.over:
+            _over_budget(task, worker, run)
+            return None
         if worker.hung:
             run.fail(
                 f"time limit exceeded: train_within_budget returned no model within {seconds:.0f} s of wall-clock time "
@@ -130,13 +138,8 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
             run.fail(f"runtime error: {e}", e.limit)
         return None
     run.cpu = worker.cpu  # the sandbox's count, from the worker's start: import, train, every child
-    if run.cpu > task.budget_cpu_seconds + task.margin_seconds:
-        run.fail(
-            f"time limit exceeded: importing lmbudget.py and train_within_budget used {run.cpu:.1f} CPU seconds "
-            f"(the worker's whole process tree, as the sandbox counts it), over the budget of "
-            f"{task.budget_cpu_seconds:g} (+ a margin of {task.margin_seconds:g})",
-            "time",
-        )
+    if watch.over or run.cpu > task.budget_cpu_seconds + task.margin_seconds:
+        _over_budget(task, worker, run)
         return None
     if not isinstance(model, Remote):
         run.fail(f"no model: train_within_budget returned {checks.describe(model)}", None)
@@ -147,6 +150,50 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
     except StudentError:
         run.fail(f"no model: train_within_budget returned a {model.short_type}, not a torch.nn.Module", None)
         return None
+
+
+def _over_budget(task: Task, worker: WorkerConnection, run: Run) -> None:
+    run.cpu = worker.cpu
+    run.fail(
+        f"time limit exceeded: importing lmbudget.py and train_within_budget used {run.cpu:.1f} CPU seconds "
+        f"(the worker's whole process tree, as the sandbox counts it), over the budget of "
+        f"{task.budget_cpu_seconds:g} (+ a margin of {task.margin_seconds:g})",
+        "time",
+    )
+
+
+class _CpuWatch:
+    """While train runs, the sandbox's count of the worker's CPU (its whole process tree, measured by the fork
+    server) every ``WATCH_SECONDS``: past ``limit``, the worker's socket is shut, so the run ends there ("time
+    limit exceeded") and not at the wall-clock limit, which is a multiple of the budget (issue 28). The worker
+    says nothing here; the count is the fork server's."""
+
+    def __init__(self, worker: WorkerConnection, limit: float):
+        self.worker, self.limit, self.over = worker, limit, False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="lmbudget-cpu-watch", daemon=True)
+
+    def __enter__(self) -> _CpuWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()  # before anything else speaks to the fork server: the watch is its only other user
+
+    def _watch(self) -> None:
+        while not self._done.wait(WATCH_SECONDS):
+            try:
+                over = self.worker.server.cpu_of(self.worker.pid) > self.limit
+            except Exception:  # noqa: BLE001 - the worker or the server is gone: the request says why
+                return
+            if over:
+                self.over = True
+                try:
+                    self.worker.sock.shutdown(socket.SHUT_RDWR)  # the request in progress ends: EOF
+                except OSError:
+                    pass
+                return
 
 
 class _OverAllowance(Exception):
