@@ -1,6 +1,7 @@
 """The contest server under load: many students uploading at once, next to `grade batch` on the same files.
 
     python benchmarks/contest_load.py [--students 50] [--per-student 3] [--workers 2]
+    python benchmarks/contest_load.py --burst [--students 30] [--burst-seconds 10]
 
 A temp contest (window open now, full feedback, public scoreboard, task m1, no caps or intervals) is served by
 `grade contest serve --workers W` on a free loopback port. Each simulated student (a thread) uploads
@@ -14,6 +15,11 @@ Printed: upload -> verdict p50/p95; scoreboard p95 while grading (target < 200 m
 second by the server (first upload to last verdict) and by the batch, and their ratio (target >= 0.9x); and,
 from DIR/contest.sqlite, the accepted uploads lost (missing, still queued) or duplicated, and the wrong scores
 (reference < full marks, stub > 0, bug = full marks, or no score). Exit status 1 if any was lost or duplicated.
+
+``--burst``: the end of a round instead, every student uploading once within ``--burst-seconds`` (each at a
+random moment of it, seeded), served three ways in turn: with one grading worker, with two, and on a local Dask
+scheduler with two workers of one thread each (``grade contest serve --scheduler``). Printed for each: the
+median and p95 time from upload to verdict, the last verdict after the burst began, and the audit above.
 """
 
 from __future__ import annotations
@@ -37,7 +43,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
-from grader.contest.submit import _multipart
+from grader.contest.submit import multipart
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
@@ -154,7 +160,7 @@ def student(
     """One student: upload each file in turn and wait for its verdict before the next, as `grade submit` does
     (it polls every 2 s; here every ``poll`` s, so that the poll adds little to the measured time)."""
     for kind in kinds:
-        body, content_type = _multipart([folder / kind / FILE])
+        body, content_type = multipart([folder / kind / FILE])
         upload = Upload(name, kind, uploaded_at=time.perf_counter())
         out.append(upload)
         while True:
@@ -219,6 +225,101 @@ def run_contest(args, tmp: Path, files: Path) -> tuple[list[Upload], Board, Path
         done.set()
         stop(proc)
     return uploads, board, folder
+
+
+def dask_cluster(workers: int) -> tuple[str, list[subprocess.Popen]]:
+    """A local Dask scheduler and ``workers`` single-threaded workers (``dask`` from the dask extra), on loopback;
+    the workers run this checkout's grader, as the contest's own pool does. Returns the address and the
+    processes, each in a process group of its own (``stop`` ends them)."""
+    port = free_port()
+    address = f"tcp://127.0.0.1:{port}"
+
+    def start(module: str, *args: str) -> subprocess.Popen:
+        return subprocess.Popen(
+            [sys.executable, "-m", f"distributed.cli.{module}", *args, "--no-dashboard"],
+            cwd=ROOT,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+
+    scheduler = start("dask_scheduler", "--host", "127.0.0.1", "--port", str(port))
+    worker = start("dask_worker", address, "--nworkers", str(workers), "--nthreads", "1")
+    from distributed import Client
+
+    deadline = time.monotonic() + 120
+    while True:  # the workers register before the server sends them anything
+        try:
+            with Client(address, timeout=5) as client:
+                if len(client.scheduler_info()["workers"]) >= workers:
+                    return address, [worker, scheduler]
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            for proc in (worker, scheduler):
+                stop(proc)
+            raise SystemExit("the local Dask cluster did not start within 120 s")
+        time.sleep(1)
+
+
+def run_burst(args, tmp: Path, files: Path, workers: int, scheduler: str | None) -> tuple[list[Upload], Path, float]:
+    """Every student uploads once, at a random moment (seeded) of the ``--burst-seconds`` after the first, as at
+    a round's end; each waits for their verdict. Returns the uploads, the contest folder and the burst's start."""
+    import random
+
+    chance = random.Random(7)
+    names = [f"student{s:03d}" for s in range(args.students)]
+    kinds = list(variants())
+    folder = tmp / f"burst-{workers}-{'dask' if scheduler else 'pool'}"
+    tokens = make_contest(folder, names)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    proc = serve_contest(folder, port, workers, wait=120, scheduler=scheduler)
+    uploads: list[Upload] = []
+
+    def one(name: str, kind: str, delay: float) -> None:
+        time.sleep(delay)
+        student(base, tokens[name], name, [kind], files, uploads, args.wait, args.poll)
+
+    try:
+        # The pool's workers start their fork servers as the server starts: a round's end finds them warm.
+        time.sleep(10)
+        began = time.perf_counter()
+        threads = [
+            threading.Thread(target=one, args=(name, kinds[i % len(kinds)], chance.uniform(0, args.burst_seconds)))
+            for i, name in enumerate(names)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stop(proc)
+    return uploads, folder, began
+
+
+def burst(args, tmp: Path, files: Path) -> None:
+    """The three ways of serving the same burst, one after the other, each on a fresh contest."""
+    print(f"burst: {args.students} students, each uploading once within {args.burst_seconds:g} s", flush=True)
+    for label, workers, dask in (("1 worker", 1, False), ("2 workers", 2, False), ("Dask, 2 workers", 2, True)):
+        cluster: list[subprocess.Popen] = []
+        try:
+            scheduler = None
+            if dask:
+                scheduler, cluster = dask_cluster(workers)
+            uploads, folder, began = run_burst(args, tmp, files, workers, scheduler)
+        finally:
+            for proc in cluster:
+                stop(proc)
+        waits = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at is not None]
+        last = max((u.verdict_at for u in uploads if u.verdict_at is not None), default=began) - began
+        counts = audit(folder, uploads)
+        print(
+            f"  {label:<16} upload -> verdict: median {percentile(waits, 50):.1f} s, p95 {percentile(waits, 95):.1f} s"
+            f", max {max(waits, default=float('nan')):.1f} s; last verdict {last:.0f} s after the burst began; "
+            + ", ".join(f"{name} {n}" for name, n in counts.items()),
+            flush=True,
+        )
 
 
 def run_batch(args, tmp: Path, uploads: list[Upload], files: Path) -> tuple[float, Path]:
@@ -298,8 +399,18 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2, help="grading workers, server and batch (default 2)")
     parser.add_argument("--poll", type=float, default=0.5, help="seconds between a student's polls (default 0.5)")
     parser.add_argument("--wait", type=float, default=1800, help="seconds a student waits for a verdict")
+    parser.add_argument("--burst", action="store_true", help="a round's end: one upload each, three servers")
+    parser.add_argument("--burst-seconds", type=float, default=10, help="the burst's length (default 10)")
     args = parser.parse_args()
     print(cpu_line(), flush=True)
+    if args.burst:
+        with tempfile.TemporaryDirectory() as scratch:
+            files = Path(scratch) / "files"
+            for kind, data in variants().items():
+                (files / kind).mkdir(parents=True)
+                (files / kind / FILE).write_bytes(data)
+            burst(args, Path(scratch), files)
+        return
     print(f"{args.students} students x {args.per_student} uploads, {args.workers} workers", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
         tmp = Path(scratch)

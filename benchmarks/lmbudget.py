@@ -5,7 +5,7 @@ each graded through the real grader, with their losses on splits A and B and the
     python benchmarks/lmbudget.py [--budget SECONDS] [--runs N]
     python benchmarks/lmbudget.py --spread N [--burners K] [--budget SECONDS]
 
-Without ``--spread`` it is `python -m grader.lmbudget.calibrate` without `--write`: nothing is recorded (that
+Without ``--spread`` it is `python -m grader.calibrate` without `--write`: nothing is recorded (that
 command with `--write` re-calibrates the task file on the grading machine).
 
 ``--spread N`` grades the reference recipe N times through the real grader while K processes (2 by default)
@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from grader.lmbudget.calibrate import losses, main  # noqa: E402
+from grader.calibrate import losses, main  # noqa: E402
 from grader.lmbudget.task import ENV_VAR, LOSS_FORMAT, TASK_FILE, load_task, write_task  # noqa: E402
 from grader.reference import SOLUTIONS  # noqa: E402
 
@@ -130,7 +130,7 @@ def spread(runs: int, burners: int, budget: float | None, task_path: Path | None
 
 if __name__ == "__main__":
     if "--write" in sys.argv:
-        raise SystemExit("the benchmark records nothing: run python -m grader.lmbudget.calibrate --write for that")
+        raise SystemExit("the benchmark records nothing: run python -m grader.calibrate --write for that")
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--spread", type=int, default=None)
     parser.add_argument("--burners", type=int, default=2)

@@ -33,6 +33,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from grader.fingerprint import grader_fingerprint
+
+# torch is imported where a value is computed, read or written: `grade` starts without it.
+
 T = TypeVar("T")
 VARIABLE = "GPTKIT_CACHE"
 FORMAT = b"gptkit-cache 1\n"  # a change of layout changes this line, and every old entry reads as corrupt
@@ -71,8 +75,6 @@ def _scratch(name: str) -> Path:
 def _machine() -> str:
     """What a value computed with torch on this machine depends on, beyond its own key."""
     import torch
-
-    from grader.fingerprint import grader_fingerprint
 
     capability = getattr(torch.backends.cpu, "get_cpu_capability", lambda: "unknown")()
     return f"{grader_fingerprint()} torch {torch.__version__} {capability} {platform.machine()}"

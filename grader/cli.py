@@ -12,10 +12,23 @@ import click
 from click.core import ParameterSource
 
 from grader import __version__
+from grader.batch.commands import batch, export, report
+from grader.contest.commands import contest
+from grader.contest.submit import submit
 from grader.files import write_atomically
+from grader.grading import grade_submission, grader_failed, internal_errors_line
 from grader.milestones import MILESTONES, preloads, side_by_side
 from grader.options import OutputPath, limit_options, limits, milestone_option
+from grader.paper.commands import paper
+from grader.practice.command import practice
 from grader.results import GRADESCOPE_VISIBILITIES
+from grader.sandbox.client import GraderError
+from grader.submission import SubmissionError
+from grader.variants import Variant
+from grader.watch import watch
+
+# Imported where used, to keep `grade` quick to start: grader.paper.sitting, grader.table (rich), the bundles,
+# and grader.runner (pytest, then torch).
 
 FORMATS = ("text", "json", "gradescope")
 
@@ -85,9 +98,6 @@ def check(
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     from grader.paper.sitting import SittingError, from_paper, sitting_of
-    from grader.paper.variants import Variant
-    from grader.sandbox.client import ForkServer, GraderError
-    from grader.submission import SubmissionError, prepared
 
     chosen = limits(timeout, memory_mb)
     try:  # a paper's notebook (grade paper render): its parts, its student's numbers, its rules
@@ -103,25 +113,21 @@ def check(
         "variant": sitting.variant if sitting else Variant(),
         "rules": sitting.rules if sitting else None,
     }
-    groups = side_by_side(graded, jobs)
     try:
-        with (
-            prepared(submission) as folder,
-            ForkServer(
-                chosen, preload=preloads(graded), clients=len(groups) if len(groups) > 1 else 0, many=False
-            ) as server,
-        ):
-            from grader.runner import grade, grade_side_by_side  # loads torch here while the worker loads it there
-
-            if len(groups) > 1:
-                report = grade_side_by_side(folder, groups, chosen, server, **options)
-            else:
-                report = grade(folder, graded, chosen, server, **options)
-        report.submission = str(submission)
+        report = grade_submission(
+            submission,
+            graded,
+            chosen,
+            groups=side_by_side(graded, jobs),
+            preload=preloads(graded),
+            many=False,
+            name=str(submission),
+            **options,
+        )
     except SubmissionError as e:
         raise click.UsageError(str(e)) from None
     except GraderError as e:
-        click.echo(f"grade: the grader itself failed: {e}", err=True)
+        click.echo(grader_failed(e), err=True)
         sys.exit(1)
     if fmt == "text":
         from grader.table import render_text
@@ -138,8 +144,8 @@ def check(
         click.echo(f"results written to {output}", err=True)
     else:
         click.echo(text)
-    if report.internal_errors:
-        click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
+    if faults := internal_errors_line(report):
+        click.echo(faults, err=True)
         sys.exit(1)
 
 
@@ -202,7 +208,6 @@ def nbgrader(out: Path) -> None:
     """
     from grader.bundles import nbgrader as course
     from grader.runner import HIDDEN_AVAILABLE, grade
-    from grader.sandbox.client import GraderError
 
     if not HIDDEN_AVAILABLE or not (course.PROJECT / "solutions").is_dir():
         raise click.UsageError("an nbgrader course is built from a checkout of the kit (solutions and hidden suites)")
@@ -223,13 +228,6 @@ def nbgrader(out: Path) -> None:
         raise click.UsageError(str(e)) from None
     click.echo(f"wrote {notebook}; next, in {out}: nbgrader generate_assignment {course.ASSIGNMENT}", err=True)
 
-
-from grader.batch.commands import batch, export, report  # noqa: E402 - the group must exist first
-from grader.contest.commands import contest  # noqa: E402
-from grader.contest.submit import submit  # noqa: E402
-from grader.paper.commands import paper  # noqa: E402
-from grader.paper.practice import practice  # noqa: E402
-from grader.watch import watch  # noqa: E402
 
 for command in (batch, export, report, contest, submit, paper, practice, watch):
     main.add_command(command)

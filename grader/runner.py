@@ -24,12 +24,14 @@ import pytest
 
 from grader.hints import hint_for
 from grader.milestones import GRADABLE
-from grader.paper.variants import LESSON, Variant
+from grader.reference import SOLUTIONS
 from grader.results import CLAIM_COUNTED, CheckResult, NotObserved, Recheck, Report, Verdict
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
 from grader.sandbox.session import ImportFailure, MissingName
+from grader.sandbox.worker import jail
+from grader.variants import LESSON, Variant
 
 SUITES = Path(__file__).with_name("suites")  # the helpers every suite shares, and the suites' pytest.ini
 HIDDEN = SUITES / "hidden"  # the hidden suites (absent from a student release)
@@ -85,6 +87,7 @@ def grade(
     suites = PUBLIC if public else HIDDEN
     limits, milestones = limits or Limits(), list(milestones)
     started = time.monotonic()
+    # Imported here: loading torch takes seconds, which this process spends while the fork server loads it too.
     import torch
 
     from grader.suites.fixtures import GradingContext, GradingPlugin
@@ -180,8 +183,6 @@ def grade_side_by_side(
 
 def _grade_in_child(write: int, submission: Path, group: list[str], limits: Limits, server, options) -> NoReturn:
     """In a forked grading process: grade ``group``, send the Report (or the error) to the parent, exit."""
-    from grader.sandbox.worker import jail
-
     outcome: Report | GraderError
     try:
         jail.die_with_parent()
@@ -252,8 +253,6 @@ def settle_claims(
     claims = {nodeid: check for nodeid, check in collector.by_nodeid.items() if is_claim(check)}
     if not claims:
         return
-    from grader.reference import SOLUTIONS
-
     try:
         again = grade(SOLUTIONS, milestones, limits, server, variant=variant, rules=rules, only=frozenset(claims))
         on_reference = {(c.milestone, c.name): c for c in again.checks}

@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import io
-from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 
 from grader.milestones import GRADABLE
+from grader.paper.sitting import Sitting, paper_of
 from grader.results import Report
-
-if TYPE_CHECKING:
-    from grader.paper.sitting import Sitting
 
 
 def render_text(report: Report, verbose: bool = False, color: bool = True, paper: Sitting | None = None) -> str:
     """The table. For a paper's grading (``paper``, or the paper notebook the report is of) the rows are the
     paper's parts in its order, with no Total row: the paper's summary gives the total, in the paper's points."""
     if paper is None:
-        from grader.paper.sitting import paper_of
-
         paper = paper_of(report)
     milestones = paper.order(report.milestones) if paper else report.milestones
     title = f"Grading {report.submission}" + (

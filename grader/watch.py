@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import re
+import shutil
 import signal
 import sys
 import tempfile
@@ -22,16 +23,16 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 import click
 
+from grader.batch.discover import FoundSubmission
+from grader.grading import grade_submission, grader_failed, internal_errors_line
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import limit_options, limits, milestone_option
-
-if TYPE_CHECKING:
-    from grader.results import Report
-    from grader.sandbox.client import ForkServer, Limits
+from grader.results import Report
+from grader.sandbox.client import ForkServer, GraderError, Limits, copy_submission
+from grader.submission import SubmissionError
 
 POLL_SECONDS = 0.2  # how often the files are looked at
 SETTLE_SECONDS = 0.3  # a save is graded once the files have not changed for this long (editors write in steps)
@@ -147,8 +148,6 @@ class Watcher:
         self.color = sys.stdout.isatty()
 
     def fork_server(self) -> ForkServer:
-        from grader.sandbox.client import ForkServer
-
         if self.server is not None and self.server.proc is not None and self.server.proc.poll() is not None:
             click.echo("grade watch: the grading workers' fork server stopped; starting a new one", err=True)
             self.close()
@@ -161,18 +160,19 @@ class Watcher:
 
     def grade(self, milestones: list[str]) -> Report | None:
         """Grade and print the table (and first failures) as ``grade check`` does; None if nothing was graded."""
-        from grader.runner import grade
-        from grader.sandbox.client import GraderError
-        from grader.submission import SubmissionError, prepared
-        from grader.table import render_text
+        from grader.table import render_text  # rich: `grade` starts without it
 
         for attempt in range(2):  # a second time only if the fork server died while grading
             try:
-                with self.copy() as copied, prepared(copied) as folder, self.stopped_by_a_save():
-                    report = grade(folder, milestones, self.limits, self.fork_server(), public=self.public)
+                with self.copy() as copied, self.stopped_by_a_save():
+                    report = grade_submission(copied, milestones, self.limits, self.fork_server, public=self.public)
+                    torn = digest(copied) != digest(self.submission)
                 if NewerSave.seen:
                     self.superseded()
                     return None
+                if torn and attempt == 0:  # a file caught mid-write: its verdict would stay until another save
+                    click.echo("the files changed while they were read: grading them again")
+                    continue
                 report.submission = str(self.submission)
                 if Stop.asked:
                     raise KeyboardInterrupt
@@ -187,14 +187,14 @@ class Watcher:
                     return None
                 if self.server_died() and attempt == 0:
                     continue
-                click.echo(f"grade: the grader itself failed: {e}", err=True)
+                click.echo(grader_failed(e), err=True)
                 self.close()  # a fresh server for the next save
                 return None
             if self.server_died() and attempt == 0:
                 continue  # its checks were set aside as the grader's failures: grade again on a new server
             click.echo(render_text(report, verbose=self.verbose, color=self.color))
-            if report.internal_errors:
-                click.echo(f"grade: {len(report.internal_errors)} check(s) failed inside the grader", err=True)
+            if faults := internal_errors_line(report):
+                click.echo(faults, err=True)
             return report
         return None
 
@@ -204,15 +204,15 @@ class Watcher:
 
     @contextlib.contextmanager
     def copy(self) -> Iterator[Path]:
-        """The files as they are now, in a folder of their own: every worker of one grading reads the same."""
-        from grader.sandbox.client import copy_submission
-
-        if not self.submission.is_dir():
-            yield self.submission  # a notebook is read once, as grading starts
-            return
+        """The files as they are now, in a folder of their own: every worker of one grading reads the same, and
+        what was graded can be compared with what is there once it is done."""
         with tempfile.TemporaryDirectory(prefix="gptkit-watch-") as tmp:
-            copy_submission(self.submission, Path(tmp) / self.submission.name)
-            yield Path(tmp) / self.submission.name
+            copied = Path(tmp) / self.submission.name
+            if self.submission.is_dir():
+                copy_submission(self.submission, copied)
+            else:
+                shutil.copyfile(self.submission, copied)
+            yield copied
 
     @contextlib.contextmanager
     def stopped_by_a_save(self) -> Iterator[None]:
@@ -257,6 +257,14 @@ def _stop(signum: int, frame: object) -> None:
     raise KeyboardInterrupt
 
 
+def digest(path: Path) -> str:
+    """The submission's files, names and bytes, as one digest (the files ``copy_submission`` copies)."""
+    try:
+        return FoundSubmission("", path).digest()
+    except OSError:  # a file removed as it was read: changed, whatever it was
+        return ""
+
+
 def settle(path: Path, seen: Snapshot) -> Snapshot:
     """Wait until the files stop changing (a save in several writes), then return how they are."""
     while True:
@@ -290,7 +298,7 @@ def watch(
     """
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     if submission.suffix == ".ipynb":
-        from grader.paper.sitting import SittingError, sitting_of
+        from grader.paper.sitting import SittingError, sitting_of  # as the table: not at start-up
 
         try:
             if sitting_of(submission):

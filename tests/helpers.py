@@ -204,8 +204,11 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def serve_contest(folder: Path, port: int, workers: int = 1, wait: float = 60) -> subprocess.Popen:
-    """`grade contest serve FOLDER` on loopback, as a coach starts it, once it answers (its own process group).
+def serve_contest(
+    folder: Path, port: int, workers: int = 1, wait: float = 60, scheduler: str | None = None
+) -> subprocess.Popen:
+    """`grade contest serve FOLDER` on loopback, as a coach starts it, once it answers (its own process group);
+    with ``scheduler``, grading on that Dask cluster (``--scheduler``).
 
     Its output goes to FOLDER/serve-PORT.log: uvicorn logs every request, and a pipe nobody reads
     would fill and stall the server."""
@@ -213,7 +216,8 @@ def serve_contest(folder: Path, port: int, workers: int = 1, wait: float = 60) -
     with open(log_path, "w") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port)]
-            + ["--workers", str(workers)],
+            + ["--workers", str(workers)]
+            + (["--scheduler", scheduler] if scheduler else []),
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -263,8 +267,8 @@ def reference_answers(module: str) -> dict[str, object]:
 def fill_paper_notebook(notebook: Path, seed: int, out: Path) -> None:
     """The notebook with the reference's code and the reference's answers for the student of ``seed``."""
     data = json.loads(notebook.read_text())
-    from grader.paper.variants import Variant
     from grader.suites.hidden import kv_questions
+    from grader.variants import Variant
 
     quiz = reference_answers("quiz")
     variant = Variant(seed)

@@ -31,6 +31,8 @@ def best_first(rows: list[dict], students: set[str]) -> list[str]:
 
 def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     """Write the four charts into ``folder``; returns their paths."""
+    # matplotlib here, not at the top: it takes a second to load, its backend is chosen before pyplot loads, and
+    # only `grade report --png` and the coach's charts page draw.
     import matplotlib
 
     matplotlib.use("Agg")

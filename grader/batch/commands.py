@@ -11,7 +11,7 @@ from pathlib import Path
 import click
 
 from grader.batch.exports import csv_text, gradescope_json
-from grader.batch.gradebook import EMPTY, Gradebook, NotAGradebook
+from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook, NotAGradebook
 from grader.batch.summary import (
     class_lines,
     counts_line,
@@ -24,6 +24,7 @@ from grader.batch.summary import (
     untouched_line,
 )
 from grader.files import write_atomically
+from grader.fingerprint import grader_fingerprint
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import OutputPath, dask_client, limit_options, limits, milestone_option, scheduler_option
 from grader.results import CLAIM_COUNTED
@@ -77,6 +78,7 @@ def batch(
     Graded on some milestones (-m), a student keeps the others' results from the same
     files and grader. A student's folder with nothing to grade is recorded as such.
     """
+    # Imported here, to keep `grade` quick to start: rich, finding submissions (zipfile) and the pool.
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -295,7 +297,7 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
         for milestone, cause, n in causes[:top]:
             click.echo(f"  {n:4d}  {milestone}: {cause}")
     if png_dir:
-        from grader.batch.charts import draw
+        from grader.batch.charts import draw  # matplotlib's helpers: `grade` starts without them
 
         for path in draw(rows, checks, png_dir):
             click.echo(f"wrote {path}", err=True)
@@ -303,16 +305,12 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
 
 def _older(rows: list[dict]) -> list[dict]:
     """The rows that grading code other than this one graded (or that predate fingerprints)."""
-    from grader.fingerprint import grader_fingerprint
-
     current = grader_fingerprint()
     return [r for r in rows if r["grader_hash"] != current]
 
 
 def _older_note(db: Path, rows: list[dict], older: list[dict]) -> str:
     """How many rows an older grader graded, and the command that regrades them."""
-    from grader.contest.export import SOURCE_PREFIX
-
     if all(r["source"].startswith(SOURCE_PREFIX) for r in rows):  # a contest's view (grade contest export)
         return (
             f"{len(older)} of {len(rows)} students' counted submissions were graded by another grader than this "

@@ -58,6 +58,9 @@ COLUMNS = (
     "worker_cpu",
     "grader_hash",
 )
+# A row's ``source`` in a contest's view (``grade contest export``): where ``grade export`` tells the coach to
+# regrade from (the contest's coach page, not ``grade batch``).
+SOURCE_PREFIX = "contest:"
 EMPTY = "nothing to grade"  # the status of a student's folder that held nothing to grade (its error says why)
 # The columns of a check's row, as ``record`` writes them (``attempt`` added).
 CHECK_COLUMNS = (

@@ -19,7 +19,9 @@ from typing import NamedTuple
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
+from grader.grading import grade_submission
 from grader.sandbox.client import ForkServer, Limits
+from grader.variants import Variant
 
 from .discover import FoundSubmission, unpacked
 from .gradebook import Gradebook
@@ -41,15 +43,11 @@ def grade_one(
     ``server``: the address of the batch's fork server, of which this process gets a copy; ``seed`` and
     ``rules``: the student's variant and the paper's rules (a contest run on a paper).
     """
-    from grader.paper.variants import Variant
-    from grader.runner import grade
-    from grader.submission import prepared
-
     with _one_at_a_time:
         try:
             fork_server = _this_process_server(server, limits)
-            with unpacked(Path(path)) as inner, prepared(inner) as folder:
-                report = grade(folder, milestones, limits, fork_server, variant=Variant(seed), rules=rules)
+            with unpacked(Path(path)) as inner:
+                report = grade_submission(inner, milestones, limits, fork_server, variant=Variant(seed), rules=rules)
                 return report.to_json()
         except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
             return {"error": f"{type(e).__name__}: {e}"}
@@ -81,11 +79,13 @@ def _fork_server(address: str | None, limits: Limits):
     return ForkServer(limits, many=True)
 
 
-def _context() -> multiprocessing.context.BaseContext:
-    """Worker processes forked from one that has loaded torch and the grader once (2 s and more each)."""
+def pool_context() -> multiprocessing.context.BaseContext:
+    """The start method of a pool of grading processes (the batch's, the contest server's: grader/contest/
+    grading.py): worker processes forked from one that has loaded torch and the grader once (2 s and more each),
+    where there is a fork server; else spawned."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
-    from multiprocessing import forkserver
+    from multiprocessing import forkserver  # here: not on every platform (Windows has none)
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["grader.runner", "grader.suites.fixtures", "torch._dynamo", "hypothesis"])
@@ -132,18 +132,20 @@ def _interrupts_deferred() -> Iterator[None]:
         previous(signal.SIGINT, None)  # Python's own handler: raises KeyboardInterrupt
 
 
-def _stop_forkserver() -> None:
-    """End the fork server now and wait for it (Python leaves it to exit on its own, unwaited), so that
-    nothing outlives the batch and its CPU time, and its children's, counts as the batch's."""
-    from multiprocessing import forkserver
+def stop_forkserver() -> None:
+    """End Python's fork server of ``pool_context`` now and wait for it (Python leaves it to exit on its own,
+    unwaited), so that nothing outlives the pool (a batch, a contest server) and its CPU time, and its
+    children's, counts as the pool's owner's."""
+    from multiprocessing import forkserver  # here: not on every platform (Windows has none)
 
     stop = getattr(forkserver._forkserver, "_stop", None)  # private, but present from 3.8 to 3.14
     if stop:
         stop()
 
 
-def _stop_workers(executor: Executor) -> None:
-    """Ctrl-C: drop the queued submissions and end the worker processes now (their results are not saved)."""
+def stop_workers(executor: Executor) -> None:
+    """Ctrl-C, or a pool's close: drop the queued submissions and end the worker processes of ``executor`` (a
+    ``ProcessPoolExecutor``) now (their results are not saved)."""
     # Private, and taken first: shutdown forgets them. The workers ignore Ctrl-C, so they must be ended here
     # (3.14 has terminate_workers).
     processes = list((getattr(executor, "_processes", None) or {}).values())
@@ -197,7 +199,7 @@ def grade_all(
     narrowed: dict[str, str] = {}
     own = executor is None
     # Nothing to grade: no fork server to start (and wait for, as it preloads torch).
-    context = _context() if todo else None
+    context = pool_context() if todo else None
     executor = executor or ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_interrupts)
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
     server = ForkServer(limits, clients=min(workers, len(todo))) if own and todo else None
@@ -232,12 +234,12 @@ def grade_all(
                 progress(f, result)
     except KeyboardInterrupt:
         if own:
-            _stop_workers(executor)
+            stop_workers(executor)
         raise
     finally:
         if own:
             executor.shutdown(cancel_futures=True)
-            _stop_forkserver()
+            stop_forkserver()
         if server:
             server.close()
     for f in empty:

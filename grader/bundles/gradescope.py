@@ -23,17 +23,25 @@ that every link in the zip resolves inside it.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import posixpath
 import re
 import sys
+import warnings
 import zipfile
 from pathlib import Path
 
 from grader import templates
+from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
 from grader.files import atomic_path, write_atomically
-from grader.results import GRADESCOPE_VISIBILITIES
+from grader.grading import grade_submission, grader_failed, internal_errors_line
+from grader.milestones import MILESTONES
+from grader.options import limits
+from grader.results import GRADESCOPE_VISIBILITIES, gradescope_results
+from grader.sandbox.client import ForkServer, GraderError
+from grader.submission import SubmissionError
 
 PROJECT = Path(__file__).resolve().parents[2]
 # What the autograder needs of the project: the package (suites and sandbox included), the reference,
@@ -127,8 +135,6 @@ def locate(root: Path) -> tuple[Path, str]:
     or the same in the one folder inside it (a dragged-in ``exercises/``; Gradescope's ``__MACOSX`` and
     hidden folders do not count). Failing that, ``root`` itself: each check then names the file it misses.
     """
-    from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
-
     found = submission_in(root)
     if found is None:
         why = nothing_to_grade(root)
@@ -145,21 +151,21 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
     The hidden suites carry the points and ``visibility``; the public checks (what students run
     themselves) follow, always visible and worth 0 points.
     """
-    from grader.milestones import MILESTONES
-    from grader.options import limits
-    from grader.results import gradescope_results
-    from grader.sandbox.client import ForkServer, GraderError
-    from grader.submission import SubmissionError, prepared
-
     path, found = locate(root)
     notes = [found] if found else []
     try:
-        with prepared(path) as folder, ForkServer(limits()) as server:
-            from grader.runner import grade  # loads torch here while the worker loads it there
+        with contextlib.ExitStack() as stack:
+            started: list[ForkServer] = []
 
-            report = grade(folder, list(MILESTONES), limits(), server)
+            def server() -> ForkServer:
+                """One fork server for both gradings, started once the submission is prepared."""
+                if not started:
+                    started.append(stack.enter_context(ForkServer(limits())))
+                return started[0]
+
+            report = grade_submission(path, list(MILESTONES), limits(), server)
             try:
-                public = grade(folder, list(MILESTONES), limits(), server, public=True)
+                public = grade_submission(path, list(MILESTONES), limits(), server, public=True)
             except GraderError as e:
                 print(f"the public checks did not run: {e}")
                 public = None
@@ -172,7 +178,7 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
             "Fix it and submit again (ask your instructor if you cannot see why)."
         ), 0
     except GraderError as e:
-        print(f"grade: the grader itself failed: {e}")
+        print(grader_failed(e))
         return gradescope_results(
             output="The autograder could not grade this submission (the grader itself "
             "failed, not your code); please tell your instructor."
@@ -184,15 +190,13 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
             "here) are shown now."
         )
     out["output"] = " ".join([out["output"], *notes])
-    if report.internal_errors:
-        print(f"grade: {len(report.internal_errors)} check(s) failed inside the grader")
+    if faults := internal_errors_line(report):
+        print(faults)
     return out, 1 if report.internal_errors else 0
 
 
 def main(argv: list[str] | None = None) -> int:
     """run_autograder's entry: grade SUBMISSION_FOLDER, write RESULTS."""
-    import warnings
-
     # torch warns when numpy is absent; the grader does not use numpy, so the warning is only noise.
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     parser = argparse.ArgumentParser(prog="python -m grader.bundles.gradescope", description=main.__doc__)

@@ -19,13 +19,17 @@ from typing import IO
 import click
 
 from grader import templates
-from grader.contest.config import Board, Contest, ContestFileError, Feedback, load
+from grader.batch.commands import export, report
+from grader.batch.gradebook import Gradebook
+from grader.contest.config import Board, Contest, ContestFileError, load
 from grader.contest.feedback import guarded_tasks
+from grader.contest.metric import is_metric
 from grader.contest.policy import contest_end
-from grader.contest.roster import RosterError, read_roster
-from grader.files import atomic_path
+from grader.files import atomic_path, write_atomically
 from grader.milestones import GRADABLE
 from grader.options import dask_client, limit_options, limits, scheduler_option
+from grader.roster import RosterError, read_roster
+from grader.sandbox.visibility import probe_protections, worker_view
 
 CONTEST_FILE = "contest.toml"
 ROSTER = "roster.csv"
@@ -169,14 +173,11 @@ def _roster(folder: Path, rules: Contest | None) -> tuple[str, ...]:
 def held_out_refusal(rules: Contest) -> str | None:
     """Why a metric task of ``rules`` cannot run as a contest here: its held-out text is one a worker can read
     (decided from a fork server started on this machine: grader/sandbox/visibility.py); None when none is."""
-    from grader.contest.metric import is_metric
-
     metric = [t.id for t in rules.tasks if is_metric(t.id)]
     if not metric:
         return None
-    from grader.lmbudget.corpus import corpus_files
+    from grader.lmbudget.corpus import corpus_files  # lmbudget loads torch: only for a contest with a metric task
     from grader.lmbudget.task import ENV_VAR, load_task
-    from grader.sandbox.visibility import probe_protections, worker_view
 
     task = load_task()  # the task file the server's grading reads: GPTKIT_LMBUDGET_TASK, or the shipped one
     why = worker_view(probe_protections()).readable(corpus_files(task.corpus))
@@ -192,7 +193,7 @@ def held_out_refusal(rules: Contest) -> str | None:
 def warnings(rules: Contest) -> list[str]:
     """What in ``rules`` is allowed but likely not meant, one line each, for `check` to warn about."""
     found = []
-    if rules.scoreboard is not Board.HIDDEN and rules.feedback_during in (Feedback.NONE, Feedback.PASSFAIL):
+    if rules.scoreboard is not Board.HIDDEN and not rules.feedback_during.shows.scores:
         # the board shows each task's points during the window: the very numbers this feedback keeps back
         found.append(
             f'the scoreboard ("{rules.scoreboard.value}") shows each task\'s exact points during the window, which '
@@ -234,7 +235,7 @@ def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
     if rules.extra_time:
         lines.append(f"extra time: {len(rules.extra_time)} student(s), up to {_minutes(max_extra(rules))}")
     lines.append(f"feedback: {rules.feedback_during.value} during the window, {rules.feedback_after.value} after")
-    if rules.feedback_during is Feedback.FULL and (guarded := guarded_tasks(rules)):
+    if rules.feedback_during.shows.checks and (guarded := guarded_tasks(rules)):
         lines.append(
             f"  {', '.join(guarded)}: the score only until a student's window ends, no checks: graded with the "
             "grader's own solution of another task, which a check's message could carry out"
@@ -379,12 +380,10 @@ def export_results(
     task, in contest points), for `grade export` and `grade report`; with --csv, --gradescope or --png, run them.
 
     The server need not be stopped: the gradebook is rebuilt from FOLDER/contest.sqlite each time."""
-    from grader.batch.commands import export, report
-    from grader.batch.gradebook import Gradebook
+    # Imported here, to keep `grade` quick to start: the export and the store (sqlite), and the server (FastAPI).
     from grader.contest.export import results_csv, write_gradebook
     from grader.contest.store import DATABASE, Store
     from grader.contest.web.tokens import read_tokens
-    from grader.files import write_atomically
 
     _folder(folder)
     if not (folder / DATABASE).exists():

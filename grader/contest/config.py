@@ -9,29 +9,17 @@ contest without its cap. ``grader/templates/contest.toml`` is the commented exam
 from __future__ import annotations
 
 import json
-import re
-import sys
 from dataclasses import dataclass, field
-from datetime import date, datetime, time, timedelta
+from datetime import datetime, timedelta
 from enum import Enum
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
-from grader.contest.lines import line_of
-from grader.contest.points import milestone_points
+from grader.feedback import Feedback
 from grader.milestones import GRADABLE
-
-if TYPE_CHECKING:  # grader.paper.config reads its file with this module's Reader: imported where used
-    from grader.paper.config import Paper
-
-
-class Feedback(Enum):
-    """What a student sees of a graded submission."""
-
-    FULL = "full"  # every check: name, points, message
-    SCORE = "score"  # each task's score only
-    PASSFAIL = "passfail"  # each task: full marks or not
-    NONE = "none"  # only that the submission was received
+from grader.paper.config import Paper, PaperFileError
+from grader.paper.config import load as load_paper
+from grader.suites.points import milestone_points
+from grader.tomlfile import Reader, show_key
 
 
 class Scoring(Enum):
@@ -99,105 +87,6 @@ KNOWN = {
     ("defaults",): {"scoring", "select", "max_submissions", "min_interval"},  # a task's keys but its points
 }
 TASK_KEYS = {"points", "scoring", "select", "max_submissions", "min_interval"}
-_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def _show_key(path: tuple[str, ...]) -> str:
-    return ".".join(p if _BARE_KEY.fullmatch(p) else json.dumps(p) for p in path)
-
-
-def _show_value(value: object) -> str:
-    if isinstance(value, (datetime, date, time)):
-        return value.isoformat()
-    if isinstance(value, dict):
-        return "a table"
-    try:
-        return json.dumps(value)
-    except TypeError:
-        return repr(value)
-
-
-def _choices(kind: type[Enum]) -> str:
-    return ", ".join(f'"{m.value}"' for m in kind)
-
-
-class Reader:
-    """Reads values out of a parsed TOML file (contest.toml, paper.toml); a failed check raises with its line."""
-
-    @classmethod
-    def of(cls, text: str, name: str, error: type[Exception] = ContestFileError) -> tuple[Reader, dict]:
-        """A reader of the file's ``text`` and its tables; a file that is not TOML raises ``error``."""
-        # Imported here, not at the top: `grade` loads this module for its `contest` group, and the student
-        # release (which ships the grader but not tomli, needed before Python 3.11) must not need it to start.
-        if sys.version_info >= (3, 11):
-            import tomllib
-        else:  # pragma: no cover - Python 3.10
-            import tomli as tomllib
-        try:
-            data = tomllib.loads(text)
-        except tomllib.TOMLDecodeError as e:
-            raise error(f"{name}: not valid TOML: {e}") from None
-        return cls(text, name, error), data
-
-    def title(self, top: dict) -> str:
-        title = top.get("title")
-        if not isinstance(title, str) or not title.strip():
-            raise self.fail(("title",), "title is required: a non-empty string")
-        return title.strip()
-
-    def __init__(self, text: str, name: str, error: type[Exception] = ContestFileError):
-        self.text = text
-        self.name = name
-        self.error = error  # the exception a mistake raises: the contest file's, or the paper file's
-
-    def fail(self, path: tuple[str, ...], message: str) -> Exception:
-        line = line_of(self.text, path) if path else None
-        where = f"{self.name}, line {line}" if line else self.name
-        return self.error(f"{where}: {message}")
-
-    def bad(self, path: tuple[str, ...], value: object, wanted: str) -> Exception:
-        return self.fail(path, f"{_show_key(path)} must be {wanted}, not {_show_value(value)}")
-
-    def table(self, data: dict, path: tuple[str, ...], known: set[str] | None) -> dict:
-        value = data.get(path[-1], {}) if path else data
-        if not isinstance(value, dict):
-            raise self.bad(path, value, "a table")
-        for key in value:
-            if known is not None and key not in known:
-                where = f"in [{_show_key(path)}]" if path else "at the top of the file"
-                raise self.fail(
-                    path + (key,), f"unknown key {_show_key((key,))} {where}; the keys are {', '.join(sorted(known))}"
-                )
-        return value
-
-    def number(self, table: dict, path: tuple[str, ...], *, positive: bool, integer: bool = False) -> float | None:
-        value = table.get(path[-1])
-        if value is None:
-            return None
-        kind = int if integer else (int, float)
-        if isinstance(value, bool) or not isinstance(value, kind) or value < 0 or (positive and value == 0):
-            wanted = ("a positive " if positive else "a non-negative ") + ("whole number" if integer else "number")
-            raise self.bad(path, value, wanted)
-        return value
-
-    def choice(self, table: dict, path: tuple[str, ...], kind: type[Enum], default: Enum | None) -> Any:
-        value = table.get(path[-1])
-        if value is None:
-            if default is None:
-                raise self.fail(path, f"{_show_key(path)} is required: one of {_choices(kind)}")
-            return default
-        try:
-            return kind(value)
-        except ValueError:
-            raise self.bad(path, value, f"one of {_choices(kind)}") from None
-
-    def moment(self, table: dict, path: tuple[str, ...]) -> datetime | None:
-        value = table.get(path[-1])
-        if value is None:
-            return None
-        if not isinstance(value, datetime) or value.utcoffset() is None:
-            raise self.bad(path, value, "a date and time with its UTC offset, like 2026-03-14T09:00:00-05:00")
-        return value
 
 
 def load(path: Path) -> Contest:
@@ -214,7 +103,7 @@ def load(path: Path) -> Contest:
 def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> Contest:
     """Check the contest file's ``text`` (``name`` is the file's, for the messages; ``folder`` the one a
     ``paper`` path is relative to, the current one if None)."""
-    read, data = Reader.of(text, name)
+    read, data = Reader.of(text, name, ContestFileError)
     top = read.table(data, (), KNOWN[()])
     title = read.title(top)
     window = _window(read, read.table(top, ("window",), KNOWN[("window",)]))
@@ -263,8 +152,6 @@ def _window(read: Reader, table: dict) -> Window:
 
 def _paper(read: Reader, top: dict, folder: Path) -> Paper | None:
     """The paper named by ``paper = "PATH"`` (a paper.toml or its folder, relative to the contest file)."""
-    from grader.paper.config import PaperFileError, load
-
     where = top.get("paper")
     if where is None:
         return None
@@ -277,7 +164,7 @@ def _paper(read: Reader, top: dict, folder: Path) -> Paper | None:
             "a contest on a paper takes its tasks from the paper: remove [tasks], or paper",
         )
     try:
-        return load(folder / where)
+        return load_paper(folder / where)
     except PaperFileError as e:
         raise read.fail(("paper",), f"paper = {json.dumps(where)}: {e}") from None
 
@@ -300,7 +187,7 @@ def _tasks(read: Reader, top: dict) -> tuple[Task, ...]:
         if task_id not in GRADABLE:
             raise read.fail(
                 ("tasks", task_id),
-                f"tasks.{_show_key((task_id,))} is not an exercise id; the ids are {', '.join(GRADABLE)}",
+                f"tasks.{show_key((task_id,))} is not an exercise id; the ids are {', '.join(GRADABLE)}",
             )
         table = read.table(tasks, ("tasks", task_id), TASK_KEYS)
         result.append(_task(read, task_id, {**defaults, **table}, set(table)))

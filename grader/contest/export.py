@@ -18,7 +18,7 @@ from typing import Any
 
 from grader import __version__
 from grader.batch.exports import csv_text
-from grader.batch.gradebook import Gradebook
+from grader.batch.gradebook import SOURCE_PREFIX, Gradebook
 from grader.batch.summary import NOT_SUBMITTED
 from grader.contest.config import Contest
 from grader.contest.feedback import scaled  # the one conversion to contest points, as the feedback's
@@ -29,7 +29,6 @@ from grader.fingerprint import grader_fingerprint
 
 GRADEBOOK = "grades.sqlite"
 NO_SUBMISSION = "no graded submission"  # why a student with no counted submission at all has 0 points
-SOURCE_PREFIX = "contest:"  # a row's ``source``: where ``grade export`` tells the coach to regrade from
 
 
 def counted(contest: Contest, rows: list[Row]) -> dict[str, Row]:

@@ -15,11 +15,13 @@ for the end of the window, when the other task can no longer be submitted.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from grader.contest.config import Contest, Feedback
+from grader.contest.config import Contest
 from grader.contest.metric import split_check
 from grader.contest.policy import Phase, WindowState, task_points
+from grader.feedback import Feedback
 from grader.milestones import GRADABLE
 from grader.results import Verdict
 
@@ -76,19 +78,29 @@ def task_verdict(checks: list[dict[str, Any]]) -> str | None:
     return Verdict.OK.value
 
 
+class View(dict):
+    """A filtered view of a report: the JSON a student's screen gets (a plain dict to ``json``), which also renders
+    itself (``shown``) for the contest page's template."""
+
+    @property
+    def shown(self) -> Shown:
+        return render(self)
+
+
 def filter_report(
     contest: Contest,
     report: dict[str, Any],
     policy: Feedback,
     guarded: dict[str, tuple[str, ...]] | None = None,
     sealed: frozenset[str] = frozenset(),
-) -> dict[str, Any]:
-    """``report`` as seen under ``policy``: full = every check; score = each task's score; passfail = each task
-    passed (full marks) or not; none = only that it was received. Each task but under none has its verdict (a
-    class such as "runtime error": it tells nothing of what a check tests). A task in ``guarded`` gets at most
-    score."""
-    view: dict[str, Any] = {"feedback": policy.value, "received": True}
-    if policy is Feedback.NONE:
+) -> View:
+    """``report`` as seen under ``policy``, by what it shows (``policy.shows``): full = every check; score = each
+    task's score; passfail = each task passed (full marks) or not; none = only that it was received. Each task
+    shown has its verdict (a class such as "runtime error": it tells nothing of what a check tests). A task in
+    ``guarded`` gets at most its score."""
+    shows = policy.shows
+    view = View({"feedback": policy.value, "received": True})
+    if not shows.tasks:
         return view
     tasks = []
     for milestone in report.get("milestones", []):
@@ -100,23 +112,114 @@ def filter_report(
         entry: dict[str, Any] = {"id": task.id, "title": milestone.get("title", "")}
         if (verdict := task_verdict(shown)) is not None:
             entry["verdict"] = verdict
-        if policy is Feedback.PASSFAIL:
+        if shows.passed:
             entry["passed"] = score >= task.points
-        else:
+        if shows.scores:
             entry["score"] = score
             entry["max_score"] = task.points
-        if policy is Feedback.FULL and task.id in (guarded or {}):
+        if shows.checks and task.id in (guarded or {}):
             others = " and ".join((guarded or {})[task.id])
             entry["note"] = (
                 f"its checks are shown when your window ends: {task.id} is graded with the grader's own "
                 f"solution of {others}, a task of this contest, which a check's message could carry out"
             )
-        elif policy is Feedback.FULL:
+        elif shows.checks:
             stake = float(milestone.get("max_score", 0))
             scale = task.points / stake if stake > 0 else 0.0  # the grader's points -> the task's, as its score
             entry["checks"] = [scaled({key: check.get(key) for key in CHECK_FIELDS}, scale, 4) for check in shown]
         tasks.append(entry)
     view["tasks"] = tasks
-    if policy is Feedback.FULL:
+    if shows.checks:
         view["set_aside"] = report.get("set_aside", {}).get("note", "")
     return view
+
+
+# -- the one renderer: every screen shows a filtered view through it, and none looks at the policy --
+
+
+@dataclass(frozen=True)
+class CheckRow:
+    name: str
+    passed: bool
+    message: str
+
+
+@dataclass(frozen=True)
+class TaskRow:
+    """A task of a filtered view, as every screen shows it."""
+
+    id: str
+    result: str = ""  # "7.98 / 30" (a score), "passed" or "not yet full marks"; "": the view shows neither
+    scored: bool = False  # ``result`` is a score, in points
+    score: float = 0.0  # with ``scored``
+    tone: str = ""  # "ok" or "bad": a pass or a fail; "" for a score or nothing
+    verdict: str = ""
+    note: str = ""
+    checks: tuple[CheckRow, ...] = ()
+
+    @property
+    def passed_checks(self) -> int:
+        return sum(c.passed for c in self.checks)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """A filtered view as rows to show."""
+
+    withheld: bool  # nothing shown but that the submission was graded (``received``)
+    tasks: tuple[TaskRow, ...] = ()
+    set_aside: str = ""  # the grader's note on checks it set aside
+
+
+def render(view: dict[str, Any]) -> Shown:
+    """A filtered view (``filter_report``'s, or the server's JSON of one; ``{}``: none) as rows, from what it
+    holds: the terminal (``render_lines``), the contest page (grader/templates/contest/me.html) and
+    ``grade practice`` all show these."""
+    rows = []
+    for task in view.get("tasks", []):
+        result, scored, tone = "", False, ""
+        if "score" in task:
+            result, scored = f"{task['score']:g} / {task['max_score']:g}", True
+        elif "passed" in task:
+            result = "passed" if task["passed"] else "not yet full marks"
+            tone = "ok" if task["passed"] else "bad"
+        checks = tuple(
+            CheckRow(str(c.get("name")), bool(c.get("passed")), str(c.get("message") or ""))
+            for c in task.get("checks") or []
+        )
+        rows.append(
+            TaskRow(
+                id=task["id"],
+                result=result,
+                scored=scored,
+                score=float(task.get("score", 0.0)),
+                tone=tone,
+                verdict=task.get("verdict") or "",
+                note=task.get("note") or "",
+                checks=checks,
+            )
+        )
+    withheld = bool(view.get("received")) and "tasks" not in view
+    return Shown(withheld=withheld, tasks=tuple(rows), set_aside=view.get("set_aside") or "")
+
+
+def render_lines(view: dict[str, Any], withheld: str) -> list[str]:
+    """A filtered view as lines to print (``grade submit``, ``grade practice``); ``withheld``: the line when the
+    view shows nothing but that the submission was graded."""
+    shown = render(view)
+    lines = [f"  {withheld}"] if shown.withheld else []
+    for task in shown.tasks:
+        if task.result:
+            verdict = f" ({task.verdict})" if task.verdict else ""
+            lines.append(f"  {task.id}: {task.result}{' points' if task.scored else ''}{verdict}")
+        elif task.verdict:
+            lines.append(f"  {task.id}: {task.verdict}")
+        if task.note:
+            lines.append(f"    ({task.note})")
+        if task.checks:  # the failures in full; the passes only counted, or 50 "ok" lines would bury them
+            lines.append(f"    {task.passed_checks} of {len(task.checks)} checks passed")
+        for check in task.checks:
+            if not check.passed:
+                message = f": {check.message}" if check.message else ""
+                lines.append(f"    FAIL {check.name}{message}")
+    return lines

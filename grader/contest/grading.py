@@ -33,7 +33,9 @@ from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from datetime import datetime
 
+from grader.batch.run import grade_one, pool_context, stop_forkserver, stop_workers, warm_up
 from grader.contest.store import Store
+from grader.options import limits as default_limits
 
 log = logging.getLogger("grader.contest")
 
@@ -61,8 +63,6 @@ class GradingQueue:
         share_window: float = SHARE_WINDOW,
         timer: Callable[[], float] = time.monotonic,
     ):
-        from grader.options import limits as default_limits
-
         self.store = store
         self.clock = clock
         self.workers = workers
@@ -96,9 +96,7 @@ class GradingQueue:
             self.enqueue(row.id)
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        from grader.batch.run import _context, warm_up
-
-        pool = ProcessPoolExecutor(self.workers, mp_context=_context())
+        pool = ProcessPoolExecutor(self.workers, mp_context=pool_context())
         # Each worker's fork server starts now, while the room logs in, not on its first submission.
         for _ in range(self.workers):
             pool.submit(warm_up, self.limits)
@@ -154,8 +152,6 @@ class GradingQueue:
 
     def _dispatch(self) -> None:
         """Hand the executor the next submissions while it has free slots."""
-        from grader.batch.run import grade_one
-
         while True:
             with self._lock:
                 if self._closed or self._executor is None or len(self._pending) >= self.slots:
@@ -223,22 +219,18 @@ class GradingQueue:
     def close(self) -> None:
         """Stop: drop what has not started, end the workers and the fork server. Submissions not recorded
         stay queued in the store and are graded at the next start."""
-        from grader.batch.run import _stop_forkserver, _stop_workers
-
         with self._lock:
             self._closed = True
             self._waiting.clear()  # still queued in the store: graded at the next start
         if self._own and self._executor is not None:
-            _stop_workers(self._executor)
+            stop_workers(self._executor)
             self._executor.shutdown(wait=True, cancel_futures=True)
-            _stop_forkserver()
+            stop_forkserver()
         elif self._executor is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
             self._executor.shutdown(wait=False)
 
 
 def _end(pool: Executor) -> None:
     """End a broken pool's processes (some may live on after one of them died) without waiting on the caller."""
-    from grader.batch.run import _stop_workers
-
-    _stop_workers(pool)
+    stop_workers(pool)
     pool.shutdown(wait=True, cancel_futures=True)

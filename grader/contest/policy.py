@@ -15,6 +15,7 @@ from datetime import datetime, timedelta
 from enum import Enum
 
 from grader.contest.config import Contest, Scoring, Task
+from grader.contest.metric import finals_allowed, is_metric
 
 
 class Phase(Enum):
@@ -162,9 +163,7 @@ def _ids(contest: Contest) -> str:
 def may_select(task: Task, history: Sequence[Submission], choice: Submission) -> Decision:
     """Whether the student may mark ``choice`` to count for ``task`` (Scoring.SELECTED), given ``history``,
     their submissions with their present marks: only a graded submission to the task, and at most ``select``."""
-    from grader.contest.metric import finals_allowed, is_metric  # a metric task's finals are selected too
-
-    metric = is_metric(task.id)
+    metric = is_metric(task.id)  # a metric task's finals are selected too
     if task.scoring is not Scoring.SELECTED and not metric:
         return Decision(False, f"{task.id} counts your {task.scoring.value} submission: there is nothing to select")
     if choice.task != task.id or choice.status is not Status.GRADED:

@@ -16,6 +16,7 @@ from typing import Any
 
 import click
 
+from grader.contest.feedback import render_lines
 from grader.contest.uploads import MAX_UPLOAD_BYTES, too_big
 from grader.milestones import GRADABLE
 
@@ -42,7 +43,9 @@ def _files(path: Path, task: str) -> list[Path]:
     return found
 
 
-def _multipart(files: list[Path]) -> tuple[bytes, str]:
+def multipart(files: list[Path]) -> tuple[bytes, str]:
+    """``files`` as a multipart/form-data body and its content type: the upload `grade submit` sends (and the
+    contest benchmark, benchmarks/contest_load.py)."""
     boundary = "gptkit" + secrets.token_hex(16)
     body = b""
     for f in files:
@@ -81,25 +84,7 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     lines = [f"submission {entry['id']} to {entry['task']}: {entry['status']}"]
     if entry.get("message"):
         lines.append(f"  {entry['message']}")
-    view = entry.get("feedback") or {}
-    if view.get("feedback") == "none":
-        lines.append("  received (this contest shows no feedback yet)")
-    for task in view.get("tasks", []):
-        verdict = f" ({task['verdict']})" if task.get("verdict") else ""
-        if "score" in task:
-            lines.append(f"  {task['id']}: {task['score']:g} / {task['max_score']:g} points{verdict}")
-        elif "passed" in task:
-            lines.append(f"  {task['id']}: {'passed' if task['passed'] else 'not yet full marks'}{verdict}")
-        if task.get("note"):
-            lines.append(f"    ({task['note']})")
-        checks = task.get("checks") or []
-        if checks:  # the failures in full; the passes only counted, or 50 "ok" lines would bury them
-            lines.append(f"    {sum(bool(c.get('passed')) for c in checks)} of {len(checks)} checks passed")
-        for check in checks:
-            if not check.get("passed"):
-                message = f": {check['message']}" if check.get("message") else ""
-                lines.append(f"    FAIL {check.get('name')}{message}")
-    return lines
+    return lines + render_lines(entry.get("feedback") or {}, "received (this contest shows no feedback yet)")
 
 
 @click.command()
@@ -123,7 +108,7 @@ def submit(path: Path, server: str, token: str | None, task: str, no_wait: bool,
     for f in files:
         if f.stat().st_size == 0:
             raise SubmitError(f"{f.name} is empty: save your work in it first (nothing was uploaded)")
-    body, kind = _multipart(files)
+    body, kind = multipart(files)
     if len(body) > MAX_UPLOAD_BYTES:  # the server would refuse it (413), and may cut the connection mid-upload
         raise SubmitError(f"{', '.join(f.name for f in files)}: {too_big(len(body))}, the contest's limit")
     me = _call(server, token, "/api/me")  # opens a personal window, as logging in on the web page does

@@ -12,5 +12,6 @@ docs/contract.md; the task's numbers live in ``task.toml`` beside this file.
 * ``task.py``: the task file, the score and a failed run's verdict (``RunFailed``);
 * ``evaluate.py``: the evaluation: A's, B's and the probes' windows in the same calls, the loss, the probes;
 * ``baseline.py``: the shipped baseline submission (a counted bigram);
-* ``calibrate.py``: ``python -m grader.lmbudget.calibrate`` recomputes the baseline and the best.
+* grader/calibrate.py (above the runner, which it runs): ``python -m grader.calibrate`` recomputes the baseline
+  and the best.
 """

@@ -104,7 +104,7 @@ def corpus_files(corpus: str, base: Path | None = None) -> list[Path]:
     if corpus.startswith(FILE_PREFIX):
         return [file_path(corpus, base)]
     if corpus == "python":
-        from stretch.data import python_files
+        from stretch.data import python_files  # stretch/ (torch) only for its corpora: the release has none
 
         return python_files()
     if corpus == "shakespeare":

@@ -7,8 +7,8 @@ are shuffled together into every call, in an order drawn afresh for each run:
 * probes (``probe_windows``): a real window of A or B whose inputs from a random position ``cut`` on are
   replaced by those of another held-out window (from the same split, at starts halfway between the scored
   ones), so a probe reads as held-out text too. A causal model's outputs before ``cut`` are the same on the
-  probe as on its window (``grader/suites/causality.py``: the kit's leak probe); any difference is a model
-  that reads later inputs, such as the answer at ``idx[:, t + 1]``: "not causal".
+  probe as on its window (``grader/causal.py``: the kit's leak probe, grader/suites/causality.py's); any
+  difference is a model that reads later inputs, such as the answer at ``idx[:, t + 1]``: "not causal".
 
 So a model cannot tell A from B, nor a probe from a scored window: it must predict each row as if it were
 scored and checked. Every comparison and the loss happen here; nothing about a row (its text, a position) goes
@@ -34,8 +34,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from grader.causal import changed_before
 from grader.lmbudget.corpus import Splits, windows
-from grader.suites.causality import changed_before
 
 EVAL_BATCH = 32  # rows per forward call in the worker
 PROBE_OFFSET = 0.5  # a probe's replacement text starts halfway between two scored windows

@@ -15,6 +15,8 @@ import click
 
 from grader.milestones import GRADABLE
 from grader.paper.config import PAPER_FILE, RULES, SECRET_FILE, Paper, PaperFileError, load
+from grader.roster import RosterError, read_roster
+from grader.variants import read_or_make_secret, seed_of, student_key
 
 ROSTER = "roster.csv"  # beside paper.toml, as beside contest.toml: the students --student must be one of
 
@@ -49,7 +51,7 @@ def check(path: Path) -> None:
 
 
 def summary(sheet: Paper, folder: Path) -> str:
-    from grader.paper.render import drawn
+    from grader.paper.render import drawn  # the notebooks' module (and the questions bank): not at start-up
 
     lines = [
         sheet.title,
@@ -74,9 +76,6 @@ def summary(sheet: Paper, folder: Path) -> str:
 def on_roster(student: str, roster: Path) -> str:
     """``student`` as the roster spells it: the same id but for letter case and spaces (``student_key``, which
     the seed is drawn from); a name not on it is refused, with the roster's closest names."""
-    from grader.contest.roster import RosterError, read_roster
-    from grader.paper.variants import student_key
-
     try:
         names = read_roster(roster, paper=True)  # two names that share a seed are refused there
     except RosterError as e:
@@ -126,8 +125,7 @@ def render(
     force: bool = False,
 ) -> None:
     """Write the notebook of PAPER for one student: the rules, then each part's statement and cells."""
-    from grader.paper.render import RenderError, build, notebook_name, write
-    from grader.paper.variants import read_or_make_secret, seed_of
+    from grader.paper.render import RenderError, build, notebook_name, write  # as in summary: not at start-up
 
     sheet = _load(path)
     seed = None

@@ -20,12 +20,13 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from grader.contest.config import Feedback, Reader
-from grader.contest.points import milestone_points
+from grader.feedback import Feedback
 from grader.milestones import GRADABLE
+from grader.suites.points import milestone_points
+from grader.tomlfile import Reader
 
 PAPER_FILE = "paper.toml"
-SECRET_FILE = "paper.secret"  # beside paper.toml: the key of its students' numbers (grader/paper/variants.py)
+SECRET_FILE = "paper.secret"  # beside paper.toml: the key of its students' numbers (grader/variants.py)
 
 # The rules a part may impose, and the exercises whose suites check each (grader/suites/rules.py).
 RULES: dict[str, tuple[str, str]] = {

@@ -3,7 +3,7 @@
 The cells come from the stubs as the nbgrader course makes them (grader/bundles/nbgrader.py): the stub's
 explanation as markdown (``notebook_text``), its code as ``answer_source`` marks it, shown as the release
 shows it (``released``). A part's code is split into a code cell and one answer cell per question (a
-top-level ``NAME = None`` with its comment), and a question with drawn numbers (grader/paper/bank.py) has
+top-level ``NAME = None`` with its comment), and a question with drawn numbers (grader/suites/bank.py) has
 the student's numbers in its comment. The notebook's metadata ``gptkit.paper`` says which paper, student,
 seed, parts, points and rules it is for: ``grade check`` on the notebook grades exactly those
 (grader/paper/sitting.py).
@@ -20,9 +20,9 @@ from typing import Any
 
 from grader.bundles.nbgrader import PROJECT, answer, answer_source, markdown, notebook_text, released, unanswered
 from grader.milestones import GRADABLE, STUDENT_MODULES
-from grader.paper.bank import Drawn, with_statements
 from grader.paper.config import RULES, Paper
-from grader.paper.variants import Variant
+from grader.suites.bank import Drawn, with_statements
+from grader.variants import Variant
 
 # The milestones with questions whose numbers are drawn per student, and the (hidden) bank of each.
 BANKS = {"kvmemory": "grader.suites.hidden.kv_questions"}

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from grader.milestones import GRADABLE
-from grader.paper.config import RULES, Part
-from grader.paper.variants import Variant
+from grader.paper.config import RULES, SECRET_FILE, PaperFileError, Part, load
 from grader.results import Report
+from grader.variants import Variant, seed_of
 
 
 class SittingError(Exception):
@@ -98,9 +98,6 @@ def from_paper(paper_path: Path, student: str | None = None) -> Sitting:
     """A sitting of the paper file at ``paper_path`` (for a folder of exercise files, or to grade a notebook on
     the paper itself rather than on its metadata): the lesson's numbers, or ``student``'s, drawn from the paper's
     secret, which must exist (the coach's, made by the first ``grade paper render``)."""
-    from grader.paper.config import SECRET_FILE, PaperFileError, load
-    from grader.paper.variants import seed_of
-
     try:
         paper = load(paper_path)
     except PaperFileError as e:

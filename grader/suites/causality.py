@@ -10,6 +10,8 @@ from collections.abc import Callable
 
 import torch
 
+from grader.causal import changed_before
+
 from .checks import fail, finite, index_text, observed, tensor, unobserved
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
@@ -86,12 +88,6 @@ def no_future_leak(
                 f"{what}: the output at position {t} does not change when the input at position {t} "
                 "changes: is the diagonal masked (a position must attend to itself)?"
             )
-
-
-def changed_before(base: torch.Tensor, other: torch.Tensor, t: int) -> torch.Tensor:
-    """(B, t): how much each output before position ``t`` differs between two runs whose inputs differ only from
-    position ``t`` on; a causal forward gives zeros (up to rounding). Also used by the lmbudget evaluation."""
-    return (other[:, :t] - base[:, :t]).abs().flatten(2).amax(-1)
 
 
 def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str, atol: float = 1e-5) -> None:

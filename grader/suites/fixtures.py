@@ -1,9 +1,10 @@
 """Fixtures for the suites (hidden and public): ``GradingPlugin``, a pytest plugin the runner creates for
 one submission and hands to ``pytest.main(plugins=[...])``.
 
-The plugin owns the submission's ``GradingContext`` and provides one fixture per milestone (``m1``,
-``m2``, ..., ``quiz``: that milestone's ``MilestoneView``), ``ref`` (the reference) and
-``grading_context``. Nothing here imports or runs student code, which lives in worker processes behind
+The plugin owns the submission's ``GradingContext`` and provides one fixture per exercise that
+``grader/milestones.py`` declares, named by its id (``m1``, ``m2``, ..., ``lmbudget``: that milestone's
+``MilestoneView``; made from the declaration, never written out here), ``ref`` (the reference),
+``variant`` and ``grading_context``. Nothing here imports or runs student code, which lives in worker processes behind
 ``MilestoneView`` objects.
 """
 
@@ -12,14 +13,15 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from grader.milestones import GRADABLE
-from grader.paper.variants import LESSON, Variant
 from grader.reference import Reference, load_reference
 from grader.sandbox.client import ForkServer, Limits
 from grader.sandbox.session import MilestoneView, SharedWorker
+from grader.variants import LESSON, Variant
 
 
 @dataclass
@@ -33,7 +35,7 @@ class GradingContext:
     workers: dict[tuple[str, ...], SharedWorker] = field(default_factory=dict)  # by the files they trust
     deadline: float = 0.0
     ends: float = float("inf")  # the whole submission's time limit, when there is one
-    variant: Variant = LESSON  # the student's numbers in a paper's questions (grader/paper/variants.py)
+    variant: Variant = LESSON  # the student's numbers in a paper's questions (grader/variants.py)
     # A paper's rules by part (grader/paper/config.py RULES); a milestone not named: the rules its suite
     # applies by default (the lesson's contract).
     rules: dict[str, frozenset[str]] = field(default_factory=dict)
@@ -105,63 +107,24 @@ class GradingPlugin:
         """The reference modules, in this (the grading) process only."""
         return load_reference()
 
-    # One fixture per milestone or metric task id (GRADABLE): the submission as seen by that milestone's worker.
-    @pytest.fixture
-    def m1(self) -> MilestoneView:
-        return self.context.view("m1")
 
-    @pytest.fixture
-    def m2(self) -> MilestoneView:
-        return self.context.view("m2")
-
-    @pytest.fixture
-    def m3(self) -> MilestoneView:
-        return self.context.view("m3")
-
-    @pytest.fixture
-    def m4(self) -> MilestoneView:
-        return self.context.view("m4")
-
-    @pytest.fixture
-    def lesson(self) -> MilestoneView:
-        return self.context.view("lesson")
-
-    @pytest.fixture
-    def scaling(self) -> MilestoneView:
-        return self.context.view("scaling")
-
-    @pytest.fixture
-    def tying(self) -> MilestoneView:
-        return self.context.view("tying")
-
-    @pytest.fixture
-    def kvcache(self) -> MilestoneView:
-        return self.context.view("kvcache")
-
-    @pytest.fixture
-    def sampling(self) -> MilestoneView:
-        return self.context.view("sampling")
-
-    @pytest.fixture
-    def padding(self) -> MilestoneView:
-        return self.context.view("padding")
-
-    @pytest.fixture
-    def attnvar(self) -> MilestoneView:
-        return self.context.view("attnvar")
-
-    @pytest.fixture
-    def quiz(self) -> MilestoneView:
-        return self.context.view("quiz")
-
-    @pytest.fixture
-    def kvmemory(self) -> MilestoneView:
-        return self.context.view("kvmemory")
-
-    @pytest.fixture
-    def lmbudget(self) -> MilestoneView:  # the suite trains in a worker of its own (test_lmbudget.py)
-        return self.context.view("lmbudget")
+# Names no exercise id may take: the plugin's own fixtures and attributes, and pytest's ``request``.
+TAKEN = frozenset({*(name for name in vars(GradingPlugin) if not name.startswith("__")), "context", "request"})
 
 
-_MISSING = [m for m in GRADABLE if not callable(getattr(GradingPlugin, m, None))]
-assert not _MISSING, f"GradingPlugin has no fixture for milestone(s) {_MISSING}: add one per milestone"
+def _view_fixture(milestone: str) -> Any:
+    """The fixture named ``milestone``: the submission as seen by that milestone's worker."""
+
+    def view(self: GradingPlugin) -> MilestoneView:
+        return self.context.view(milestone)
+
+    view.__name__ = view.__qualname__ = milestone
+    view.__doc__ = f"The submission as {milestone}'s worker sees it (grader/milestones.py declares {milestone})."
+    return pytest.fixture(name=milestone)(view)
+
+
+# One fixture per declared milestone or metric task (grader.milestones.GRADABLE), made here from the declaration.
+for _id in GRADABLE:
+    if not _id.isidentifier() or _id in TAKEN:
+        raise ValueError(f"exercise id {_id!r} cannot name a fixture: {', '.join(sorted(TAKEN))} are taken")
+    setattr(GradingPlugin, _id, _view_fixture(_id))

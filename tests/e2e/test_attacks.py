@@ -15,9 +15,9 @@ import time
 import uuid
 from pathlib import Path
 
-import attacks as A
 import pytest
 
+import attacks as A
 from helpers import CORE, Graded, Variant, explain, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions

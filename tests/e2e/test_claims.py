@@ -14,9 +14,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-import attacks as A
 import pytest
 
+import attacks as A
 from helpers import SOLUTIONS, Variant, cli, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions

@@ -531,7 +531,7 @@ def test_a_contest_on_a_paper_grades_each_student_with_their_own_variant_and_the
     """The queue hands grade_one each student's seed (from the paper's secret, made once: the numbers
     `grade paper render` gives) and the paper's rules for every part."""
     from grader.paper.config import SECRET_FILE
-    from grader.paper.variants import seed_of
+    from grader.variants import seed_of
 
     (folder / "paper1").mkdir()
     (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
@@ -987,7 +987,7 @@ def test_an_id_too_large_for_the_database_is_a_404_as_any_unknown_id(folder, sid
 
 
 def test_the_server_refuses_a_roster_name_that_would_leave_the_export_folder(folder):
-    from grader.contest.roster import RosterError
+    from grader.roster import RosterError
 
     (folder / "roster.csv").write_text("student\nada\n../../escaped_student\n")
     with pytest.raises(RosterError, match=r"line 3: '../../escaped_student' cannot be a student name"):
@@ -995,7 +995,7 @@ def test_the_server_refuses_a_roster_name_that_would_leave_the_export_folder(fol
 
 
 def test_the_server_of_a_paper_refuses_two_roster_names_that_draw_the_same_numbers(folder):
-    from grader.contest.roster import RosterError
+    from grader.roster import RosterError
 
     (folder / "paper1").mkdir()
     (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')

@@ -105,10 +105,8 @@ def test_task_file_is_valid_and_calibrated():
     # issue 28: the wall-clock limits leave a busy machine room, a multiple of the CPU they allow
     assert task.train_wall_seconds >= 4 * task.budget_cpu_seconds + task.margin_seconds
     assert task.eval_wall_seconds >= 4 * task.eval_cpu_seconds
-    assert task.baseline > task.best > 0, (
-        "the shipped task is not calibrated: python -m grader.lmbudget.calibrate --write"
-    )
-    assert task.cpu_capability and task.date and "grader.lmbudget.calibrate" in task.command
+    assert task.baseline > task.best > 0, "the shipped task is not calibrated: python -m grader.calibrate --write"
+    assert task.cpu_capability and task.date and "grader.calibrate" in task.command
     assert task.score(task.baseline) == 0 and task.score(task.best) == task.points
     assert task.score(task.best - 1) == task.points and task.score(float("inf")) == 0
 

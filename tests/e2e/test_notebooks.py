@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import attacks as A
 import pytest
 
+import attacks as A
 from grader.milestones import STUDENT_MODULES
 from helpers import CORE, SOLUTIONS, Graded, cli, explain, grade
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from grader.paper.variants import Variant, seed_of
 from grader.suites.hidden import kv_questions
+from grader.variants import Variant, seed_of
 from helpers import EXERCISES, cli, fill_paper_notebook
 
 pytestmark = pytest.mark.slow  # each `grade check` starts the isolated workers (several seconds on two cores)

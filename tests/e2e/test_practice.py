@@ -106,3 +106,49 @@ def test_the_stubs_are_not_solved(tmp_path, paper):
     assert "FAIL " in out.split("# Practice")[1] and "NotImplementedError" in out.split("# Practice")[1]
     assert [json.loads(line)["kind"] for line in log.read_text().splitlines()] == ["start", "attempt", "end"]
     assert (work / ".practice" / "report.md").is_file() and not (work / ".practice" / "log.jsonl").exists()
+
+
+def notebook(path, *modules, folder=SOLUTIONS):
+    """A notebook with one code cell per file of ``folder`` (the reference, or the stubs)."""
+    cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+    cells = [{**cell, "source": (folder / m).read_text()} for m in modules]
+    path.write_text(json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells}))
+    return path
+
+
+@pytest.mark.slow
+def test_the_time_running_out_grades_the_saved_work_and_each_notebook_has_its_own_session(tmp_path, paper):
+    """alice never presses Enter: at time-up her saved notebook is graded and counted, as a contest's final
+    submission. bob's notebook beside hers is a session of its own, with its own report."""
+    work = tmp_path / "work"
+    work.mkdir()
+    alice = notebook(work / "alice.ipynb", "m1_attention.py", "quiz.py")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "grader", "practice", str(paper), str(alice), "--minutes", "0.1"],
+        stdin=subprocess.PIPE,  # kept open and silent: no command is ever typed
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        cwd=REPO,
+    )
+    out, err = proc.communicate(timeout=600)
+    assert proc.returncode == 0, err
+    assert "the time is up" in out and "grading your saved work as you hand it in" in out, out
+    final = out.split("# Practice: Tiny paper")[1]
+    assert "| **Total** | **100 / 100** |" in final, final
+    alices = (work / ".practice" / "alice.ipynb" / "report.md").read_text()
+
+    bob = notebook(work / "bob.ipynb", "m1_attention.py", "quiz.py", folder=EXERCISES)
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader", "practice", str(paper), str(bob)],
+        input="q\n",
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "handed in at" not in proc.stdout and "--new" not in proc.stdout, "bob's is a new session"
+    assert "| **Total** | **0 / 100** |" in proc.stdout, proc.stdout
+    assert (work / ".practice" / "alice.ipynb" / "report.md").read_text() == alices, "alice's report untouched"
+    assert (work / ".practice" / "bob.ipynb" / "report.md").is_file()

@@ -2,6 +2,7 @@
 
 import pytest
 
+from grader.milestones import MILESTONES
 from helpers import EXERCISES, SOLUTIONS, explain, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
@@ -11,6 +12,8 @@ def test_reference_scores_full_marks():
     result = grade(SOLUTIONS)
     assert result.returncode == 0, explain(result)
     assert result.report["score"] == result.report["max_score"] > 0, explain(result)
+    worth = {m["id"]: m["max_score"] for m in result.report["milestones"]}
+    assert worth == {m.id: m.points for m in MILESTONES.values()}, "the points grader/milestones.py declares"
 
 
 def test_stubs_score_zero_with_not_implemented_messages():

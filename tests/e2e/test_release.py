@@ -259,7 +259,7 @@ def paper_text() -> str:
     """papers/practice-1 rendered for one student, with their own numbers, as `grade paper render` writes it."""
     from grader.paper.config import load
     from grader.paper.render import build
-    from grader.paper.variants import seed_of
+    from grader.variants import seed_of
 
     paper = load(REPO / "papers" / "practice-1")
     notebook = build(paper, "a student", seed_of("0" * 64, paper.id, "a student"))

@@ -17,9 +17,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-import attacks as A
 import pytest
 
+import attacks as A
 from helpers import REPO, SOLUTIONS, Variant, cli
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions

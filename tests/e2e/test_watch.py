@@ -231,3 +231,28 @@ def test_watch_once_grades_like_check(submission: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "27 / 27" in done.stdout and "goodbye" not in done.stdout
+
+
+def test_a_file_changed_while_it_was_read_is_graded_again(submission: Path, monkeypatch, capsys) -> None:
+    """A save that lands while the files are copied, with the same size and time stamp (coarse clocks, editors
+    that write in place): the verdict would be of a torn file and stay until another save, so it is regraded."""
+    from grader.results import Report
+    from grader.watch import Watcher
+
+    target = submission / "m1_attention.py"
+    graded: list[str] = []
+
+    def grade_submission(folder, milestones, limits, server, public=False):
+        graded.append((folder / "m1_attention.py").read_text())
+        if len(graded) == 1:  # the torn read: the file on disk is not what was copied
+            stat = target.stat()
+            target.write_text(REFERENCE.replace("import", "#mport", 1)[: len(REFERENCE)].ljust(len(REFERENCE)))
+            os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+        return Report(str(folder), [])
+
+    monkeypatch.setattr("grader.watch.grade_submission", grade_submission)
+    watcher = Watcher(submission, None, public=False, verbose=False)  # type: ignore[arg-type]
+    watcher.color = False
+    assert watcher.grade(["m1"]) is not None
+    assert len(graded) == 2 and graded[1] == target.read_text(), "graded again, from the file as it now is"
+    assert "changed while they were read" in capsys.readouterr().out

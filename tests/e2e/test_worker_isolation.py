@@ -13,9 +13,9 @@ import json
 import shutil
 import sqlite3
 
-import attacks as A
 import pytest
 
+import attacks as A
 from helpers import EXERCISES, Variant, cli, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions

@@ -9,9 +9,10 @@ import pytest
 
 from grader import templates
 from grader.contest import config
-from grader.contest.config import Board, ContestFileError, Feedback, Scoring, parse
-from grader.contest.lines import line_of
+from grader.contest.config import Board, ContestFileError, Scoring, parse
+from grader.feedback import Feedback
 from grader.milestones import MILESTONES
+from grader.tomlfile import line_of
 
 BASE = """\
 title = "Round 1"

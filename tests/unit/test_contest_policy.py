@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from grader.contest.config import Contest, Feedback, parse
+from grader.contest.config import Contest, parse
 from grader.contest.feedback import filter_report, guarded_tasks, visible_report
 from grader.contest.metric import leaderboards_seen
 from grader.contest.policy import (
@@ -31,6 +31,7 @@ from grader.contest.policy import (
     with_changes,
 )
 from grader.contest.scoreboard import Freeze, coach_view, freeze_of, student_view, students_board
+from grader.feedback import Feedback
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 REPORT = json.loads((Path(__file__).parent / "data" / "graded-m1-m2.json").read_text())  # m1 with triu, m2 ReLU

@@ -9,18 +9,19 @@ import runpy
 import pytest
 
 from corpus import kvmemory, quiz
-from grader.paper.variants import LESSON
+from grader.milestones import MILESTONES
 from grader.suites import locked
 from grader.suites.hidden import kv_questions, lock_answers
 from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
 from grader.suites.locked_answers import LOCKED
+from grader.variants import LESSON
 from helpers import SOLUTIONS
 
 HIDDEN = {
     "quiz": {q.id: q for q in QUIZ},
     "kvmemory": {i: kv_questions.question(i, LESSON) for i in kv_questions.IDS},
 }
-FILES = {"quiz": "quiz.py", "kvmemory": "m11_kvmemory.py"}
+FILES = {exercise: f"{MILESTONES[exercise].modules[0]}.py" for exercise in HIDDEN}  # quiz.py, m11_kvmemory.py
 ASSIGNMENT = re.compile(r"^(Q\w*) = (.+?)(?:\s+#.*)?$")
 
 

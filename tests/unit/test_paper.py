@@ -17,12 +17,12 @@ from grader.bundles.nbgrader import released
 from grader.cli import main
 from grader.milestones import MILESTONES
 from grader.paper import render
-from grader.paper.bank import comment, stub_comment, with_statements
 from grader.paper.config import RULES, PaperFileError, load, parse
 from grader.paper.sitting import Sitting, SittingError, sitting_of
 from grader.paper.sitting import parse as parse_sitting
-from grader.paper.variants import LESSON, Variant, seed_of, student_key
+from grader.suites.bank import comment, stub_comment, with_statements
 from grader.suites.hidden import kv_questions
+from grader.variants import LESSON, Variant, seed_of, student_key
 
 REPO = Path(__file__).resolve().parents[2]
 PRACTICE = REPO / "papers" / "practice-1"

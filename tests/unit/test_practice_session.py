@@ -1,4 +1,4 @@
-"""`grade practice`'s core (grader/paper/practice.py): a fake clock and a fake grader, no terminal, no sleep."""
+"""`grade practice`'s core (grader/practice/session.py): a fake clock and a fake grader, no terminal, no sleep."""
 
 import json
 import os
@@ -7,7 +7,11 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from grader.paper.config import parse
-from grader.paper.practice import Commands, PracticeError, Session, Unreadable, read_log, run_session
+from grader.practice.errors import PracticeError, Unreadable
+from grader.practice.log import read_log
+from grader.practice.loop import run_session
+from grader.practice.session import Session
+from grader.practice.stdin import Commands
 
 T0 = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 PAPER = """
@@ -297,15 +301,49 @@ class Typed:
         return self.lines.pop(0) if self.lines else None
 
 
-def test_handing_in_with_nothing_graded_asks_again_before_it_scores_0(tmp_path):
+def test_q_hands_in_and_the_saved_work_is_graded_and_counted(tmp_path):
+    """No second q, no warning: handing in grades the work as saved, as a contest grades its final submission."""
     s = session(tmp_path, Grades(report(m1=(27, 27))))
+    run_session(s, lambda text="", nl=True: None, Typed("q"))
+    assert s.end_reason == "quit" and len(s.counted()) == 1 and s.counted()[0].final
+    assert s.counted()[0].scores["m1"] == 60
+
+
+def test_the_time_running_out_grades_the_saved_work_at_the_end(tmp_path):
+    """The clock ran out with nothing graded: the saved work is graded then, counted at the end's time."""
+    clock = Clock()
+    s = session(tmp_path, Grades(report(m1=(27, 27), quiz=(8, 8))), clock=clock)
+    clock.at(61)
+    run_session(s, lambda text="", nl=True: None, Typed())
+    (final,) = s.counted()
+    assert final.final and final.elapsed == 3600 and s.end_reason == "time"
+    assert "| **Total** | **100 / 100** |" in s.final_report()
+
+
+def test_work_unchanged_since_the_last_attempt_is_not_graded_again(tmp_path):
+    grades = Grades(report(m1=(27, 27)))
+    s = session(tmp_path, grades, digest_fn=lambda: "same")
     said: list[str] = []
-    run_session(s, lambda text="", nl=True: said.append(text), Typed("q", "g", "q"))
-    assert any("handing in now scores 0" in line for line in said), said
-    assert s.end_reason == "quit" and len(s.counted()) == 1, "the grading asked for was done, then handed in"
+    run_session(s, lambda text="", nl=True: said.append(text), Typed("g", "q"))
+    assert grades.calls == 1 and any("nothing new to grade" in line for line in said), said
 
 
-def test_a_second_q_hands_in_with_nothing_graded(tmp_path):
-    s = session(tmp_path, Grades())
-    run_session(s, lambda text="", nl=True: None, Typed("q", "q"))
-    assert s.over and s.end_reason == "quit" and not s.counted()
+def test_work_changed_since_the_last_attempt_is_graded_at_hand_in(tmp_path):
+    digests = iter(["before", "after", "after"])
+    grades = Grades(report(m1=(0, 27)), report(m1=(27, 27)))
+    s = session(tmp_path, grades, digest_fn=lambda: next(digests))
+    run_session(s, lambda text="", nl=True: None, Typed("g", "q"))
+    assert grades.calls == 2 and s.best("m1").final
+
+
+def test_ctrl_c_during_the_hand_in_grading_skips_it(tmp_path):
+    s = session(tmp_path, Grades(KeyboardInterrupt()))
+    said: list[str] = []
+    run_session(s, lambda text="", nl=True: said.append(text), Typed("q"))
+    assert s.over and not s.counted() and any("not graded at the end" in line for line in said), said
+
+
+def test_a_log_of_another_notebooks_session_is_refused(tmp_path):
+    session(tmp_path, Grades(), work="alice.ipynb")
+    with pytest.raises(PracticeError, match="alice.ipynb"):
+        session(tmp_path, Grades(), work="bob.ipynb")

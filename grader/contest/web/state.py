@@ -21,14 +21,14 @@ from grader.contest.config import Contest, load
 from grader.contest.grading import GradingQueue
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Submission, WindowState, window_state
-from grader.contest.roster import read_roster
 from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
 from grader.contest.store import Row, Store
 from grader.contest.web.limits import BODY_SECONDS, Limiter
 from grader.contest.web.tokens import Tokens, Who
 from grader.contest.web.views import templates
 from grader.paper.config import SECRET_FILE
-from grader.paper.variants import read_or_make_secret, seed_of
+from grader.roster import read_roster
+from grader.variants import read_or_make_secret, seed_of
 
 log = logging.getLogger("grader.contest")
 

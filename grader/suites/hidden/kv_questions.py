@@ -1,7 +1,7 @@
 """kvmemory's check-yourself questions (m11_kvmemory.py), with per-student numbers in the numeric ones.
 
 Hidden: it computes the answers. ``QUESTIONS`` lists the six in the stub's order: the multiple-choice and
-text ones are fixed; Q_NUM1 to Q_NUM3 are ``Drawn`` (grader/paper/bank.py): the lesson's numbers in the stub
+text ones are fixed; Q_NUM1 to Q_NUM3 are ``Drawn`` (grader/suites/bank.py): the lesson's numbers in the stub
 and for a student grading alone, a student's own in a paper (``grade paper render``). A draw is realistic
 (sizes of real models: layers, heads, K/V groups, head size, dtype, batch, length) and is drawn again until
 the answer and every usual wrong answer are at least 5% apart, so each mistake keeps its own feedback.
@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import random
 
-from grader.paper.bank import Drawn, Params
-from grader.paper.variants import Variant
+from grader.milestones import GRADABLE
+from grader.suites.bank import Drawn, Params
 from grader.suites.questions import ABOVE, MultipleChoice, Question, Text
+from grader.variants import Variant
 
-MILESTONE, MODULE = "kvmemory", "m11_kvmemory"
+MILESTONE = "kvmemory"
+(MODULE,) = GRADABLE[MILESTONE].modules  # m11_kvmemory
 
 
 def where(notebook: bool) -> str:

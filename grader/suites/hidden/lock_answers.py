@@ -13,11 +13,11 @@ from pathlib import Path
 from pprint import pformat
 from typing import Any
 
-from grader.paper.variants import LESSON
 from grader.suites import locked
 from grader.suites.hidden import kv_questions
 from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
 from grader.suites.questions import MultipleChoice, Numeric, Question, Text, words
+from grader.variants import LESSON
 
 TARGET = Path(locked.__file__).with_name("locked_answers.py")
 

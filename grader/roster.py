@@ -1,8 +1,8 @@
-"""The contest's roster, ``roster.csv``: one row per student, in a ``student`` column (other columns are the
-coach's own and are kept out of the way). Names are the students' ids everywhere: tokens, extra time, the
-scoreboard, and each is one folder's name in the exports (``STUDENT/results.json``), so an empty, repeated or
-path-like one is an error, with its line. On a paper each name draws its student's numbers, so two names that
-draw the same ones are an error too."""
+"""A class's roster, ``roster.csv`` (a contest's, or the one a paper's notebooks are rendered for): one row per
+student, in a ``student`` column (other columns are the coach's own and are kept out of the way). Names are the
+students' ids everywhere: tokens, extra time, the scoreboard, and each is one folder's name in the exports
+(``STUDENT/results.json``), so an empty, repeated or path-like one is an error, with its line. On a paper each name
+draws its student's numbers, so two names that draw the same ones are an error too."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import csv
 import unicodedata
 from pathlib import Path
 
-from grader.paper.variants import student_key
+from grader.variants import student_key
 
 
 class RosterError(Exception):

@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from grader.paper.variants import Variant
 from grader.suites.questions import Numeric
+from grader.variants import Variant
 
 WIDTH = 110  # the stubs' line length
 Params = dict[str, Any]

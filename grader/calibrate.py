@@ -1,6 +1,6 @@
-"""Recompute the lmbudget task's baseline and best: ``python -m grader.lmbudget.calibrate``.
+"""Recompute the lmbudget task's baseline and best: ``python -m grader.calibrate``.
 
-Grades, through the real grader (sandbox, budget, splits), the shipped baseline (``baseline.py``), the
+Grades, through the real grader (sandbox, budget, splits), the shipped baseline (``grader/lmbudget/baseline.py``), the
 reference recipe (``solutions/lmbudget.py``, ``--runs`` times: ``best`` is the worst of its runs plus
 ``--slack``, an allowance for run-to-run noise, so the reference itself scores full points on a busy
 machine) and nanoGPT's CPU recipe (4 layers, 128 wide, block 64, batch 12:
@@ -26,7 +26,7 @@ from pathlib import Path
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
 from grader.reference import SOLUTIONS
 
-BASELINE = Path(__file__).with_name("baseline.py")
+BASELINE = Path(__file__).resolve().parent / "lmbudget" / "baseline.py"
 
 
 def submissions(root: Path, runs: int) -> dict[str, Path]:
@@ -52,7 +52,7 @@ def losses(report_json: dict) -> tuple[float | None, float | None, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.lmbudget.calibrate", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m grader.calibrate", description=__doc__.splitlines()[0])
     parser.add_argument("--task", type=Path, default=None, help=f"the task file (default: {ENV_VAR} or {TASK_FILE})")
     parser.add_argument("--budget", type=float, default=None, help="CPU seconds (default: the task file's)")
     parser.add_argument("--runs", type=int, default=2, help="runs of the reference recipe (default 2)")
@@ -64,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.write and args.budget is not None and (args.task or os.environ.get(ENV_VAR)) is None:
         parser.error(f"--write with --budget would change the shipped task's budget: edit {TASK_FILE} instead")
 
+    # Imported once the arguments are checked: torch, and the runner (pytest), take seconds to load.
     import torch
 
     from grader.runner import grade
@@ -112,7 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         cpu_capability=capability,
         python=platform.python_version(),
         date=datetime.date.today().isoformat(),
-        command="python -m grader.lmbudget.calibrate --write"
+        command="python -m grader.calibrate --write"
         + (f" --budget {args.budget:g}" if args.budget is not None else "")
         + (f" --slack {args.slack:g}" if args.slack != 0.05 else ""),
     )

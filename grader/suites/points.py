@@ -1,10 +1,14 @@
-"""A milestone's own points, read from its hidden suite without running it, so that a contest task's points
-can default to them.
+"""A milestone's own points, so that a contest task's or a paper part's points can default to them.
 
-The grader gives each test function its ``@pytest.mark.points(N)`` (1 without the mark), shared among its
-parametrized cases, so a suite's total is the sum over its test functions. ``N`` is read when it is a number
-or ``len(NAME)`` of a list written out in the module; anything else, or a missing suite (the student release
-ships none), gives None and the contest file must then say the points itself.
+They are declared with the exercise (``Milestone.points`` in grader/milestones.py). Where the grader has no
+hidden suite (the student release ships none, and grades only the public checks, worth 0) or the task is
+metric-scored, there are none: the contest file must then say the points itself.
+
+``suite_points`` reads the same total from a hidden suite without running it, for the test that keeps the
+declaration and the suites in agreement (tests/unit/test_milestones.py). The grader gives each test function
+its ``@pytest.mark.points(N)`` (1 without the mark), shared among its parametrized cases, so a suite's total is
+the sum over its test functions. ``N`` is read when it is a number or ``len(NAME)`` of a list written out in the
+module; anything else gives None.
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ from pathlib import Path
 
 from grader.milestones import GRADABLE
 
-HIDDEN = Path(__file__).resolve().parents[1] / "suites" / "hidden"
+HIDDEN = Path(__file__).resolve().parent / "hidden"
 
 
 def _literal_lists(tree: ast.Module) -> dict[str, int]:
@@ -50,10 +54,15 @@ def _points(decorator: ast.expr, lengths: dict[str, int]) -> float | None:
     raise ValueError("unreadable points")
 
 
-@cache
 def milestone_points(milestone: str) -> float | None:
-    """The points milestone ``milestone`` is worth in the full grader, or None where they cannot be read."""
-    suite = HIDDEN / GRADABLE[milestone].suite
+    """The points milestone ``milestone`` is worth in the full grader, or None where the grader cannot tell."""
+    declared = GRADABLE[milestone]
+    return float(declared.points) if declared.points is not None and (HIDDEN / declared.suite).is_file() else None
+
+
+@cache
+def suite_points(suite: Path) -> float | None:
+    """The total of a hidden suite's ``@pytest.mark.points``, read from its source; None where unreadable."""
     try:
         tree = ast.parse(suite.read_text(encoding="utf-8"))
     except (OSError, SyntaxError):

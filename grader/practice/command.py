@@ -1,0 +1,174 @@
+"""`grade practice`: the click command, which sets a session up, grades with ``grade_submission`` and runs the loop."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from grader.batch.discover import FoundSubmission
+from grader.files import write_atomically
+from grader.grading import grade_submission
+from grader.options import limits
+from grader.paper.config import Paper, PaperFileError, load
+from grader.practice.errors import PracticeError, Unreadable
+from grader.practice.log import LOG_FOLDER
+from grader.practice.loop import HELP, run_session
+from grader.practice.session import Session, now
+from grader.practice.signals import interrupts
+from grader.practice.stdin import Commands
+from grader.sandbox.client import ForkServer
+from grader.submission import SubmissionError
+from grader.variants import LESSON, Variant
+
+
+def notebook_seed(path: Path, paper: Paper) -> tuple[int | None, list[str]]:
+    """A paper notebook's seed (metadata ``gptkit.paper.seed``), None for anything else; and notes."""
+    if path.suffix != ".ipynb" or not path.is_file():
+        return None, []
+    try:
+        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("gptkit", {}).get("paper")
+    except (OSError, UnicodeDecodeError, ValueError, AttributeError):
+        return None, []
+    if not isinstance(meta, dict):
+        return None, []
+    notes = []
+    if meta.get("id") not in (None, paper.id):
+        notes.append(f"this notebook was rendered for the paper {meta.get('id')!r}, not {paper.id!r}")
+    seed = meta.get("seed")
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        return None, notes
+    return seed, notes
+
+
+@click.command()
+@click.argument("paper_path", metavar="PAPER", type=click.Path(path_type=Path))
+@click.argument("path", type=click.Path(path_type=Path), default=".")
+@click.option(
+    "--minutes",
+    type=float,
+    default=None,
+    help="The session's length in minutes (default: the paper's minutes). A resumed session keeps its own.",
+)
+@click.option(
+    "--log",
+    "log_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="The session's log (default: PATH/.practice/log.jsonl). The same log continues the same session.",
+)
+@click.option("--new", is_flag=True, help="Start a new session, even if the log holds one.")
+def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path | None, new: bool) -> None:
+    """Sit PAPER (a paper.toml or its folder) alone, against the clock, on your work in PATH (a folder of
+    exercise files or a paper notebook; default: the current folder).
+
+    Press Enter to grade your work: you see what the paper's feedback policy allows while the time runs.
+    s shows the status, q hands in. When the time is up or you hand in, your saved work is graded once more
+    and counted, as a contest grades a final submission. At the end you get the full feedback on your best
+    attempt at each part, also written to PATH/.practice/report.md (a notebook's: .practice/NOTEBOOK/ beside
+    it). Every attempt goes to the log as it happens: run the same command again to continue a session that
+    was killed.
+    """
+    if minutes is not None and not minutes > 0:
+        raise PracticeError(f"--minutes must be a positive number, not {minutes:g}")
+    try:
+        paper = load(paper_path)
+    except PaperFileError as e:
+        raise PracticeError(str(e)) from None
+    if not path.exists():
+        raise PracticeError(f"there is no {path}: give the folder of your exercise files or your paper notebook")
+    if path.is_file() and path.suffix != ".ipynb":
+        raise PracticeError(f"{path} is neither a folder nor a notebook (.ipynb)")
+    # A folder's session is kept in PATH/.practice/; a notebook's in a folder of its own there, so that two
+    # students' notebooks side by side are two sessions.
+    folder = path / LOG_FOLDER if path.is_dir() else path.parent / LOG_FOLDER / path.name
+    log_path = log_path or folder / "log.jsonl"
+    seed, notes = notebook_seed(path, paper)
+
+    chosen = limits()
+    servers: list[ForkServer] = []  # one warm fork server for the session; a new one after the grader failed
+    interrupted = [False]  # set by Ctrl-C (``interrupts``)
+
+    def server() -> ForkServer:
+        if not servers:
+            servers.append(ForkServer(chosen, many=True))
+        return servers[0]
+
+    def close() -> None:
+        while servers:
+            try:
+                servers.pop().close()
+            except Exception:  # noqa: BLE001 - a server that already died
+                pass
+
+    def grade_now() -> dict[str, Any]:
+        """The session's grade function: the paper's parts, with its rules and the notebook's numbers."""
+        try:
+            report = grade_submission(
+                path,
+                [p.id for p in paper.parts],
+                chosen,
+                server,
+                variant=Variant(seed) if seed is not None else LESSON,
+                rules={p.id: frozenset(p.rules) for p in paper.parts},
+                name=str(path),
+            )
+        except SubmissionError as e:
+            raise Unreadable(str(e)) from None
+        except BaseException:
+            close()  # in case that server is what failed
+            if interrupted[0]:  # pytest made Ctrl-C an exit code: it is the student's stop
+                raise KeyboardInterrupt from None
+            raise
+        return report.to_json()
+
+    try:
+        work = "" if path.is_dir() else path.name
+        digest = FoundSubmission("", path).digest
+        session = Session(paper, now, grade_now, log_path, minutes=minutes, new=new, work=work, digest_fn=digest)
+    except OSError as e:
+        raise PracticeError(f"cannot write the log {log_path}: {e.strerror or e}") from None
+    echo = click.echo
+    try:
+        if session.ended is not None:
+            echo(f"this session was handed in at {session.ended:%H:%M:%S}; give --new to start another")
+        else:
+            echo(f"{paper.title}" + (" (continued)" if session.resumed else ""))
+            for part in paper.parts:
+                rules = f"  rules: {', '.join(part.rules)}" if part.rules else ""
+                echo(f"  {part.id}: {part.points:g} points{rules}")
+            echo(f"  total: {paper.total:g} points")
+            echo(
+                f"started {session.start:%H:%M:%S}, {session.minutes:g} minutes: "
+                f"the time is up at {session.end:%H:%M:%S}"
+            )
+            echo(f"while the time runs you see {paper.feedback.shows.words}; full feedback at the end")
+            echo(
+                "your numbers: "
+                + ("this notebook's (its seed)" if seed is not None else "the lesson's")
+                + f"; log: {log_path}"
+            )
+            for note in [*notes, *session.notes]:
+                echo(f"note: {note}")
+            echo(HELP)
+            with interrupts() as interrupted:
+                try:
+                    fd: int | None = sys.stdin.fileno()
+                except (OSError, ValueError):
+                    fd = None
+                run_session(session, echo, Commands(fd))
+    finally:
+        close()
+    report = session.final_report()
+    out = folder / "report.md"
+    try:  # written first: the terminal may be gone (a closed pipe) by now
+        write_atomically(out, report)
+        written = f"report written to {out}"
+    except OSError as e:
+        written = f"could not write {out}: {e.strerror or e}"
+    echo("")
+    echo(report)
+    echo(written)
