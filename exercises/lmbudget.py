@@ -8,7 +8,10 @@ The grader calls ``train_within_budget(text, vocab, budget_seconds, context)`` o
 * ``budget_seconds``: the CPU seconds you may use, counted by the sandbox over your worker's whole process
   tree (any process you start included) from its start, importing this file included, until you return.
   ``time.process_time()`` is a fair estimate from inside. Going over it (plus a small margin), or over the
-  task's wall-clock limit, is "time limit exceeded": a 0 that counts. Stop early enough to return;
+  task's wall-clock limit (a multiple of the budget: room for a busy machine, not for sleeping), is "time limit
+  exceeded": a 0 that counts. Stop early enough to return. The grader seeds torch's generator and runs one
+  thread: a loop of a step count fixed in advance (its schedule on the step, not on the clock) takes the same
+  steps, and scores the same, on every run; one that stops on ``time.process_time()`` varies with the load;
 * ``context``: the evaluation's context length T.
 
 Return a ``torch.nn.Module`` whose ``model(idx)`` maps a (B, T) int64 tensor of token ids, T up to

@@ -7,7 +7,9 @@ machine) and nanoGPT's CPU recipe (4 layers, 128 wide, block 64, batch 12:
 the reference's code with ``RECIPE = "nanogpt-cpu"``), all under the task's budget; prints each one's loss
 on A and B and its points under the new calibration, with the CPU's capability and the load average.
 ``--write`` records the new baseline and best in the task file; ``--budget`` changes the CPU budget
-(the wall-clock limit becomes twice it) for this run, in a copy of the task file.
+(the wall-clock floor becomes twice it; the limit is ``wall_factor`` times it) for this run, in a copy of the task
+file. The reference takes a step count fixed by the budget, seeded, on one thread: its runs agree to the last
+digit shown on a quiet or a busy machine (``python benchmarks/lmbudget.py --spread 10`` measures it).
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     capability = torch.backends.cpu.get_cpu_capability()
     print(
         f"lmbudget calibration: corpus {task.corpus}, budget {task.budget_cpu_seconds:g} CPU s "
-        f"({task.budget_wall_seconds:g} s wall), {task.threads} thread; CPU capability {capability}, "
+        f"({task.train_wall_seconds:g} s wall limit), seed {task.seed}, {task.threads} thread; "
+        f"CPU capability {capability}, "
         f"{os.cpu_count()} CPUs, load average {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
         f"Python {platform.python_version()}, torch {torch.__version__}",
         flush=True,

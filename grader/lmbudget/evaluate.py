@@ -14,6 +14,9 @@ So a model cannot tell A from B, nor a probe from a scored window: it must predi
 scored and checked. Every comparison and the loss happen here; nothing about a row (its text, a position) goes
 into a message.
 
+The loss is summed row by row in the rows' own order (``math.fsum``, in double precision), not in the order of
+the calls, so the order a run's seed deals them in changes nothing in it.
+
 The rows are dealt to several copies of the trained model (``deal``), each restored from its saved bytes in a
 fresh worker of its own, and a probe never goes to the copy that evaluates its window: a model that kept state
 between rows (remembering the first output it gave for a prefix, and repeating it) would otherwise agree with
@@ -114,8 +117,8 @@ def evaluate(
         for k, hand in enumerate(hands)
         if hand[start:]
     ]
-    nats = {"A": 0.0, "B": 0.0}
-    count = {"A": 0, "B": 0}
+    nats: dict[int, float] = {}  # each scored row's, summed in the rows' order below (not the calls'): the same
+    # loss whatever order this run's seed dealt them in
     compared = {i for n, r in enumerate(rows) if r.probe_of >= 0 for i in (r.probe_of, n)}
     kept: dict[int, torch.Tensor] = {}  # the logits of the probes and of their windows
     for forward, batch in calls:
@@ -126,13 +129,17 @@ def evaluate(
             if i in compared:
                 kept[i] = logits[j]
             if row.probe_of < 0:
-                nats[row.split] += F.cross_entropy(logits[j], row.tokens[1:], reduction="sum").item()
-                count[row.split] += len(row.tokens) - 1
+                nats[i] = F.cross_entropy(logits[j].double(), row.tokens[1:], reduction="sum").item()
         between_calls()
     for i, row in enumerate(rows):
         if row.probe_of >= 0:
             probe(kept[row.probe_of], kept[i], row.cut)
-    return {split: _bits(nats[split], count[split]) for split in nats}
+    losses = {}
+    for split in ("A", "B"):
+        scored = [i for i, row in enumerate(rows) if row.probe_of < 0 and row.split == split]
+        total = math.fsum(nats[i] for i in scored if i in nats)
+        losses[split] = _bits(total, sum(len(rows[i].tokens) - 1 for i in scored if i in nats))
+    return losses
 
 
 def checked(logits: Any, want: tuple[int, ...]) -> torch.Tensor:

@@ -32,9 +32,13 @@ class Task:
     corpus: str = "grader"  # grader/lmbudget/corpus.py: "grader", "file:PATH", "shakespeare" or "python"
     block_chars: int = 2048
     budget_cpu_seconds: float = 30.0
-    budget_wall_seconds: float = 60.0
+    budget_wall_seconds: float = 60.0  # the wall-clock limit's floor (``train_wall_seconds``)
+    # The wall-clock limits are this many times the CPU budgets (at least the floor): an honest run on a busy
+    # machine gets a share of a core, not a core, so its wall time is a multiple of its CPU time.
+    wall_factor: float = 6.0
     margin_seconds: float = 5.0  # on top of both budgets: starting, returning, the clock's granularity
     threads: int = 1
+    seed: int = 0  # torch's generator is seeded with it in the worker just before train_within_budget is called
     context: int = 64
     eval_windows: int = 256  # per split
     probe_windows: int = 64  # causality probes, mixed into the evaluation's calls (grader/lmbudget/evaluate.py)
@@ -51,6 +55,18 @@ class Task:
     python: str = ""
     date: str = ""
     command: str = ""
+
+    @property
+    def train_wall_seconds(self) -> float:
+        """Import and train's wall-clock limit: ``wall_factor`` times the CPU budget, at least
+        ``budget_wall_seconds``, and the margin. A sleeping submission ends there; one that got little CPU
+        because others had it does not."""
+        return max(self.budget_wall_seconds, self.wall_factor * self.budget_cpu_seconds) + self.margin_seconds
+
+    @property
+    def eval_wall_seconds(self) -> float:
+        """The evaluation's wall-clock limit: ``wall_factor`` times its CPU allowance, and the margin."""
+        return self.wall_factor * self.eval_cpu_seconds + self.margin_seconds
 
     def fraction(self, loss: float) -> float:
         """clip((baseline - loss) / (baseline - best), 0, 1)."""
@@ -81,6 +97,8 @@ def load_task(path: str | Path | None = None) -> Task:
     task = Task(**merged)
     if task.threads != 1:
         raise ValueError(f"{path}: threads must be 1 (the worker runs with one thread)")
+    if task.wall_factor < 2:
+        raise ValueError(f"{path}: wall_factor must be at least 2 (a busy machine stretches an honest run's wall time)")
     return task
 
 

@@ -5,6 +5,11 @@ budget; the grader then evaluates the model it returned on splits A and B, which
   and orphaned ones included), never a figure the worker gives. The budget covers everything from the
   worker's start to train's return (importing lmbudget.py included); the evaluation has an allowance of its
   own (``eval_cpu_seconds``), counted from then until the worker is reaped.
+* Wall-clock: ``task.train_wall_seconds``, ``wall_factor`` times the CPU budget (at least ``budget_wall_seconds``),
+  and the evaluation's ``wall_factor`` times its allowance: a busy machine gives an honest run a share of a core,
+  so only a run that sleeps or waits meets them (issue 28); a run that spins is ended once the sandbox counts
+  it over the budget and the margin (``_CpuWatch``). Threads (one, the fork server's) and torch's seed
+  (``task.seed``, set just before train is called) are fixed: identical code takes identical steps.
 * The evaluation (``grader/lmbudget/evaluate.py``): A's and B's windows and causality probes shuffled into the
   same calls; a model that reads later inputs is "not causal".
 * Verdicts: a run with no score (time limit exceeded, memory limit exceeded, runtime error, no model, not
@@ -20,6 +25,8 @@ from __future__ import annotations
 
 import functools
 import math
+import socket
+import threading
 import time
 from dataclasses import dataclass
 
@@ -41,6 +48,7 @@ TASK = load_task()
 # The evaluation's messages, fixed: a model that has seen held-out text chooses nothing in them.
 EVAL_ERROR = "runtime error while evaluating your model"
 EVAL_MEMORY = "memory limit exceeded while evaluating your model"
+WATCH_SECONDS = 0.5  # how often the training worker's CPU is read while train runs
 MAX_SAVED_BYTES = 256 << 20  # a model trained in the budget is far smaller (the reference's: under 1 MB)
 # The model is evaluated as copies restored in fresh workers: it must survive torch.save and torch.load.
 EVAL_SAVE = (
@@ -70,8 +78,8 @@ class Run:
 
 
 def _eval_seconds(task: Task) -> float:
-    """The evaluation's wall-clock limit: twice its CPU allowance, and the margin."""
-    return 2 * task.eval_cpu_seconds + task.margin_seconds
+    """The evaluation's wall-clock limit: ``wall_factor`` times its CPU allowance, and the margin."""
+    return task.eval_wall_seconds
 
 
 def _import(view: MilestoneView, run: Run) -> WorkerConnection | None:
@@ -93,10 +101,21 @@ def _import(view: MilestoneView, run: Run) -> WorkerConnection | None:
 def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, seconds: float) -> Remote | None:
     """Run train in the worker under the budget; None (and run's stub or failure set) when there is no model."""
     splits = load_splits(task.corpus, task.block_chars)
+    watch = _CpuWatch(worker, task.budget_cpu_seconds + task.margin_seconds)
     try:
-        header = {"op": Request.CALL, "module": view.module, "name": "train_within_budget", "keep": True, "grad": True}
+        # Seeded (torch's generator, task.seed) just before the call, with the fork server's one thread: identical
+        # code draws identical batches and initial weights on every run, whatever else the machine is doing.
+        header = {
+            "op": Request.CALL,
+            "module": view.module,
+            "name": "train_within_budget",
+            "keep": True,
+            "grad": True,
+            "seed": task.seed,
+        }
         args = (splits.train, list(splits.vocab), float(task.budget_cpu_seconds))
-        model = worker.request(header, args, {"context": task.context}, timeout=seconds)
+        with watch:
+            model = worker.request(header, args, {"context": task.context}, timeout=seconds)
     except StudentError as e:
         if e.type == ErrorKind.NOT_IMPLEMENTED:
             run.stub = str(e)
@@ -106,23 +125,23 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
             run.fail(f"runtime error: {e}", "memory" if e.type == ErrorKind.MEMORY_ERROR else "")
         return None
     except WorkerCrash as e:
+        if watch.over:
+            _over_budget(task, worker, run)
+            return None
         if worker.hung:
             run.fail(
                 f"time limit exceeded: train_within_budget returned no model within {seconds:.0f} s of wall-clock time "
-                f"(budget {task.budget_wall_seconds:g} s + a margin of {task.margin_seconds:g} s)",
+                f"(the wall-clock limit: {task.wall_factor:g} times the CPU budget of {task.budget_cpu_seconds:g} s, "
+                f"at least {task.budget_wall_seconds:g} s, + a margin of {task.margin_seconds:g} s: room for a busy "
+                "machine, not for a run that sleeps or waits)",
                 "time",
             )
         else:
             run.fail(f"runtime error: {e}", e.limit)
         return None
     run.cpu = worker.cpu  # the sandbox's count, from the worker's start: import, train, every child
-    if run.cpu > task.budget_cpu_seconds + task.margin_seconds:
-        run.fail(
-            f"time limit exceeded: importing lmbudget.py and train_within_budget used {run.cpu:.1f} CPU seconds "
-            f"(the worker's whole process tree, as the sandbox counts it), over the budget of "
-            f"{task.budget_cpu_seconds:g} (+ a margin of {task.margin_seconds:g})",
-            "time",
-        )
+    if watch.over or run.cpu > task.budget_cpu_seconds + task.margin_seconds:
+        _over_budget(task, worker, run)
         return None
     if not isinstance(model, Remote):
         run.fail(f"no model: train_within_budget returned {checks.describe(model)}", None)
@@ -133,6 +152,50 @@ def _train(view: MilestoneView, worker: WorkerConnection, task: Task, run: Run, 
     except StudentError:
         run.fail(f"no model: train_within_budget returned a {model.short_type}, not a torch.nn.Module", None)
         return None
+
+
+def _over_budget(task: Task, worker: WorkerConnection, run: Run) -> None:
+    run.cpu = worker.cpu
+    run.fail(
+        f"time limit exceeded: importing lmbudget.py and train_within_budget used {run.cpu:.1f} CPU seconds "
+        f"(the worker's whole process tree, as the sandbox counts it), over the budget of "
+        f"{task.budget_cpu_seconds:g} (+ a margin of {task.margin_seconds:g})",
+        "time",
+    )
+
+
+class _CpuWatch:
+    """While train runs, the sandbox's count of the worker's CPU (its whole process tree, measured by the fork
+    server) every ``WATCH_SECONDS``: past ``limit``, the worker's socket is shut, so the run ends there ("time
+    limit exceeded") and not at the wall-clock limit, which is a multiple of the budget (issue 28). The worker
+    says nothing here; the count is the fork server's."""
+
+    def __init__(self, worker: WorkerConnection, limit: float):
+        self.worker, self.limit, self.over = worker, limit, False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="lmbudget-cpu-watch", daemon=True)
+
+    def __enter__(self) -> _CpuWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._done.set()
+        self._thread.join()  # before anything else speaks to the fork server: the watch is its only other user
+
+    def _watch(self) -> None:
+        while not self._done.wait(WATCH_SECONDS):
+            try:
+                over = self.worker.server.cpu_of(self.worker.pid) > self.limit
+            except Exception:  # noqa: BLE001 - the worker or the server is gone: the request says why
+                return
+            if over:
+                self.over = True
+                try:
+                    self.worker.sock.shutdown(socket.SHUT_RDWR)  # the request in progress ends: EOF
+                except OSError:
+                    pass
+                return
 
 
 class _OverAllowance(Finding):
@@ -218,7 +281,7 @@ def run(grading_context) -> Run:
             f"warning: a worker can read this task's held-out text ({why}): the score proves nothing; "
             "use a corpus the sandbox hides (docs/exercises.md)"
         )
-    wall_limit = task.budget_wall_seconds + task.margin_seconds
+    wall_limit = task.train_wall_seconds  # a multiple of the CPU budget: only a run that waits or sleeps meets it
     left = context.ends - time.monotonic()
     if left < wall_limit + _eval_seconds(task):
         checks.not_observed(
