@@ -81,24 +81,28 @@ def coach_view(
     return Standings(live(contest, submissions, students))
 
 
-def freeze_time(contest: Contest) -> datetime | None:
-    """When a frozen board stops moving: ``freeze`` before the regular window's end (a personal contest's hard
-    end); None for a board that does not freeze."""
+def freeze_time(contest: Contest, window_end: datetime | None = None) -> datetime | None:
+    """When a frozen board stops moving: ``freeze`` before the regular window's end; None for a board that
+    does not freeze. With personal windows, the viewer's own: ``freeze`` before ``window_end``, the end of
+    their window (so every student's last minutes are frozen, not only those of whoever is still at work near
+    the hard end); a student whose window has not opened has none yet: the hard end's then."""
     if contest.scoreboard is not Board.FROZEN:
         return None
     window = contest.window
-    end = window.hard_end if window.personal else (window.start + window.duration if window.start else None)
+    if window.personal:
+        end = window_end or window.hard_end
+    else:
+        end = window.start + window.duration if window.start else None
     return None if end is None else end - contest.freeze
 
 
 def freeze_note(contest: Contest) -> str | None:
-    """What a scheduled freeze does with personal windows, for the coach; None for a fixed window or no freeze.
-    It is not relative to each student's window: one board, one moment, ``freeze`` before the hard end."""
+    """What a scheduled freeze does with personal windows, for the coach; None for a fixed window or no freeze."""
     if contest.scoreboard is not Board.FROZEN or not contest.window.personal:
         return None
-    return (  # with no hard end there is no freeze: the contest file is refused (config.py)
-        "Personal windows: the scheduled freeze is one moment for everyone, the freeze minutes before the hard "
-        "end, not relative to each student's own window."
+    return (  # with no hard end there is no contest end to lift it: the contest file is refused (config.py)
+        "Personal windows: each student's board freezes the freeze minutes before their own window ends, and "
+        "every board is live again at the hard end, once every window is over."
     )
 
 
@@ -108,15 +112,17 @@ def student_view(
     now: datetime,
     submissions: Mapping[str, Iterable[Submission]],
     students: Iterable[str] = (),
+    window_end: datetime | None = None,
 ) -> Standings:
-    """The scoreboard ``viewer`` may see at ``now``. Public: live. Frozen: from the freeze time until every
-    window has ended, computed only from submissions made before the freeze. Hidden: only the viewer's own row,
-    unranked, until every window has ended. After the end every board is live."""
+    """The scoreboard ``viewer`` may see at ``now``. Public: live. Frozen: from the freeze time (with personal
+    windows, the viewer's own: ``window_end`` is when their window ends) until every window has ended,
+    computed only from submissions made before the freeze. Hidden: only the viewer's own row, unranked, until
+    every window has ended. After the end every board is live."""
     end = contest_end(contest)
     over = end is not None and now >= end
     if contest.scoreboard is Board.HIDDEN and not over:
         return Standings((student_row(contest, viewer, submissions.get(viewer, ())),), hidden=True)
-    frozen_at = freeze_time(contest)
+    frozen_at = freeze_time(contest, window_end)
     if frozen_at is not None and frozen_at <= now and not over:
         before = {name: [s for s in subs if s.time < frozen_at] for name, subs in submissions.items()}
         return Standings(live(contest, before, students), frozen_at=frozen_at)
@@ -159,14 +165,15 @@ def students_board(
     students: Iterable[str],
     by_hand: datetime | None,
     lifted: bool,
+    window_end: datetime | None = None,
 ) -> Standings:
     """The board ``viewer`` sees with the coach's changes: frozen by hand at ``by_hand`` (until the coach
     unfreezes, the contest's end included; a hidden board stays hidden), or live again where the coach
     ``lifted`` the scheduled freeze; else as :func:`student_view`."""
     if by_hand is not None:
         before = {name: [s for s in subs if s.time < by_hand] for name, subs in submissions.items()}
-        standings = student_view(contest, viewer, now, before, students)
+        standings = student_view(contest, viewer, now, before, students, window_end)
         return standings if standings.hidden else replace(standings, frozen_at=by_hand)
     if contest.scoreboard is Board.FROZEN and lifted:
         contest = replace(contest, scoreboard=Board.PUBLIC)
-    return student_view(contest, viewer, now, submissions, students)
+    return student_view(contest, viewer, now, submissions, students, window_end)

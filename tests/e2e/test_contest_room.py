@@ -300,15 +300,32 @@ def test_a_refusal_banner_goes_once_a_later_upload_is_accepted(folder):
     assert "Refused at" not in client.get("/me", headers={**ada, **HTML}).text
 
 
-def test_a_scheduled_freeze_with_personal_windows_is_one_moment_and_the_coach_is_told(tmp_path):
+def test_with_personal_windows_each_students_board_freezes_before_their_own_end(tmp_path):
+    """ada's window runs 9:00-10:00 and alan's 9:20-10:20, 30 frozen minutes each: at 9:41 grace's new points
+    are hidden from ada (frozen since 9:30) and shown to alan (his freeze comes at 9:50); the coach is told."""
     toml = CONTEST.replace("start = 2026-03-14T09:00:00Z\n", "personal = true\nhard_end = 2026-03-14T12:00:00Z\n")
     toml = toml.replace('mode = "public"', 'mode = "frozen"\nfreeze_minutes = 30')
     folder = contest_folder(tmp_path / "personal", toml)
-    clock = ContestClock(minutes=100)
+    clock = ContestClock(minutes=0)
     client = TestClient(create_app(folder, clock))
-    coach = auth(folder, "coach")
-    freeze = client.get("/api/coach", headers=coach).json()["freeze"]
-    assert freeze["scheduled"] == "2026-03-14T11:30:00+00:00"  # the hard end less 30 min, for every student
-    page = client.get("/coach", headers={**coach, **HTML}).text
-    assert "not relative to each student" in page
-    # with no hard end there is no common moment: the contest file is refused (config), so no such room runs
+    ada, alan, grace = (auth(folder, who) for who in ("ada", "alan", "grace"))
+    client.get("/api/me", headers=ada)  # ada's window opens at 9:00
+    clock.now += timedelta(minutes=20)
+    client.get("/api/me", headers=alan)  # alan's at 9:20
+    clock.now += timedelta(minutes=20)
+    client.get("/api/me", headers=grace)  # grace's at 9:40, and her first upload
+    sent = upload(client, folder, "grace", "m1", reference())
+    assert sent.status_code == 202, sent.text
+    Store(folder).finish(sent.json()["id"], clock.now, report("m1", 4))
+    clock.now += timedelta(minutes=1)
+
+    def grace_total(headers: dict) -> tuple[str | None, float]:
+        board = client.get("/api/scoreboard", headers=headers).json()
+        return board["frozen_at"], next(r["total"] for r in board["rows"] if r["student"] == "grace")
+
+    assert grace_total(ada) == ("2026-03-14T09:30:00+00:00", 0), "ada's last 30 minutes: frozen"
+    assert grace_total(alan) == (None, 30), "alan's freeze is still to come: live"
+    page = client.get("/coach", headers={**auth(folder, "coach"), **HTML}).text
+    assert "before their own window ends" in page
+    clock.now = clock.now.replace(hour=12, minute=0)
+    assert grace_total(ada) == (None, 30), "every board live again at the hard end"

@@ -250,7 +250,9 @@ class ContestState:
         if who.coach:
             return coach_view(contest, submissions, self.students)
         now, by_hand = self.clock(), self.frozen_by_hand()
-        return students_board(contest, who.name, now, submissions, self.students, by_hand, self.freeze_lifted())
+        end = window_state(contest, who.name, now, self.store.first_login(who.name)).end  # their freeze's
+        lifted = self.freeze_lifted()
+        return students_board(contest, who.name, now, submissions, self.students, by_hand, lifted, end)
 
     def leaderboards(self, who: Who, contest: Contest, standings: Standings) -> list[dict[str, Any]]:
         """The metric tasks' leaderboards as ``who`` may see them, with their scoreboard's ``standings``."""
