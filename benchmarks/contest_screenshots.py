@@ -60,7 +60,8 @@ class Idle(Executor):
 
 def report(task: str, score: float, max_score: float = 4.0) -> dict:
     checks = [
-        {"name": f"check {i}", "milestone": task, "score": 1.0, "max_score": 1.0, "passed": i < score, "message": ""}
+        {"name": f"check {i}", "milestone": task, "score": float(i < score), "max_score": 1.0, "passed": i < score}
+        | {"message": "" if i < score else "Likely cause: the mask is upper-triangular (torch.triu)"}
         for i in range(int(max_score))
     ]
     return {"milestones": [{"id": task, "title": task, "score": score, "max_score": max_score, "checks": checks}]}
