@@ -166,14 +166,29 @@ def students_board(
     by_hand: datetime | None,
     lifted: bool,
     window_end: datetime | None = None,
+    revealed: frozenset[tuple[str, str]] = frozenset(),
 ) -> Standings:
     """The board ``viewer`` sees with the coach's changes: frozen by hand at ``by_hand`` (until the coach
     unfreezes, the contest's end included; a hidden board stays hidden), or live again where the coach
     ``lifted`` the scheduled freeze; else as :func:`student_view`."""
-    if by_hand is not None:
-        before = {name: [s for s in subs if s.time < by_hand] for name, subs in submissions.items()}
+    if by_hand is not None:  # its results since the freeze stay hidden but those the resolver has ``revealed``
+        before = {
+            name: [s for s in subs if s.time < by_hand or (name, s.task) in revealed]
+            for name, subs in submissions.items()
+        }
         standings = student_view(contest, viewer, now, before, students, window_end)
         return standings if standings.hidden else replace(standings, frozen_at=by_hand)
     if contest.scoreboard is Board.FROZEN and lifted:
         contest = replace(contest, scoreboard=Board.PUBLIC)
     return student_view(contest, viewer, now, submissions, students, window_end)
+
+
+def resolve_next(standings: Standings, pending: Mapping[str, Iterable[str]]) -> tuple[str, str] | None:
+    """DOMjudge's resolver, one step: the student ranked lowest on the frozen board who still has results
+    pending (``pending``: each student's tasks with submissions since the freeze, not yet revealed, in the
+    contest's order), and their first such task; None once nothing is pending. Revealing from the bottom up
+    keeps the top of the board for last, as a ceremony does."""
+    for row in reversed(standings.rows):
+        for task in pending.get(row.student, ()):
+            return row.student, task
+    return None

@@ -329,3 +329,45 @@ def test_with_personal_windows_each_students_board_freezes_before_their_own_end(
     assert "before their own window ends" in page
     clock.now = clock.now.replace(hour=12, minute=0)
     assert grace_total(ada) == (None, 30), "every board live again at the hard end"
+
+
+def test_the_resolver_reveals_the_lowest_ranked_pending_result_one_step_at_a_time(folder):
+    """DOMjudge's resolver: on the coach's frozen board each click reveals the next pending result from the
+    bottom of the board up; once none is pending, the next click unfreezes it. No freeze, no resolver."""
+    clock = ContestClock()
+    client = TestClient(create_app(folder, clock))
+    coach, ada = auth(folder, "coach"), auth(folder, "ada")
+    assert client.post("/coach/resolve", headers=coach).status_code == 409, "nothing frozen: nothing to resolve"
+    store = Store(folder)
+
+    def graded(who: str, task: str, score: float) -> None:
+        files = reference() if task == "m1" else [("m2_model.py", (SOLUTIONS / "m2_model.py").read_bytes())]
+        sent = upload(client, folder, who, task, files)
+        assert sent.status_code == 202, sent.text
+        store.finish(sent.json()["id"], clock.now, report(task, score))
+        clock.now += timedelta(minutes=1)
+
+    graded("ada", "m1", 4)  # 30 points, before the freeze
+    graded("grace", "m1", 1)  # 7.5
+    assert client.post("/coach/freeze", headers=coach).status_code in (200, 303)
+    clock.now += timedelta(minutes=1)
+    graded("alan", "m1", 4)  # 30, pending
+    graded("grace", "m2", 4)  # 20, pending
+
+    def board() -> dict:
+        return client.get("/api/scoreboard", headers=ada).json()
+
+    def totals() -> dict[str, float]:
+        return {r["student"]: r["total"] for r in board()["rows"]}
+
+    assert totals() == {"ada": 30, "grace": 7.5, "alan": 0}
+    first = client.post("/coach/resolve", headers=coach).json()["revealed"]
+    assert first == {"student": "alan", "task": "m1"}, "alan is last on the frozen board: his result comes first"
+    assert totals() == {"ada": 30, "alan": 30, "grace": 7.5} and board()["frozen_at"] is not None
+    second = client.post("/coach/resolve", headers=coach).json()["revealed"]
+    assert second == {"student": "grace", "task": "m2"}
+    assert totals() == {"ada": 30, "alan": 30, "grace": 27.5}
+    assert not any(r["pending"] for r in board()["rows"]), "nothing pending once revealed"
+    client.post("/coach/resolve", headers=coach)  # nothing left: the board is live
+    assert board()["frozen_at"] is None
+    assert any(e["kind"] == "resolve" for e in store.events())

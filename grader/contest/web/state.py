@@ -6,6 +6,7 @@ restart keeps them) and the grading queue. It reads and stores; what the rules m
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import math
 from collections import defaultdict
@@ -37,6 +38,7 @@ log = logging.getLogger("grader.contest")
 EXTEND = "extend_minutes"  # the minutes added to the whole window
 FROZEN_AT = "frozen_at"  # when the coach froze the board by hand
 FREEZE_LIFTED = "freeze_lifted"  # when the coach lifted the contest's scheduled freeze
+RESOLVED = "resolved"  # the (student, task) pairs the resolver has revealed on the coach's frozen board, as JSON
 REVEALED = "revealed:"  # + a metric task's id: when the coach revealed its leaderboard B
 
 
@@ -198,6 +200,19 @@ class ContestState:
     def freeze_lifted(self) -> bool:
         return self.store.setting(FREEZE_LIFTED) is not None
 
+    def resolved(self) -> frozenset[tuple[str, str]]:
+        """The (student, task) pairs whose results since the coach's freeze the resolver has revealed."""
+        try:
+            return frozenset((str(s), str(t)) for s, t in json.loads(self.store.setting(RESOLVED) or "[]"))
+        except (ValueError, TypeError):
+            log.warning("ignoring the stored resolver steps: not a list of pairs")
+            return frozenset()
+
+    def resolve(self, pair: tuple[str, str] | None) -> None:
+        """Reveal ``pair`` too; None: forget every step (the board unfrozen, or frozen anew)."""
+        steps = sorted(self.resolved() | {pair}) if pair else None
+        self.store.set_setting(RESOLVED, json.dumps(steps) if steps else None)
+
     def freeze(self, contest: Contest) -> Freeze:
         return freeze_of(contest, self.clock(), self.frozen_by_hand(), self.freeze_lifted())
 
@@ -251,8 +266,8 @@ class ContestState:
             return coach_view(contest, submissions, self.students)
         now, by_hand = self.clock(), self.frozen_by_hand()
         end = window_state(contest, who.name, now, self.store.first_login(who.name)).end  # their freeze's
-        lifted = self.freeze_lifted()
-        return students_board(contest, who.name, now, submissions, self.students, by_hand, lifted, end)
+        lifted, resolved = self.freeze_lifted(), self.resolved()
+        return students_board(contest, who.name, now, submissions, self.students, by_hand, lifted, end, resolved)
 
     def leaderboards(self, who: Who, contest: Contest, standings: Standings) -> list[dict[str, Any]]:
         """The metric tasks' leaderboards as ``who`` may see them, with their scoreboard's ``standings``."""

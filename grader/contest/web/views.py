@@ -141,13 +141,16 @@ def attempts(
     state: ContestState, contest: Contest, frozen_at: datetime | None = None
 ) -> dict[str, dict[str, dict[str, int]]]:
     """Per student and task: ``attempts``, the submissions that count or will (graded or queued, not voided),
-    received before ``frozen_at`` if given; ``pending``, those received since (the board does not show them)."""
+    received before ``frozen_at`` if given; ``pending``, those received since (the board does not show them),
+    but where the resolver has revealed the student's task."""
     counts: dict[str, dict[str, dict[str, int]]] = {}
+    resolved = state.resolved() if frozen_at is not None else frozenset()
     for row in state.store.all(reports=False):
         if row.voided or row.status not in (GRADED, QUEUED) or contest.task(row.task) is None:
             continue
         entry = counts.setdefault(row.student, {}).setdefault(row.task, {"attempts": 0, "pending": 0})
-        entry["pending" if frozen_at is not None and row.received_at >= frozen_at else "attempts"] += 1
+        hidden = frozen_at is not None and row.received_at >= frozen_at and (row.student, row.task) not in resolved
+        entry["pending" if hidden else "attempts"] += 1
     return counts
 
 

@@ -12,11 +12,12 @@ from starlette.concurrency import run_in_threadpool
 
 from grader.contest.metric import is_metric
 from grader.contest.policy import added_minutes, change_refusal, delay_refusal, set_refusal, void_refusal
-from grader.contest.scoreboard import coach_view, freeze_note
+from grader.contest.scoreboard import coach_view, freeze_note, resolve_next
 from grader.contest.store import QUEUED
 from grader.contest.web import views
 from grader.contest.web.deps import Coach, State
 from grader.contest.web.state import EXTEND, FREEZE_LIFTED, FROZEN_AT, REVEALED, ContestState
+from grader.contest.web.tokens import Who
 
 # Forms of a few fields and no file.
 router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
@@ -214,6 +215,8 @@ def reveal(task_id: str, request: Request, who: Coach, state: State, undo: Undo 
 @router.post("/coach/freeze")
 def freeze(request: Request, who: Coach, state: State) -> Response:
     at = state.store.setting(FROZEN_AT) or state.clock().isoformat()
+    if not state.store.setting(FROZEN_AT):
+        state.resolve(None)  # a new freeze: nothing of it revealed yet
     state.store.set_setting(FROZEN_AT, at)
     state.store.event(state.clock(), None, "freeze", f"the students' scoreboard frozen as of {at}")
     return views.done(request, "/coach", {"frozen_at": at, "freeze": views.freeze(state.freeze(state.rules()))})
@@ -226,8 +229,30 @@ def unfreeze(request: Request, who: Coach, state: State) -> Response:
     contest, now = state.rules(), state.clock()
     before = state.freeze(contest)
     state.store.set_setting(FROZEN_AT, None)
+    state.resolve(None)
     if state.freeze(contest).by == "schedule":
         state.store.set_setting(FREEZE_LIFTED, now.isoformat())
     lifted = "the scheduled freeze lifted: " if before.frozen and state.freeze_lifted() else ""
     state.store.event(now, None, "unfreeze", f"{lifted}the students' scoreboard is live again")
     return views.done(request, "/coach", {"frozen_at": None, "freeze": views.freeze(state.freeze(contest))})
+
+
+@router.post("/coach/resolve")
+def resolve(request: Request, who: Coach, state: State) -> Response:
+    """DOMjudge's resolver, one click a step: on a board the coach froze, the lowest-ranked student's next
+    pending task is revealed (its results since the freeze count on the students' board); once none is
+    pending, the board is live again. Used after the end, it turns the final standings into a ceremony."""
+    contest, now = state.rules(), state.clock()
+    if state.frozen_by_hand() is None:
+        raise HTTPException(409, "freeze the students' scoreboard first: the resolver reveals a frozen board")
+    board = state.board(Who("", coach=False), contest)
+    counts = views.attempts(state, contest, board.frozen_at)
+    pending = {
+        name: [t.id for t in contest.tasks if tasks.get(t.id, {}).get("pending")] for name, tasks in counts.items()
+    }
+    step = resolve_next(board, pending)
+    if step is None:
+        return unfreeze(request, who, state)  # every result revealed: the board is live
+    state.resolve(step)
+    state.store.event(now, step[0], "resolve", f"{step[1]}: the results since the freeze revealed")
+    return views.done(request, "/coach", {"revealed": {"student": step[0], "task": step[1]}})
