@@ -78,7 +78,7 @@ class Run:
 
 
 def _eval_seconds(task: Task) -> float:
-    """The evaluation's wall-clock limit: ``wall_factor`` times its CPU allowance, and the margin."""
+    """How long the evaluation may take on the clock (the task file's, ``Task.eval_wall_seconds``)."""
     return task.eval_wall_seconds
 
 
