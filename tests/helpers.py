@@ -300,6 +300,14 @@ class ContestClock:
         return self.now
 
 
+def open_contest(title: str, tasks: str = "[tasks.m1]\npoints = 30\n") -> str:
+    """A contest.toml: a fixed hour from CONTEST_START, full feedback, a public board, and ``tasks``."""
+    return (
+        f'title = "{title}"\n[window]\nstart = {CONTEST_START:%Y-%m-%dT%H:%M:%SZ}\nduration = 60\n'
+        '[feedback]\nduring = "full"\n[scoreboard]\nmode = "public"\n' + tasks
+    )
+
+
 def contest_folder(folder: Path, contest_toml: str, students: tuple[str, ...] = ("ada", "alan", "grace")) -> Path:
     """A contest folder: its contest.toml, a roster of ``students`` and their tokens (`grade contest tokens`)."""
     from click.testing import CliRunner

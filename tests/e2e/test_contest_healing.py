@@ -14,22 +14,11 @@ from fastapi.testclient import TestClient
 from grader.contest.grading import GradingQueue
 from grader.contest.server import create_app
 from grader.contest.store import Store
-from helpers import SOLUTIONS, ContestClock, contest_folder, upload
+from helpers import SOLUTIONS, ContestClock, contest_folder, open_contest, upload
 
 pytestmark = pytest.mark.slow  # real grading processes, killed and replaced
 
-CONTEST = """
-title = "Healing test"
-[window]
-start = 2026-03-14T09:00:00Z
-duration = 60
-[feedback]
-during = "full"
-[scoreboard]
-mode = "public"
-[tasks.m1]
-points = 30
-"""
+CONTEST = open_contest("Healing test")
 M1 = (SOLUTIONS / "m1_attention.py").read_bytes()
 
 

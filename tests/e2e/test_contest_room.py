@@ -14,22 +14,10 @@ from fastapi.testclient import TestClient
 
 from grader.contest.server import create_app
 from grader.contest.store import Store
-from helpers import SOLUTIONS, ContestClock, auth, contest_folder, upload
+from helpers import SOLUTIONS, ContestClock, auth, contest_folder, open_contest, upload
 
-CONTEST = """
-title = "Room test"
-[window]
-start = 2026-03-14T09:00:00Z
-duration = 60
-[feedback]
-during = "full"
-[scoreboard]
-mode = "public"
-[tasks.m1]
-points = 30
-[tasks.m2]
-points = 20
-"""
+CONTEST = open_contest("Room test", "[tasks.m1]\npoints = 30\n[tasks.m2]\npoints = 20\n")
+
 HTML = {"Accept": "text/html"}
 
 
