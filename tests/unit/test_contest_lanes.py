@@ -143,3 +143,32 @@ def test_the_metric_lane_is_fair_between_students(store: Store):
         jobs.finish(sid)
     assert order == [hers[0], his, *hers[1:]]
     queue.close()
+
+
+def test_the_coach_sees_each_lane_on_the_page_and_in_the_api(tmp_path: Path):
+    """No lifespan (nothing grades): an lmbudget upload waits in the metric lane, the quick lane is empty."""
+    from fastapi.testclient import TestClient
+
+    from grader.contest.server import create_app
+    from helpers import SOLUTIONS, auth, upload
+
+    folder = contest_folder(tmp_path / "round", CONTEST)
+    client = TestClient(create_app(folder, ContestClock(), workers=2))
+    answer = upload(client, folder, "ada", "lmbudget", [("lmbudget.py", (SOLUTIONS / "lmbudget.py").read_bytes())])
+    assert answer.status_code == 202, answer.text
+    health = client.get("/api/coach", headers=auth(folder, "coach")).json()["health"]
+    assert health["workers"] == 3 and health["queued"] == 1
+    quick, metric = health["lanes"]
+    assert quick == {
+        "lane": "quick",
+        "workers": 2,
+        "alive": 0,
+        "busy": 0,
+        "waiting": 0,
+        "oldest_wait_seconds": None,
+        "replaced": 0,
+    }
+    assert metric == {**quick, "lane": "metric", "workers": 1, "waiting": 1, "oldest_wait_seconds": 0}
+    page = client.get("/coach", headers={**auth(folder, "coach"), "Accept": "text/html"}).text
+    assert 'id="lane-quick"' in page and 'id="lane-metric"' in page
+    assert "<strong>Metric tasks</strong>" in page and "waiting <strong>1</strong>" in page
