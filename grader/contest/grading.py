@@ -310,13 +310,14 @@ class GradingQueue:
         return sum(self.lane_alive(lane) for lane in self.lanes.values())
 
     def lane_health(self) -> dict[str, dict[str, Any]]:
-        """Each lane's size (``workers``: the submissions it grades at once), its processes ``alive``, the
-        submissions it is grading (``busy``) and those ``waiting`` here for a slot, and its pools ``replaced``."""
+        """Each lane's size (``workers``: its processes; on an executor not the queue's own, its slots), its
+        processes ``alive``, the submissions it is grading (``busy``) and those ``waiting`` here for a slot, and
+        its pools ``replaced``."""
         with self._lock:
             counts = {name: (len(lane.pending), len(lane.waiting)) for name, lane in self.lanes.items()}
         return {
             name: {
-                "workers": lane.slots,
+                "workers": lane.workers if self._own else lane.slots,
                 "alive": self.lane_alive(lane),
                 "busy": counts[name][0],
                 "waiting": counts[name][1],

@@ -19,7 +19,7 @@ from typing import Any
 from grader.contest import policy
 from grader.contest.commands import CONTEST_FILE, ROSTER
 from grader.contest.config import Contest, load
-from grader.contest.grading import METRIC, QUICK, GradingQueue, lane_of, queue_slots
+from grader.contest.grading import METRIC, QUICK, GradingQueue, lane_of, lane_slots, queue_slots
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Submission, WindowState, window_state
 from grader.contest.reaper import end_leftovers
@@ -260,9 +260,12 @@ class ContestState:
         return self.settings.metric_workers if any(is_metric(t.id) for t in self.base.tasks) else 0
 
     def lane_sizes(self) -> dict[str, int]:
-        """The submissions each lane grades at once, by lane (grading.queue_slots)."""
+        """Each lane's size: its grading processes, or on an executor not the server's own (a Dask client's) the
+        submissions it hands it at once (grading.lane_slots, grading.queue_slots)."""
         s = self.settings
-        return queue_slots(s.workers, self.metric_workers(), s.executor is not None, s.slots)
+        if s.executor is None:
+            return lane_slots(s.workers, self.metric_workers())
+        return queue_slots(s.workers, self.metric_workers(), True, s.slots)
 
     def health(self) -> dict[str, Any]:
         """The grading's health for the coach: worker processes alive (of those asked for), submissions waiting,
@@ -271,8 +274,8 @@ class ContestState:
         (``busy``) and those waiting for a slot (``waiting``)."""
         queued, now = self.store.queued(), self.clock()
         queue = self.queue
-        sizes = self.lane_sizes() if queue is None else {name: lane.slots for name, lane in queue.lanes.items()}
         running = queue.lane_health() if queue is not None else {}
+        sizes = {name: lane["workers"] for name, lane in running.items()} or self.lane_sizes()
         lanes = []
         for name, size in sizes.items():
             mine = [row for row in queued if lane_of(row.task, sizes) == name]
