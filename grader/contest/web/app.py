@@ -65,10 +65,8 @@ def create_app(
     how long an upload's body may take to arrive; ``refusals_per_minute`` the refused uploads of one token
     recorded in a minute, ``address_per_minute`` those and the wrong logins of one address (a classroom behind
     one router shares it); ``slots`` the submissions handed to the executor at once (default: ``workers``, or
-    grading.EXTERNAL_SLOTS for an ``executor``); ``metric_workers`` the metric tasks' lane (grading.lane_slots;
-    None: half the workers, at least one; 0: none, they share the workers). Grading starts with the app's
-    lifespan, so an app used without it (a TestClient outside ``with``) records uploads as queued and grades
-    nothing."""
+    grading.EXTERNAL_SLOTS for an ``executor``); ``metric_workers`` the metric tasks' lane (grading.lane_slots).
+    Grading starts with the app's lifespan: an app without it (a TestClient outside ``with``) grades nothing."""
     settings = Settings(
         workers=workers,
         limits=limits,
