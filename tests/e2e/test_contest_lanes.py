@@ -117,3 +117,36 @@ def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp
         assert health["workers"] == 2 and health["queued"] == 1, health  # the training run, still graded
     finally:
         stop(server)
+
+
+def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(tmp_path: Path):
+    """The quick lane's process killed under an m1 grading (the OOM killer): its pool is replaced and the upload
+    graded again; the metric lane's pool, and a training run it may be holding, are left alone."""
+    from grader.contest.grading import METRIC, QUICK, GradingQueue
+    from grader.contest.store import Store
+    from helpers import ContestClock, open_contest
+
+    folder = contest_folder(tmp_path / "round", open_contest("Lanes", "[tasks.m1]\npoints = 30\n[tasks.lmbudget]\n"))
+    store = Store(folder)
+    queue = GradingQueue(store, ContestClock(), workers=1)
+    queue.start()
+    try:
+        quick, metric = queue.lanes[QUICK], queue.lanes[METRIC]
+        metric_pool = metric.executor
+        m1 = (SOLUTIONS / "m1_attention.py").read_bytes()
+        sid = store.accept("ada", "m1", ContestClock()(), lambda f: (f / "m1_attention.py").write_bytes(m1) and ".")
+        queue.enqueue(sid)
+        processes = list(getattr(quick.executor, "_processes", {}).values())
+        assert processes and queue.lane_health()[QUICK]["busy"] == 1
+        for process in processes:
+            os.kill(process.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and store.get(sid).status == "queued":  # type: ignore[union-attr]
+            time.sleep(0.5)
+        assert store.get(sid).status == "graded"  # type: ignore[union-attr]
+        health = queue.lane_health()
+        assert health[QUICK]["replaced"] == 1 and health[METRIC]["replaced"] == 0, health
+        assert metric.executor is metric_pool and health[METRIC]["alive"] == 1, health
+    finally:
+        queue.close()
+        store.close()
