@@ -2,6 +2,7 @@
 
     python benchmarks/contest_load.py [--students 50] [--per-student 3] [--workers 2]
     python benchmarks/contest_load.py --burst [--students 30] [--burst-seconds 10]
+    python benchmarks/contest_load.py --burst --metric-runs 2 [--students 30] [--workers 2]
 
 A temp contest (window open now, full feedback, public scoreboard, task m1, no caps or intervals) is served by
 `grade contest serve --workers W` on a free loopback port. Each simulated student (a thread) uploads
@@ -20,6 +21,15 @@ from DIR/contest.sqlite, the accepted uploads lost (missing, still queued) or du
 random moment of it, seeded), served three ways in turn: with one grading worker, with two, and on a local Dask
 scheduler with two workers of one thread each (``grade contest serve --scheduler``). Printed for each: the
 median and p95 time from upload to verdict, the last verdict after the burst began, and the audit above.
+
+``--burst --metric-runs N``: the same burst with N lmbudget uploads (the reference recipe, solutions/lmbudget.py:
+a training run of its whole CPU budget) from N more students at its very start, where they take the workers
+first; ``--workers`` grading workers (default 2), served twice: lanes off (``--metric-workers 0``: the training
+runs share the workers, as before lanes) and lanes on (the metric lane of its own, its default size). Printed
+side by side: the quick (m1) uploads' median, p95 and max time from upload to verdict (target: p95 within 10 s
+with lanes on), the training runs' own, the last verdict, the audit, and the load average before and after each
+run (a shared machine's figures say so). The task runs on the frozen grader corpus written to a file (a
+``file:`` corpus, as a contest with stakes uses), with the shipped calibration.
 """
 
 from __future__ import annotations
@@ -52,6 +62,7 @@ from helpers import free_port, serve_contest  # noqa: E402 - tests/ is put on th
 
 TASK = "m1"
 FILE = "m1_attention.py"
+METRIC_KIND = "lmbudget"  # the variant (and task, and file lmbudget.py) of a metric upload in --metric-runs
 SCOREBOARD_EVERY = 0.05  # seconds between two scoreboard requests
 RATE_LIMITED_WAIT = 6.0  # the server allows 10 uploads a minute per student: wait this long after a 429
 
@@ -89,7 +100,29 @@ def cpu_line() -> str:
                 break
     except OSError:
         pass
-    return f"{model}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f} at start"
+    return f"{model}, {os.cpu_count()} CPUs, {capability()}, load average {os.getloadavg()[0]:.1f} at start"
+
+
+def capability() -> str:
+    """The CPU's vector capability as torch uses it, and the flags behind it (a training run's speed)."""
+    try:
+        flags = next(
+            set(line.split(":", 1)[1].split())
+            for line in Path("/proc/cpuinfo").read_text().splitlines()
+            if line.startswith("flags")
+        )
+    except (OSError, StopIteration):
+        flags = set()
+    named = {"avx2": "AVX2", "avx512f": "AVX-512", "avx512_bf16": "AVX512-BF16", "amx_tile": "AMX"}
+    try:
+        import torch
+
+        torch_says = f"torch CPU capability {torch.backends.cpu.get_cpu_capability()}"
+    except ImportError:
+        torch_says = "no torch"
+    return (
+        f"{torch_says} (flags: {', '.join(v for k, v in named.items() if k in flags) or 'none of AVX2, AVX-512, AMX'})"
+    )
 
 
 def variants() -> dict[str, bytes]:
@@ -110,7 +143,7 @@ def plan(students: int, per_student: int) -> dict[str, list[str]]:
     return {f"student{s:03d}": [kinds[(s + k) % len(kinds)] for k in range(per_student)] for s in range(students)}
 
 
-def make_contest(folder: Path, students: list[str]) -> dict[str, str]:
+def make_contest(folder: Path, students: list[str], metric: bool = False) -> dict[str, str]:
     """A contest open now for a day: full feedback, a public board, m1 without caps or intervals, so that the
     policy refuses nothing and every upload is graded. Returns each student's token (from `grade contest
     tokens`, as a coach makes them)."""
@@ -120,6 +153,7 @@ def make_contest(folder: Path, students: list[str]) -> dict[str, str]:
         f'title = "Load benchmark"\n[window]\nstart = {start.strftime("%Y-%m-%dT%H:%M:%SZ")}\nduration = 1440\n'
         '[feedback]\nduring = "full"\n[scoreboard]\nmode = "public"\n'
         f"[tasks.{TASK}]\npoints = 30\nmin_interval = 0\n"
+        + (f"[tasks.{METRIC_KIND}]\npoints = 10\nmin_interval = 0\n" if metric else "")
     )
     (folder / "roster.csv").write_text("student\n" + "".join(f"{s}\n" for s in students))
     subprocess.run(
@@ -160,11 +194,12 @@ def student(
     """One student: upload each file in turn and wait for its verdict before the next, as `grade submit` does
     (it polls every 2 s; here every ``poll`` s, so that the poll adds little to the measured time)."""
     for kind in kinds:
-        body, content_type = multipart([folder / kind / FILE])
+        task, file = (METRIC_KIND, f"{METRIC_KIND}.py") if kind == METRIC_KIND else (TASK, FILE)
+        body, content_type = multipart([folder / kind / file])
         upload = Upload(name, kind, uploaded_at=time.perf_counter())
         out.append(upload)
         while True:
-            upload.status, answer = call(f"{base}/submit/{TASK}", token, body, content_type)
+            upload.status, answer = call(f"{base}/submit/{task}", token, body, content_type)
             if upload.status != 429 or upload.retries >= 20:
                 break
             upload.retries += 1
@@ -322,6 +357,99 @@ def burst(args, tmp: Path, files: Path) -> None:
         )
 
 
+def run_metric_burst(args, tmp: Path, files: Path, lanes: bool) -> tuple[list[Upload], Path, float]:
+    """The burst of ``--students`` m1 uploads, with ``--metric-runs`` lmbudget uploads from more students at its
+    start; ``--workers`` workers, the metric lane on (its default size) or off (``--metric-workers 0``)."""
+    import random
+
+    chance = random.Random(7)
+    names = [f"student{s:03d}" for s in range(args.students)]
+    runners = [f"trainer{s:02d}" for s in range(args.metric_runs)]
+    kinds = list(variants())
+    folder = tmp / f"metric-burst-{'lanes' if lanes else 'shared'}"
+    tokens = make_contest(folder, names + runners, metric=True)
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    options = () if lanes else ("--metric-workers", "0")
+    proc = serve_contest(folder, port, args.workers, wait=120, options=options)
+    uploads: list[Upload] = []
+
+    def one(name: str, kind: str, delay: float) -> None:
+        time.sleep(delay)
+        student(base, tokens[name], name, [kind], files, uploads, args.wait, args.poll)
+
+    try:
+        time.sleep(10)  # the workers' fork servers start with the server: a round's end finds them warm
+        began = time.perf_counter()
+        threads = [threading.Thread(target=one, args=(name, METRIC_KIND, 0.1 * i)) for i, name in enumerate(runners)]
+        threads += [
+            threading.Thread(target=one, args=(name, kinds[i % len(kinds)], chance.uniform(0.5, args.burst_seconds)))
+            for i, name in enumerate(names)
+        ]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        stop(proc)
+    return uploads, folder, began
+
+
+def metric_task_file(tmp: Path) -> Path:
+    """The shipped task file (its budget, its calibration) on the frozen grader corpus written to a file: a
+    ``file:`` corpus, which a contest accepts where the worker cannot read it (this scratch folder)."""
+    import dataclasses
+    import gzip
+
+    from grader.lmbudget.corpus import FROZEN
+    from grader.lmbudget.task import TASK_FILE, load_task, write_task
+
+    (tmp / "corpus.txt").write_bytes(gzip.decompress(FROZEN.read_bytes()))
+    write_task(dataclasses.replace(load_task(TASK_FILE), corpus="file:corpus.txt"), tmp / "task.toml")
+    return tmp / "task.toml"
+
+
+def metric_burst(args, tmp: Path, files: Path) -> None:
+    """The burst with training runs at its start, lanes off then on, each on a fresh contest."""
+    from grader.contest.grading import default_metric_workers
+    from grader.lmbudget.task import ENV_VAR
+
+    os.environ[ENV_VAR] = str(metric_task_file(tmp))  # the servers' grading reads it
+    (files / METRIC_KIND).mkdir()
+    shutil.copy(ROOT / "solutions" / f"{METRIC_KIND}.py", files / METRIC_KIND / f"{METRIC_KIND}.py")
+    print(
+        f"burst with training runs: {args.students} students each uploading m1 once within {args.burst_seconds:g} s"
+        f" (reference, stub, bug), and {args.metric_runs} lmbudget uploads (solutions/lmbudget.py, a training run"
+        f" of the task's CPU budget) at its start; --workers {args.workers}",
+        flush=True,
+    )
+    quick_p95 = {}
+    lanes_on = f"lanes on (metric lane of {default_metric_workers(args.workers)}, the default)"
+    for label, lanes in (("lanes off (--metric-workers 0)", False), (lanes_on, True)):
+        load = os.getloadavg()[0]
+        uploads, folder, began = run_metric_burst(args, tmp, files, lanes)
+        quick = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at and u.variant != METRIC_KIND]
+        runs = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at and u.variant == METRIC_KIND]
+        last = max((u.verdict_at for u in uploads if u.verdict_at is not None), default=began) - began
+        counts = audit(folder, uploads)
+        quick_p95[lanes] = percentile(quick, 95)
+        print(
+            f"  {label}:\n    quick (m1) upload -> verdict: median {percentile(quick, 50):.1f} s, "
+            f"p95 {quick_p95[lanes]:.1f} s, max {max(quick, default=float('nan')):.1f} s ({len(quick)} verdicts)\n"
+            f"    training runs upload -> verdict: {', '.join(f'{r:.0f} s' for r in sorted(runs)) or 'none'}; last "
+            f"verdict {last:.0f} s after the burst began\n    "
+            + ", ".join(f"{name} {n}" for name, n in counts.items())
+            + f"; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after",
+            flush=True,
+        )
+    after = quick_p95[True]
+    print(
+        f"quick tasks' p95 to a verdict: {quick_p95[False]:.1f} s with lanes off, {after:.1f} s with lanes on"
+        f" (target: within 10 s with lanes on){'' if after <= 10 else '  MISSED'}",
+        flush=True,
+    )
+
+
 def run_batch(args, tmp: Path, uploads: list[Upload], files: Path) -> tuple[float, Path]:
     """`grade batch` on the same files, one folder per submission, m1 only as the contest grades it: the
     throughput a coach would get by collecting the uploads and grading them afterwards. Returns the wall
@@ -348,6 +476,8 @@ def wrong(variant: str, score: float | None, max_score: float | None) -> bool:
     """Whether a score is not what the variant deserves: the reference full marks, the stub 0, the bug less."""
     if score is None or not max_score:
         return True
+    if variant == METRIC_KIND:  # a training run's loss varies with the machine: scored at all is what counts
+        return False
     if variant == "reference":
         return score != max_score
     if variant == "stub":
@@ -401,6 +531,9 @@ def main() -> None:
     parser.add_argument("--wait", type=float, default=1800, help="seconds a student waits for a verdict")
     parser.add_argument("--burst", action="store_true", help="a round's end: one upload each, three servers")
     parser.add_argument("--burst-seconds", type=float, default=10, help="the burst's length (default 10)")
+    parser.add_argument(
+        "--metric-runs", type=int, default=0, help="with --burst: this many lmbudget uploads at its start, lanes off/on"
+    )
     args = parser.parse_args()
     print(cpu_line(), flush=True)
     if args.burst:
@@ -409,7 +542,7 @@ def main() -> None:
             for kind, data in variants().items():
                 (files / kind).mkdir(parents=True)
                 (files / kind / FILE).write_bytes(data)
-            burst(args, Path(scratch), files)
+            (metric_burst if args.metric_runs else burst)(args, Path(scratch), files)
         return
     print(f"{args.students} students x {args.per_student} uploads, {args.workers} workers", flush=True)
     with tempfile.TemporaryDirectory() as scratch:

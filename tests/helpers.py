@@ -205,10 +205,15 @@ def free_port() -> int:
 
 
 def serve_contest(
-    folder: Path, port: int, workers: int = 1, wait: float = 60, scheduler: str | None = None
+    folder: Path,
+    port: int,
+    workers: int = 1,
+    wait: float = 60,
+    scheduler: str | None = None,
+    options: tuple[str, ...] = (),
 ) -> subprocess.Popen:
     """`grade contest serve FOLDER` on loopback, as a coach starts it, once it answers (its own process group);
-    with ``scheduler``, grading on that Dask cluster (``--scheduler``).
+    with ``scheduler``, grading on that Dask cluster (``--scheduler``); ``options``: more of serve's options.
 
     Its output goes to FOLDER/serve-PORT.log: uvicorn logs every request, and a pipe nobody reads
     would fill and stall the server."""
@@ -217,7 +222,8 @@ def serve_contest(
         proc = subprocess.Popen(
             [sys.executable, "-m", "grader", "contest", "serve", str(folder), "--port", str(port)]
             + ["--workers", str(workers)]
-            + (["--scheduler", scheduler] if scheduler else []),
+            + (["--scheduler", scheduler] if scheduler else [])
+            + list(options),
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,

@@ -263,12 +263,28 @@ def max_extra(rules: Contest) -> float:
     type=click.IntRange(1, 256),
     default=max(1, (os.cpu_count() or 2) // 2),
     show_default="half the cores",
-    help="Submissions graded at once.",
+    help="Submissions graded at once (of the quick tasks: every task but a metric one).",
+)
+@click.option(
+    "--metric-workers",
+    type=click.IntRange(0, 256),
+    default=None,
+    show_default="half of --workers, at least 1",
+    help="A metric task's submissions (lmbudget's training runs) graded at once, by processes of their own, so "
+    "that a quick task's upload never waits behind them; 0: they share --workers. With --scheduler: the "
+    "cluster's threads they may hold (by default half; never all).",
 )
 @limit_options
 @scheduler_option
 def serve(
-    folder: Path, host: str, port: int, workers: int, timeout: float, memory_mb: int, scheduler: str | None
+    folder: Path,
+    host: str,
+    port: int,
+    workers: int,
+    metric_workers: int | None,
+    timeout: float,
+    memory_mb: int,
+    scheduler: str | None,
 ) -> None:
     """Run the contest in FOLDER: students log in with their token, upload, see their feedback and the
     scoreboard; the coach's page is /coach. Uploads are kept in FOLDER/uploads and the records in
@@ -298,7 +314,7 @@ def serve(
         if executor is not None and slots is not None:
             warm_cluster(executor, slots, chosen)
         app = create_app(  # a mistake in contest.toml or the roster is the coach's: an InputError
-            folder, workers=workers, limits=chosen, executor=executor, slots=slots
+            folder, workers=workers, limits=chosen, executor=executor, slots=slots, metric_workers=metric_workers
         )
         graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")

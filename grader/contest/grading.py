@@ -1,11 +1,21 @@
 """The contest's grading queue: submissions graded fairly between students, each on its task's milestone only,
 by the same sandboxed path as ``grade batch`` (``grader.batch.run.grade_one`` in a pool of worker processes).
 
-Fair, not first come first served: one student's five uploads of a training run that sleeps out its budget
-must not hold the only worker for half an hour ahead of everyone else. The queue keeps the waiting submissions
-itself and hands the executor only as many as it has ``slots``; each time one frees, the next is the oldest
-waiting submission of the student who, in order: has not used more than ``share_seconds`` of grading in the
-last ``share_window`` seconds; has the fewest submissions being graded; was served least recently.
+Two lanes. A metric task's submission (lmbudget: a training run of up to a few minutes) is graded in the
+*metric* lane, every other one in the *quick* lane, each with its own capacity: the quick lane's ``workers``
+processes, the metric lane's ``metric_workers`` (by default half as many, at least one; 0: no metric lane, every
+task shares the quick lane's workers, as before lanes). So two students' training runs never hold the workers
+a one-second m1 grading waits for: even with ``workers = 1`` the metric lane has a process of its own. On an
+executor not the queue's own (a Dask cluster), the lanes share its ``slots`` (its threads): the metric lane
+gets ``metric_workers`` of them (by default half), never all while there are two, the quick lane the rest.
+``lane_slots`` decides the sizes, ``lane_of`` which lane a task is graded in.
+
+Fair, not first come first served, within each lane: one student's five uploads of a training run that sleeps
+out its budget must not hold the only worker for half an hour ahead of everyone else. The queue keeps the
+waiting submissions itself and hands each lane's executor only as many as the lane has ``slots``; each time
+one frees, the next is the lane's oldest waiting submission of the student who, in order: has not used more
+than ``share_seconds`` of the lane's grading in the last ``share_window`` seconds; has the fewest submissions
+being graded in it; was served by it least recently.
 
 Unlike a batch, the server cannot know how many processes will grade at once, and a shared fork server waits
 for all its clients before it serves any: so each worker process starts its own (a few CPU seconds, once),
@@ -13,11 +23,11 @@ when the queue starts (``warm_up``). Each result is recorded by ``Store.finish``
 the row is still queued). A grader failure (the ``{"error": ...}`` result) marks the submission failed: not
 the student's doing, it costs them nothing.
 
-Grading heals itself. A grading process that dies (the machine's out-of-memory killer, a stray ``kill``)
-breaks the whole pool: every submission it held fails at once, and every later one could not even be handed
-out. The queue then replaces the pool with a new one and grades those submissions again, each up to
-``RETRIES`` times (a submission that kills its grading process every time is then failed, at no cost to its
-student); an upload never meets the broken pool.
+Grading heals itself, lane by lane. A grading process that dies (the machine's out-of-memory killer, a stray
+``kill``) breaks its lane's whole pool: every submission it held fails at once, and every later one could not
+even be handed out. The queue then replaces that pool with a new one (the other lane's goes on) and grades
+those submissions again, each up to ``RETRIES`` times (a submission that kills its grading process every time
+is then failed, at no cost to its student); an upload never meets the broken pool.
 """
 
 from __future__ import annotations
@@ -29,12 +39,15 @@ import os
 import threading
 import time
 from collections import defaultdict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
+from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from grader.batch.run import grade_one, pool_context, stop_forkserver, stop_workers, warm_up
+from grader.contest.metric import is_metric
 from grader.contest.reaper import PIDFILE, die_with_server
 from grader.contest.store import Store
 from grader.options import limits as default_limits
@@ -45,11 +58,92 @@ SHARE_WINDOW = 600.0  # seconds: the recent past in which a student's grading ti
 SHARE_SECONDS = 300.0  # a student who used more than this of it waits behind everyone who did not
 EXTERNAL_SLOTS = 16  # submissions handed at once to an executor not the queue's own (a Dask cluster's), by default
 RETRIES = 2  # times a submission is graded again after its grading process died under it
+QUICK, METRIC = "quick", "metric"  # the lanes: every task but the metric ones; the metric tasks (lmbudget)
+
+
+def default_metric_workers(workers: int) -> int:
+    """The metric lane's size when the coach names none: half the quick lane's, at least one."""
+    return max(1, workers // 2)
+
+
+def lane_slots(workers: int, metric_workers: int | None = None, external: int | None = None) -> dict[str, int]:
+    """The submissions each lane grades at once: ``{QUICK: n}``, and ``METRIC: m`` unless ``metric_workers`` is 0
+    (no metric lane). With the queue's own processes (``external`` None) each lane has its own: ``workers`` and
+    ``metric_workers`` (None: ``default_metric_workers``). On an executor of ``external`` slots (a cluster's
+    threads), the lanes share them: the metric lane gets ``metric_workers`` (None: half) but leaves the quick
+    lane one at least; a cluster of one thread cannot keep them apart, and each lane gets that one."""
+    if external is None:
+        metric = default_metric_workers(workers) if metric_workers is None else metric_workers
+        return {QUICK: workers, METRIC: metric} if metric > 0 else {QUICK: workers}
+    if metric_workers == 0:
+        return {QUICK: external}
+    if external < 2:
+        return {QUICK: 1, METRIC: 1}
+    metric = min(default_metric_workers(external) if metric_workers is None else metric_workers, external - 1)
+    return {QUICK: external - metric, METRIC: metric}
+
+
+def queue_slots(workers: int, metric_workers: int | None, external: bool, slots: int | None) -> dict[str, int]:
+    """The submissions a queue hands each lane's executor at once: as many as it grades at once, so that the choice
+    of the next one stays here, where it is fair, not in the executor's first-come queue. ``slots``: the quick
+    lane's (its own processes), or the executor's in all (``external``: a cluster's threads; by default
+    ``EXTERNAL_SLOTS``, at least ``workers``)."""
+    if external:
+        return lane_slots(workers, metric_workers, slots or max(workers, EXTERNAL_SLOTS))
+    return {**lane_slots(workers, metric_workers), **({QUICK: slots} if slots else {})}
+
+
+def lane_of(task: str, lanes: Collection[str]) -> str:
+    """The lane ``task``'s submissions are graded in, of ``lanes``: a metric task's own, where there is one."""
+    return METRIC if is_metric(task) and METRIC in lanes else QUICK
+
+
+@dataclass
+class Lane:
+    """One lane's executor and queue: what waits, what is being graded, and each student's use of it."""
+
+    name: str
+    workers: int  # processes of its own pool (with an executor not the queue's own: 0)
+    slots: int  # submissions handed to its executor at once
+    executor: Executor | None = None
+    waiting: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # sid -> (student, path, task), in order
+    running: dict[int, tuple[str, float]] = field(default_factory=dict)  # sid -> (student, when handed out)
+    served: dict[str, float] = field(default_factory=dict)  # student -> when their latest was handed out
+    ended: dict[str, deque[tuple[float, float]]] = field(default_factory=lambda: defaultdict(deque))  # (at, seconds)
+    pending: dict[int, Future] = field(default_factory=dict)
+    handed: dict[int, tuple[str, str, str, Executor]] = field(default_factory=dict)  # sid -> (..., its pool)
+    replaced: int = 0  # pools replaced after a grading process died (the coach's page shows it)
+
+    def used(self, student: str, now: float, window: float) -> float:
+        """The seconds of this lane's grading ``student``'s submissions took in the last ``window``, those being
+        graded included."""
+        ended = self.ended[student]
+        while ended and now - ended[0][0] > window:
+            ended.popleft()
+        running = sum(now - started for who, started in self.running.values() if who == student)
+        return sum(seconds for _, seconds in ended) + running
+
+    def next(self, now: float, share_seconds: float, window: float) -> int | None:
+        """The submission to grade next: each student's oldest waiting one, the student chosen by (over their
+        share, submissions being graded, last served), oldest first on a tie."""
+        oldest: dict[str, int] = {}
+        for sid, (student, _, _) in self.waiting.items():
+            oldest.setdefault(student, sid)
+        if not oldest:
+            return None
+
+        def turn(student: str) -> tuple:
+            busy = sum(1 for who, _ in self.running.values() if who == student)
+            over = self.used(student, now, window) > share_seconds
+            return (over, busy, self.served.get(student, -math.inf), oldest[student])
+
+        return oldest[min(oldest, key=turn)]
 
 
 class GradingQueue:
-    """``workers`` processes grading the queued submissions of ``store``. ``start`` re-queues what a previous
-    server left queued; ``close`` stops the pool (what is still queued stays queued for the next start)."""
+    """``workers`` processes grading the quick tasks' queued submissions of ``store``, and ``metric_workers`` the
+    metric tasks' (see ``lane_slots``). ``start`` re-queues what a previous server left queued; ``close`` stops
+    the pools (what is still queued stays queued for the next start)."""
 
     def __init__(
         self,
@@ -64,6 +158,7 @@ class GradingQueue:
         share_seconds: float = SHARE_SECONDS,
         share_window: float = SHARE_WINDOW,
         timer: Callable[[], float] = time.monotonic,
+        metric_workers: int | None = None,
     ):
         self.store = store
         self.clock = clock
@@ -71,135 +166,120 @@ class GradingQueue:
         self.limits = limits or default_limits()
         self.on_done = on_done
         self.options = options  # a student's extra arguments to grade_one for a task: a paper's seed and rules
-        self._executor = executor
+        self._external = executor
         self._own = executor is None
-        # Submissions handed to the executor at once: as many as it grades at once, so that the choice of the
-        # next one stays here, where it is fair, not in the executor's first-come queue.
-        self.slots = slots or (workers if executor is None else max(workers, EXTERNAL_SLOTS))
+        sizes = queue_slots(workers, metric_workers, executor is not None, slots)
+        processes = lane_slots(workers, metric_workers) if self._own else {}
+        self.lanes = {name: Lane(name, processes.get(name, 0), n) for name, n in sizes.items()}
         self.share_seconds = share_seconds
         self.share_window = share_window
         self.timer = timer
-        self._waiting: dict[int, tuple[str, str, str]] = {}  # sid -> (student, path, task), in arrival order
-        self._running: dict[int, tuple[str, float]] = {}  # sid -> (student, when it was handed out)
-        self._served: dict[str, float] = {}  # student -> when their latest submission was handed out
-        self._used: dict[str, deque[tuple[float, float]]] = defaultdict(deque)  # student -> (ended, seconds)
-        self._pending: dict[int, Future] = {}
-        self._handed: dict[int, tuple[str, str, str, Executor]] = {}  # sid -> (student, path, task, its pool)
         self._retries: dict[int, int] = defaultdict(int)  # sid -> times graded again after its process died
-        self.replaced = 0  # pools replaced after a grading process died (the coach's page shows it)
         self._lock = threading.Lock()
         self._closed = False
 
+    @property
+    def slots(self) -> int:
+        """Submissions graded at once, every lane's together."""
+        return sum(lane.slots for lane in self.lanes.values())
+
+    @property
+    def replaced(self) -> int:
+        """Pools replaced after a grading process died, every lane's."""
+        return sum(lane.replaced for lane in self.lanes.values())
+
     def start(self) -> None:
-        """Start the pool and queue every submission left queued, oldest first."""
-        if self._own:
-            self._executor = self._new_pool()
+        """Start the pools and queue every submission left queued, oldest first."""
+        for lane in self.lanes.values():
+            lane.executor = self._new_pool(lane.workers) if self._own else self._external
         for row in self.store.queued():
             self.enqueue(row.id)
 
-    def _new_pool(self) -> ProcessPoolExecutor:
+    def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         # Each grading process dies with the server, and takes its sandboxes and the fork server along: see reaper.
         pidfile = str(self.store.folder.resolve() / PIDFILE)
         pool = ProcessPoolExecutor(
-            self.workers, mp_context=pool_context(), initializer=die_with_server, initargs=(pidfile, os.getpid())
+            workers, mp_context=pool_context(), initializer=die_with_server, initargs=(pidfile, os.getpid())
         )
         # Each worker's fork server starts now, while the room logs in, not on its first submission.
-        for _ in range(self.workers):
+        for _ in range(workers):
             pool.submit(warm_up, self.limits)
         return pool
 
-    def _heal(self, broken: Executor) -> None:
-        """Replace ``broken``, the pool a grading process died in, once (called with the lock held): the
-        submissions it held come back through _record, each graded again."""
-        if not self._own or self._closed or self._executor is not broken:
+    def _heal(self, lane: Lane, broken: Executor) -> None:
+        """Replace ``broken``, the pool of ``lane`` a grading process died in, once (called with the lock held):
+        the submissions it held come back through _record, each graded again."""
+        if not self._own or self._closed or lane.executor is not broken:
             return  # not ours to replace, or replaced already by another of its failed submissions
-        log.warning("a grading process died: starting a new pool of %d", self.workers)
-        self._executor = self._new_pool()
-        self.replaced += 1
+        log.warning("a grading process of the %s lane died: starting a new pool of %d", lane.name, lane.workers)
+        lane.executor = self._new_pool(lane.workers)
+        lane.replaced += 1
         threading.Thread(target=_end, args=(broken,), daemon=True).start()
 
     def enqueue(self, sid: int) -> None:
-        """Queue submission ``sid`` (committed as queued) for grading, in its student's turn."""
+        """Queue submission ``sid`` (committed as queued) for grading, in its lane and its student's turn."""
         row = self.store.get(sid)
-        if row is None or row.path is None or self._executor is None:
+        if row is None or row.path is None:
+            return
+        lane = self.lanes[lane_of(row.task, self.lanes)]
+        if lane.executor is None:
             return
         path = str(self.store.folder.resolve() / row.path)  # a Dask worker may run in another folder
         with self._lock:
-            if self._closed or sid in self._waiting or sid in self._pending:
+            if self._closed or any(sid in other.waiting or sid in other.pending for other in self.lanes.values()):
                 return
-            self._waiting[sid] = (row.student, path, row.task)
-        self._dispatch()
+            lane.waiting[sid] = (row.student, path, row.task)
+        self._dispatch(lane)
 
-    def used(self, student: str, now: float) -> float:
-        """The seconds of grading ``student``'s submissions took in the last ``share_window``, those being graded
-        included (called with the lock held)."""
-        ended = self._used[student]
-        while ended and now - ended[0][0] > self.share_window:
-            ended.popleft()
-        running = sum(now - started for who, started in self._running.values() if who == student)
-        return sum(seconds for _, seconds in ended) + running
+    def used(self, student: str, now: float, lane: str = QUICK) -> float:
+        """The seconds of grading ``student``'s submissions took in ``lane`` in the last ``share_window``, those
+        being graded included (called with the lock held)."""
+        return self.lanes[lane].used(student, now, self.share_window)
 
-    def _next(self) -> int | None:
-        """The submission to grade next (called with the lock held): each student's oldest waiting one, the
-        student chosen by (over their share, submissions being graded, last served), oldest first on a tie."""
-        now = self.timer()
-        oldest: dict[str, int] = {}
-        for sid, (student, _, _) in self._waiting.items():
-            oldest.setdefault(student, sid)
-        if not oldest:
-            return None
-
-        def turn(student: str) -> tuple:
-            busy = sum(1 for who, _ in self._running.values() if who == student)
-            over = self.used(student, now) > self.share_seconds
-            return (over, busy, self._served.get(student, -math.inf), oldest[student])
-
-        return oldest[min(oldest, key=turn)]
-
-    def _dispatch(self) -> None:
-        """Hand the executor the next submissions while it has free slots."""
+    def _dispatch(self, lane: Lane) -> None:
+        """Hand ``lane``'s executor the lane's next submissions while it has free slots."""
         while True:
             with self._lock:
-                if self._closed or self._executor is None or len(self._pending) >= self.slots:
+                if self._closed or lane.executor is None or len(lane.pending) >= lane.slots:
                     return
-                sid = self._next()
+                now = self.timer()
+                sid = lane.next(now, self.share_seconds, self.share_window)
                 if sid is None:
                     return
-                student, path, task = self._waiting.pop(sid)
-                now = self.timer()
-                executor = self._executor
+                student, path, task = lane.waiting.pop(sid)
+                executor = lane.executor
                 try:
                     future = executor.submit(grade_one, path, [task], self.limits, None, **self.options(student, task))
                 except BrokenProcessPool:  # broken before its failed submissions came back: heal it now
-                    self._waiting = {sid: (student, path, task), **self._waiting}
-                    self._heal(executor)
-                    if self._executor is executor:
+                    lane.waiting = {sid: (student, path, task), **lane.waiting}
+                    self._heal(lane, executor)
+                    if lane.executor is executor:
                         return  # not ours to heal: it stays waiting
                     continue
-                self._running[sid] = (student, now)
-                self._served[student] = now
-                self._pending[sid] = future
-                self._handed[sid] = (student, path, task, executor)
-            future.add_done_callback(functools.partial(self._record, sid))
+                lane.running[sid] = (student, now)
+                lane.served[student] = now
+                lane.pending[sid] = future
+                lane.handed[sid] = (student, path, task, executor)
+            future.add_done_callback(functools.partial(self._record, lane, sid))
 
-    def _record(self, sid: int, future: Future) -> None:
+    def _record(self, lane: Lane, sid: int, future: Future) -> None:
         with self._lock:
-            self._pending.pop(sid, None)
-            student, path, task, executor = self._handed.pop(sid, ("", "", "", None))
-            _, started = self._running.pop(sid, ("", 0.0))
+            lane.pending.pop(sid, None)
+            student, path, task, executor = lane.handed.pop(sid, ("", "", "", None))
+            _, started = lane.running.pop(sid, ("", 0.0))
             now = self.timer()
             if student:
-                self._used[student].append((now, now - started))
+                lane.ended[student].append((now, now - started))
             if future.cancelled():
                 return  # closing: it stays queued for the next start
             died = isinstance(future.exception(), BrokenProcessPool)
             if died and executor is not None:
-                self._heal(executor)
+                self._heal(lane, executor)
             again = died and self._own and not self._closed and self._retries[sid] < RETRIES
             if again:
                 self._retries[sid] += 1
-                self._waiting = {sid: (student, path, task), **self._waiting}  # first in its student's turn
-        self._dispatch()  # the freed slot goes to the next student's turn before this result is written
+                lane.waiting = {sid: (student, path, task), **lane.waiting}  # first in its student's turn
+        self._dispatch(lane)  # the freed slot goes to the next student's turn before this result is written
         if again:
             return
         try:
@@ -217,31 +297,59 @@ class GradingQueue:
             return
         self.on_done(sid)
 
-    def alive(self) -> int:
-        """Grading processes alive now (the coach's page shows it); an executor not the queue's own (a Dask
-        client's): its slots, as its workers are not this server's to count."""
+    def lane_alive(self, lane: Lane) -> int:
+        """``lane``'s grading processes alive now; on an executor not the queue's own (a Dask client's): its
+        slots, as its workers are not this server's to count."""
         if not self._own:
-            return self.slots
-        processes = getattr(self._executor, "_processes", None) or {}  # private, as _stop_workers reads it
+            return lane.slots
+        processes = getattr(lane.executor, "_processes", None) or {}  # private, as stop_workers reads it
         return sum(1 for process in list(processes.values()) if process.is_alive())
 
-    def pending(self) -> int:
-        """Submissions waiting here or being graded."""
+    def alive(self) -> int:
+        """Grading processes alive now, every lane's (the coach's page shows it)."""
+        return sum(self.lane_alive(lane) for lane in self.lanes.values())
+
+    def lane_health(self) -> dict[str, dict[str, Any]]:
+        """Each lane's size (``workers``: its processes; on an executor not the queue's own, its slots), its
+        processes ``alive``, the submissions it is grading (``busy``) and those ``waiting`` here for a slot, and
+        its pools ``replaced``."""
         with self._lock:
-            return len(self._pending) + len(self._waiting)
+            counts = {name: (len(lane.pending), len(lane.waiting)) for name, lane in self.lanes.items()}
+        return {
+            name: {
+                "workers": lane.workers if self._own else lane.slots,
+                "alive": self.lane_alive(lane),
+                "busy": counts[name][0],
+                "waiting": counts[name][1],
+                "replaced": lane.replaced,
+            }
+            for name, lane in self.lanes.items()
+        }
+
+    def pending(self) -> int:
+        """Submissions waiting here or being graded, in every lane."""
+        with self._lock:
+            return sum(len(lane.pending) + len(lane.waiting) for lane in self.lanes.values())
+
+    def executors(self) -> list[Executor]:
+        """The lanes' pools (the tests kill their processes)."""
+        return [lane.executor for lane in self.lanes.values() if lane.executor is not None]
 
     def close(self) -> None:
         """Stop: drop what has not started, end the workers and the fork server. Submissions not recorded
         stay queued in the store and are graded at the next start."""
         with self._lock:
             self._closed = True
-            self._waiting.clear()  # still queued in the store: graded at the next start
-        if self._own and self._executor is not None:
-            stop_workers(self._executor)
-            self._executor.shutdown(wait=True, cancel_futures=True)
+            for lane in self.lanes.values():
+                lane.waiting.clear()  # still queued in the store: graded at the next start
+        if self._own:
+            for executor in self.executors():
+                stop_workers(executor)
+            for executor in self.executors():
+                executor.shutdown(wait=True, cancel_futures=True)
             stop_forkserver()
-        elif self._executor is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
-            self._executor.shutdown(wait=False)
+        elif self._external is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
+            self._external.shutdown(wait=False)
 
 
 def _end(pool: Executor) -> None:

@@ -23,8 +23,8 @@ M1 = (SOLUTIONS / "m1_attention.py").read_bytes()
 
 
 def kill_grading_processes(queue: GradingQueue) -> int:
-    """SIGKILL every process of the queue's pool (as the OOM killer would one); how many there were."""
-    processes = list((getattr(queue._executor, "_processes", None) or {}).values())
+    """SIGKILL every process of the queue's pools (as the OOM killer would one); how many there were."""
+    processes = [p for pool in queue.executors() for p in (getattr(pool, "_processes", None) or {}).values()]
     for process in processes:
         os.kill(process.pid, signal.SIGKILL)
     return len(processes)

@@ -100,6 +100,17 @@ def test_the_coach_sees_the_gradings_health_on_the_page_and_in_the_api(folder):
         "queued": 1,
         "oldest_wait_seconds": 180,
         "replaced": 0,
+        "lanes": [  # a contest without a metric task has one lane
+            {
+                "lane": "quick",
+                "workers": 1,
+                "alive": 0,
+                "busy": 0,
+                "waiting": 1,
+                "oldest_wait_seconds": 180,
+                "replaced": 0,
+            }
+        ],
     }
     page = client.get("/coach", headers={**coach, **HTML}).text
     assert "Workers alive: <strong>0 of 1</strong> (grading not running)" in page and "3 min" in page
@@ -109,7 +120,7 @@ def test_the_health_counts_a_running_queues_workers_and_replaced_pools(folder):
     with ThreadPoolExecutor(2) as executor:
         app = create_app(folder, ContestClock(), executor=executor, slots=2)
         with TestClient(app) as client:
-            app.state.contest.queue.replaced = 2  # as after two dead grading processes
+            app.state.contest.queue.lanes["quick"].replaced = 2  # as after two dead grading processes
             health = client.get("/api/coach", headers=auth(folder, "coach")).json()["health"]
             assert health["running"] and health["alive"] == 2 and health["replaced"] == 2
             page = client.get("/coach", headers={**auth(folder, "coach"), **HTML}).text

@@ -56,6 +56,7 @@ def create_app(
     refusals_per_minute: int = 10,
     address_per_minute: int = 60,
     slots: int | None = None,
+    metric_workers: int | None = None,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
@@ -64,13 +65,14 @@ def create_app(
     how long an upload's body may take to arrive; ``refusals_per_minute`` the refused uploads of one token
     recorded in a minute, ``address_per_minute`` those and the wrong logins of one address (a classroom behind
     one router shares it); ``slots`` the submissions handed to the executor at once (default: ``workers``, or
-    grading.EXTERNAL_SLOTS for an ``executor``). Grading starts with the app's lifespan, so an app used without
-    it (a TestClient outside ``with``) records uploads as queued and grades nothing."""
+    grading.EXTERNAL_SLOTS for an ``executor``); ``metric_workers`` the metric tasks' lane (grading.lane_slots).
+    Grading starts with the app's lifespan: an app without it (a TestClient outside ``with``) grades nothing."""
     settings = Settings(
         workers=workers,
         limits=limits,
         executor=executor,
         slots=slots,
+        metric_workers=metric_workers,
         uploads_per_minute=uploads_per_minute,
         body_seconds=body_seconds,
         refusals_per_minute=refusals_per_minute,

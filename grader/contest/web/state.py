@@ -19,7 +19,7 @@ from typing import Any
 from grader.contest import policy
 from grader.contest.commands import CONTEST_FILE, ROSTER
 from grader.contest.config import Contest, load
-from grader.contest.grading import GradingQueue
+from grader.contest.grading import METRIC, QUICK, GradingQueue, lane_of, lane_slots, queue_slots
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Submission, WindowState, window_state
 from grader.contest.reaper import end_leftovers
@@ -55,6 +55,7 @@ class Settings:
 
     workers: int = 1
     limits: Any = None
+    metric_workers: int | None = None  # the metric lane's (grading.lane_slots); None: half the workers, at least 1
     executor: Executor | None = None
     slots: int | None = None
     uploads_per_minute: int = 10
@@ -104,12 +105,21 @@ class ContestState:
         if self.settings.executor is None:  # its own processes: end what a server killed with -9 left
             ended = end_leftovers(self.folder)
             again += f"; ended {ended} grading process(es) an earlier server left running" if ended else ""
+        lanes = self.lane_sizes()
+        metric = f" and {lanes[METRIC]} for the metric tasks" if METRIC in lanes else ""
         self.store.event(
-            self.clock(), None, "server started", f"grading started with {self.settings.workers} worker(s){again}"
+            self.clock(), None, "server started", f"grading started with {lanes[QUICK]} worker(s){metric}{again}"
         )
         s = self.settings
         queue = GradingQueue(
-            self.store, self.clock, s.workers, s.limits, executor=s.executor, options=self.paper_options, slots=s.slots
+            self.store,
+            self.clock,
+            s.workers,
+            s.limits,
+            executor=s.executor,
+            options=self.paper_options,
+            slots=s.slots,
+            metric_workers=self.metric_workers(),
         )
         queue.start()
         self.queue = queue
@@ -244,19 +254,52 @@ class ContestState:
             grouped[row.student].append(row.as_policy(contest))
         return grouped
 
+    def metric_workers(self) -> int | None:
+        """The metric lane's size: none (0) in a contest without a metric task, else the settings' (None: the
+        default, grading.default_metric_workers)."""
+        return self.settings.metric_workers if any(is_metric(t.id) for t in self.base.tasks) else 0
+
+    def lane_sizes(self) -> dict[str, int]:
+        """Each lane's size: its grading processes, or on an executor not the server's own (a Dask client's) the
+        submissions it hands it at once (grading.lane_slots, grading.queue_slots)."""
+        s = self.settings
+        if s.executor is None:
+            return lane_slots(s.workers, self.metric_workers())
+        return queue_slots(s.workers, self.metric_workers(), True, s.slots)
+
     def health(self) -> dict[str, Any]:
         """The grading's health for the coach: worker processes alive (of those asked for), submissions waiting,
-        the oldest waiting one's age in seconds, pools replaced after a grading process died."""
+        the oldest waiting one's age in seconds, pools replaced after a grading process died; the same for each
+        lane in ``lanes`` (the quick tasks', the metric tasks': grading.py), with the submissions being graded
+        (``busy``) and those waiting for a slot (``waiting``)."""
         queued, now = self.store.queued(), self.clock()
         queue = self.queue
+        running = queue.lane_health() if queue is not None else {}
+        sizes = {name: lane["workers"] for name, lane in running.items()} or self.lane_sizes()
+        lanes = []
+        for name, size in sizes.items():
+            mine = [row for row in queued if lane_of(row.task, sizes) == name]
+            busy = running.get(name, {}).get("busy", 0)
+            lanes.append(
+                {
+                    "lane": name,
+                    "workers": size,
+                    "alive": running.get(name, {}).get("alive", 0),
+                    "busy": busy,
+                    "waiting": max(0, len(mine) - busy),
+                    "oldest_wait_seconds": round((now - mine[0].received_at).total_seconds()) if mine else None,
+                    "replaced": running.get(name, {}).get("replaced", 0),
+                }
+            )
         oldest = round((now - queued[0].received_at).total_seconds()) if queued else None
         return {
             "running": queue is not None,
-            "workers": self.settings.workers if queue is None or self.settings.executor is None else queue.slots,
-            "alive": queue.alive() if queue is not None else 0,
+            "workers": sum(sizes.values()),
+            "alive": sum(lane["alive"] for lane in lanes),
             "queued": len(queued),
             "oldest_wait_seconds": oldest,
             "replaced": queue.replaced if queue is not None else 0,
+            "lanes": lanes,
         }
 
     def board(self, who: Who, contest: Contest) -> Standings:

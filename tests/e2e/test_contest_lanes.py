@@ -1,0 +1,152 @@
+"""A metric task's training run does not hold the workers a quick task waits for (issue 32, finding 8): through
+`grade contest serve --workers 1` on loopback, an lmbudget upload that sleeps out its wall-clock limit, then
+two m1 uploads of other students: both m1 verdicts come while the training run is still being graded, and the
+coach's health (``/api/coach``) shows the two lanes, the metric one busy. Before lanes, the one worker was the
+training run's until its limit, and the m1 uploads waited behind it."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+import urllib.request
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from grader.contest.submit import multipart
+from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
+from helpers import SOLUTIONS, contest_folder, free_port, serve_contest, tokens
+
+pytestmark = pytest.mark.slow  # a real server, real grading processes
+
+# Slept out to its wall-clock limit: max(budget_wall_seconds, wall_factor x budget_cpu_seconds) + margin = 62 s,
+# far longer than two m1 gradings even on a busy machine.
+SLEEPER = """
+import time
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    time.sleep(3600)
+"""
+
+
+def task_file(folder: Path) -> Path:
+    """A tiny lmbudget task on a text of the test's own (``file:``: a contest refuses a corpus the worker can
+    read), whose wall-clock limit a sleeping run reaches in about a minute."""
+    folder.mkdir()
+    words = random.Random(0).choices(["the", "model", "reads", "a", "text", "and", "guesses", "next", "char"], k=12000)
+    (folder / "corpus.txt").write_text(" ".join(words))
+    task = dataclasses.replace(
+        load_task(TASK_FILE),
+        corpus="file:corpus.txt",
+        budget_cpu_seconds=2.0,
+        wall_factor=2.0,
+        budget_wall_seconds=60.0,
+        margin_seconds=2.0,
+        eval_windows=16,
+        probe_windows=8,
+    )
+    write_task(task, folder / "task.toml")
+    return folder / "task.toml"
+
+
+def call(port: int, token: str, path: str, files: list[Path] | None = None) -> dict:
+    body, kind = multipart(files) if files else (None, None)
+    headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
+    if kind:
+        headers["Content-Type"] = kind
+    request = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers=headers)
+    with urllib.request.urlopen(request, timeout=60) as answer:
+        return json.loads(answer.read())
+
+
+def stop(server: subprocess.Popen) -> None:
+    """As Ctrl-C: the server's lifespan ends its grading pools (the sleeping run with them)."""
+    os.killpg(server.pid, signal.SIGINT)
+    try:
+        server.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp_path: Path, monkeypatch):
+    monkeypatch.setenv(ENV_VAR, str(task_file(tmp_path / "lmbudget")))  # the server's grading reads it
+    start = (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0).isoformat()
+    toml = (
+        f'title = "Lanes"\n[window]\nstart = {start}\nduration = 60\n[feedback]\nduring = "full"\n'
+        "[tasks.m1]\npoints = 30\n[tasks.lmbudget]\npoints = 10\n"
+    )
+    folder = contest_folder(tmp_path / "round", toml)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "lmbudget.py").write_text(SLEEPER)
+    (tmp_path / "m1").mkdir()
+    (tmp_path / "m1" / "m1_attention.py").write_bytes((SOLUTIONS / "m1_attention.py").read_bytes())
+    keys = tokens(folder)
+    port = free_port()
+    server = serve_contest(folder, port, workers=1, wait=120)
+    try:
+        run = call(port, keys["ada"], "/submit/lmbudget", [tmp_path / "run" / "lmbudget.py"])["id"]
+        time.sleep(2)  # handed out first: it holds the worker it gets
+        quick = [
+            call(port, keys[who], "/submit/m1", [tmp_path / "m1" / "m1_attention.py"])["id"]
+            for who in ("alan", "grace")
+        ]
+        deadline = time.monotonic() + 180
+        seen: dict[int, str] = {}
+        while time.monotonic() < deadline and len(seen) < len(quick):
+            for sid, who in zip(quick, ("alan", "grace")):
+                status = call(port, keys[who], f"/api/submissions/{sid}")["status"]
+                if status != "queued" and sid not in seen:
+                    seen[sid] = status
+                    training = call(port, keys["ada"], f"/api/submissions/{run}")["status"]
+                    assert training == "queued", f"m1 {sid}'s verdict came only after the training run's ({training})"
+            time.sleep(0.5)
+        assert seen == {sid: "graded" for sid in quick}, seen
+        health = call(port, keys["coach"], "/api/coach")["health"]
+        lanes = {lane["lane"]: lane for lane in health["lanes"]}
+        assert list(lanes) == ["quick", "metric"], health
+        assert lanes["metric"]["busy"] == 1 and lanes["metric"]["alive"] == lanes["metric"]["workers"] == 1, health
+        assert lanes["quick"]["busy"] == 0 and lanes["quick"]["alive"] == lanes["quick"]["workers"] == 1, health
+        assert health["workers"] == 2 and health["queued"] == 1, health  # the training run, still graded
+    finally:
+        stop(server)
+
+
+def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(tmp_path: Path):
+    """The quick lane's process killed under an m1 grading (the OOM killer): its pool is replaced and the upload
+    graded again; the metric lane's pool, and a training run it may be holding, are left alone."""
+    from grader.contest.grading import METRIC, QUICK, GradingQueue
+    from grader.contest.store import Store
+    from helpers import ContestClock, open_contest
+
+    folder = contest_folder(tmp_path / "round", open_contest("Lanes", "[tasks.m1]\npoints = 30\n[tasks.lmbudget]\n"))
+    store = Store(folder)
+    queue = GradingQueue(store, ContestClock(), workers=1)
+    queue.start()
+    try:
+        quick, metric = queue.lanes[QUICK], queue.lanes[METRIC]
+        metric_pool = metric.executor
+        m1 = (SOLUTIONS / "m1_attention.py").read_bytes()
+        sid = store.accept("ada", "m1", ContestClock()(), lambda f: (f / "m1_attention.py").write_bytes(m1) and ".")
+        queue.enqueue(sid)
+        processes = list(getattr(quick.executor, "_processes", {}).values())
+        assert processes and queue.lane_health()[QUICK]["busy"] == 1
+        for process in processes:
+            os.kill(process.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and store.get(sid).status == "queued":  # type: ignore[union-attr]
+            time.sleep(0.5)
+        assert store.get(sid).status == "graded"  # type: ignore[union-attr]
+        health = queue.lane_health()
+        assert health[QUICK]["replaced"] == 1 and health[METRIC]["replaced"] == 0, health
+        assert metric.executor is metric_pool and health[METRIC]["alive"] == 1, health
+    finally:
+        queue.close()
+        store.close()
