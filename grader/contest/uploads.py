@@ -1,7 +1,9 @@
 """What a contest upload may be, checked before anything is kept: the task's exercise files (``m1_attention.py``
-for m1), one notebook, or a zip of either. A zip's member names are checked (no absolute path, no ``..``), its
-unpacked size capped, and only its exercise files and notebook are kept; a notebook must be valid JSON with
-cells. What passes is written as a plain folder, so the grader never unpacks anything the server did not check.
+for m1), one notebook, or a zip of either. A zip's member names are checked (no absolute path, no ``..``, no
+deeper than a student's folders go), its entries counted (folders too), a symbolic link in it refused (its bytes
+are a path, not the student's work), its unpacked size capped, and only its exercise files and notebook are
+kept; a notebook must be valid JSON with cells. What passes is written as a plain folder, so the grader never
+unpacks anything the server did not check.
 """
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -17,7 +20,8 @@ from grader.milestones import GRADABLE
 
 MAX_UPLOAD_BYTES = 20 << 20  # the request's body
 MAX_ZIP_BYTES = 50 << 20  # a zip's files, unpacked
-MAX_ZIP_MEMBERS = 200
+MAX_ZIP_MEMBERS = 200  # entries, folders included
+MAX_ZIP_DEPTH = 16  # folders above a member
 MAX_FILES = 20  # files in one request
 NOTEBOOK = "submission.ipynb"
 # A notebook's JSON nesting: Jupyter's own are under 10 deep (ipywidgets' state a few more). json.loads, and the
@@ -57,12 +61,20 @@ def _unzip(data: bytes, allowed: tuple[str, ...]) -> list[tuple[str, bytes]]:
     except zipfile.BadZipFile:
         raise UploadError("the .zip file is not a valid zip archive") from None
     with archive:
-        members = [m for m in archive.infolist() if not m.is_dir()]
-        for m in members:
+        entries = archive.infolist()
+        if len(entries) > MAX_ZIP_MEMBERS:
+            raise UploadError(f"the zip holds {len(entries)} files and folders; at most {MAX_ZIP_MEMBERS}")
+        for m in entries:
             if _unsafe(m.filename):
                 raise UploadError(f"the zip holds a file with an unsafe path, {m.filename!r}: no absolute paths or ..")
-        if len(members) > MAX_ZIP_MEMBERS:
-            raise UploadError(f"the zip holds {len(members)} files; at most {MAX_ZIP_MEMBERS}")
+            if stat.S_ISLNK(m.external_attr >> 16):
+                raise UploadError(
+                    f"the zip holds {m.filename!r}, a symbolic link, not a file: zip the file itself "
+                    "(without zip's -y, which stores links)"
+                )
+            if m.filename.replace("\\", "/").strip("/").count("/") > MAX_ZIP_DEPTH:
+                raise UploadError(f"the zip's folders nest more than {MAX_ZIP_DEPTH} deep, at {m.filename[:80]!r}")
+        members = [m for m in entries if not m.is_dir()]
         if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
             raise UploadError(f"the zip unpacks to more than {MAX_ZIP_BYTES >> 20} MB")
         kept: dict[str, bytes] = {}
