@@ -167,7 +167,9 @@ def check_upload(task: str, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
 def write(files: dict[str, bytes], folder: Path) -> str:
     """Write the checked ``files`` into ``folder`` (synced to disk); the path to grade, relative to it."""
     for name, data in files.items():
-        with open(folder / name, "wb") as f:
+        # A new file, never through a link: the folder is the server's own, and stays so if anything else wrote it.
+        fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with open(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

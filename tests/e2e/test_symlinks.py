@@ -310,3 +310,20 @@ def test_the_nbgrader_hook_refuses_a_linked_notebook(tmp_path, monkeypatch):
         monkeypatch.chdir(where)
         with pytest.raises(AssertionError, match=f"m1 was not graded: tinygpt.ipynb {LINKED}"):
             check("tinygpt.ipynb", "m1")
+
+
+def test_a_batch_zip_holding_a_link_is_refused(tmp_path):
+    """A student's zip in a class folder: a member stored as a link is refused with its name (it was unpacked as
+    a file holding the link's target before), and so is one nested deeper than a walk goes."""
+    from grader.batch.discover import unpacked
+
+    (tmp_path / "eve.zip").write_bytes(zipped({}, {"work/m1_attention.py": "../../solutions/m1_attention.py"}))
+    with (
+        pytest.raises(ValueError, match=f"eve.zip holds work/m1_attention.py, which {LINKED}"),
+        unpacked(tmp_path / "eve.zip"),
+    ):
+        pass
+    deep = "/".join(["d"] * (nofollow.MAX_DEPTH + 1) + ["m1_attention.py"])
+    (tmp_path / "deep.zip").write_bytes(zipped({deep: REFERENCE}))
+    with pytest.raises(ValueError, match="nest more than"), unpacked(tmp_path / "deep.zip"):
+        pass
