@@ -25,11 +25,13 @@ import tempfile
 import textwrap
 from pathlib import Path
 
+from grader import nofollow
+
 _reports: dict[tuple[str, float, bool], dict] = {}
 
 
 def check(notebook: str, milestone: str, public: bool = False) -> float | None:
-    report = _report(Path(notebook).resolve(), public)
+    report = _report(Path(notebook).absolute(), public)  # absolute, not resolved: a link is refused, not followed
     found = [m for m in report.get("milestones", []) if m["id"] == milestone]
     if not found:
         raise AssertionError(f"{milestone} was not graded: {report.get('error', 'no report')}")
@@ -95,7 +97,18 @@ def _base(check: dict) -> str:
     return name[: -len(suffix)] if case and name.endswith(suffix) else name
 
 
+def _linked(notebook: Path) -> bool:
+    """The notebook is a symbolic link, or was one in nbgrader's submitted/ folder: nbgrader copies
+    submitted/STUDENT/ASSIGNMENT/ into autograded/ following links, so the copy graded here is a plain file
+    holding what the link pointed to (another student's notebook, say), which is not this student's work."""
+    parts = notebook.parts
+    submitted = Path(*parts[:-4], "submitted", *parts[-3:]) if len(parts) > 4 and parts[-4] == "autograded" else None
+    return nofollow.is_link(notebook) or (submitted is not None and nofollow.is_link(submitted))
+
+
 def _report(notebook: Path, public: bool) -> dict:
+    if _linked(notebook):
+        return {"error": nofollow.refused(notebook.name)}
     if not notebook.is_file():
         return {"error": f"{notebook.name} is not in {notebook.parent}: save the notebook under that name"}
     key = (str(notebook), notebook.stat().st_mtime, public)

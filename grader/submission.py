@@ -22,6 +22,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import nofollow
 from grader.errors import BadUsage
 from grader.reference import MODULES
 
@@ -105,8 +106,19 @@ def in_notebook_terms(where: str) -> str:
 
 @contextlib.contextmanager
 def prepared(path: Path) -> Iterator[Path]:
-    """A folder holding the submission's exercise files, for the duration of grading."""
+    """A folder holding the submission's exercise files, for the duration of grading.
+
+    ``path`` itself must not be a symbolic link: what it points to is not the student's (grader/nofollow.py);
+    links inside a folder are left out of grading, and a folder nested too deep or holding too many entries
+    is refused here, as the student's, before any grading starts."""
+    if nofollow.is_link(path):
+        raise SubmissionError(nofollow.refused(path.name))
     if path.is_dir():
+        try:
+            for _ in nofollow.walk(path):
+                pass
+        except nofollow.TreeTooLarge as e:
+            raise SubmissionError(str(e)) from None
         yield path
         return
     if path.suffix != ".ipynb":
@@ -136,9 +148,14 @@ def notebook_cells(path: Path) -> tuple[list[Cell], list[str]]:
     """The student's code cells, cleaned, in notebook order (a duplicated grade_id keeps its last version), and
     notes on what the student should know: each grade_id that more than one cell has (see :func:`copies`)."""
     try:
-        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
-            raise SubmissionError(f"{path.name} is larger than {MAX_NOTEBOOK_BYTES >> 20} MB")
-        raw = json.loads(path.read_text(encoding="utf-8"))["cells"]
+        try:
+            data = nofollow.read_bytes(path, MAX_NOTEBOOK_BYTES)  # never what a link points to
+        except nofollow.NotOwnFile as e:
+            why = nofollow.refused(path.name) if isinstance(e, nofollow.LinkFound) else e.strerror
+            raise SubmissionError(why) from None
+        except ValueError as e:
+            raise SubmissionError(str(e)) from None
+        raw = json.loads(data.decode("utf-8"))["cells"]
         if not isinstance(raw, list):
             raise TypeError("its 'cells' is not a list")
         cells = [(i, c) for i, c in enumerate(raw, 1) if isinstance(c, dict) and c.get("cell_type") == "code"]

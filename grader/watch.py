@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import re
-import shutil
 import signal
 import sys
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import click
 
+from grader import nofollow
 from grader.batch.discover import FoundSubmission
 from grader.errors import BadUsage
 from grader.grading import grade_submission, grader_failed, internal_errors_line
@@ -207,12 +207,18 @@ class Watcher:
     def copy(self) -> Iterator[Path]:
         """The files as they are now, in a folder of their own: every worker of one grading reads the same, and
         what was graded can be compared with what is there once it is done."""
+        if nofollow.is_link(self.submission):  # made a link since the watch began: what it points to is not graded
+            raise SubmissionError(nofollow.refused(self.submission.name))
         with tempfile.TemporaryDirectory(prefix="gptkit-watch-") as tmp:
             copied = Path(tmp) / self.submission.name
             if self.submission.is_dir():
                 copy_submission(self.submission, copied)
             else:
-                shutil.copyfile(self.submission, copied)
+                try:
+                    with nofollow.open_file(self.submission) as f:
+                        copied.write_bytes(f.read())
+                except nofollow.NotOwnFile as e:
+                    raise SubmissionError(str(e)) from None
             yield copied
 
     @contextlib.contextmanager
@@ -298,6 +304,8 @@ def watch(
     Ctrl-C stops watching.
     """
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    if nofollow.is_link(submission):
+        raise SubmissionError(nofollow.refused(submission.name))
     if submission.suffix == ".ipynb":
         from grader.paper.sitting import sitting_of  # as the table: not at start-up
 

@@ -4,12 +4,17 @@ Every folder in it is a student's (nbgrader's: every assignment folder); so is e
 zip file. A student's folder that holds nothing to grade is still found, with a ``problem`` saying why, so
 that no student is silently lost. Not students: other files (notes.txt, the gradebook), and names that begin
 with "." or "_" (.git, __MACOSX).
+
+No symbolic link is followed (grader/nofollow.py): what a link points to is not the student's work (another
+student's notebook, the kit's solutions). A student entry that is a link is found with a ``problem`` that says
+so; a link inside a student's folder is not looked into, and grading leaves it out.
 """
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
+import os
 import shutil
 import tempfile
 import zipfile
@@ -17,6 +22,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import nofollow
 from grader.milestones import STUDENT_MODULES
 
 MAX_ZIP_BYTES = 50 << 20
@@ -34,10 +40,20 @@ class FoundSubmission:
     def digest(self) -> str:
         """SHA-256 over the submission's files (names and bytes): a changed submission gets a new one."""
         h = hashlib.sha256()
-        files = [self.path] if self.path.is_file() else sorted(_files(self.path))
-        for f in files:
-            h.update(f.relative_to(self.path).as_posix().encode() if self.path.is_dir() else b"")
-            h.update(b"\0" + f.read_bytes() + b"\0")
+        if nofollow.is_link(self.path):
+            h.update(b"a link: " + os.fsencode(self.path.name))  # not what it points to: that is not read
+        elif not self.path.is_dir():
+            with nofollow.open_file(self.path) as f:
+                h.update(b"\0" + f.read() + b"\0")
+        else:
+            try:
+                for entry in nofollow.walk(self.path):
+                    h.update(entry.path.as_posix().encode() + b"\0" + entry.kind.encode())
+                    if entry.kind == nofollow.FILE:
+                        with entry.open() as f:
+                            h.update(b"\0" + f.read() + b"\0")
+            except (nofollow.NotOwnFile, nofollow.TreeTooLarge) as e:
+                h.update(str(e).encode())  # grading refuses it with this reason; the digest is still one
         return h.hexdigest()
 
 
@@ -51,7 +67,13 @@ def discover(root: Path, skip: tuple[Path, ...] = (), *, empty: bool = False) ->
 def _entries(root: Path, skip: tuple[Path, ...]) -> list[FoundSubmission]:
     found, skipped = [], {s.resolve() for s in skip}
     for entry in sorted(root.iterdir()):
-        if _ignored(entry) or entry.resolve() in skipped:
+        if _ignored(entry):
+            continue
+        if nofollow.is_link(entry):  # before resolve(): a loop of links makes it raise
+            if entry.suffix in (".ipynb", ".zip") or entry.is_dir():
+                found.append(_linked(entry.stem if entry.suffix in (".ipynb", ".zip") else entry.name, entry))
+            continue
+        if entry.resolve() in skipped:
             continue
         if entry.is_file() and entry.suffix in (".ipynb", ".zip"):
             found.append(FoundSubmission(entry.stem, entry))
@@ -62,13 +84,22 @@ def _entries(root: Path, skip: tuple[Path, ...]) -> list[FoundSubmission]:
 
 def _nbgrader(submitted: Path) -> list[FoundSubmission]:
     found = []
-    for student in sorted(p for p in submitted.iterdir() if p.is_dir() and not _ignored(p)):
-        assignments = sorted(p for p in student.iterdir() if p.is_dir() and not _ignored(p))
+    for student in sorted(p for p in submitted.iterdir() if (p.is_dir() or nofollow.is_link(p)) and not _ignored(p)):
+        if nofollow.is_link(student):
+            found.append(_linked(student.name, student))
+            continue
+        assignments = sorted(p for p in student.iterdir() if (p.is_dir() or nofollow.is_link(p)) and not _ignored(p))
         if not assignments:
             found.append(FoundSubmission(student.name, student, f"no assignment folder in {student.name}/"))
         for a in assignments:
-            found.append(_in_folder(student.name if len(assignments) == 1 else f"{student.name}/{a.name}", a))
+            name = student.name if len(assignments) == 1 else f"{student.name}/{a.name}"
+            found.append(_linked(name, a) if nofollow.is_link(a) else _in_folder(name, a))
     return found
+
+
+def _linked(student: str, link: Path) -> FoundSubmission:
+    """A student's entry that is a symbolic link: found, with nothing graded, and the reason."""
+    return FoundSubmission(student, link, nofollow.refused(link.name + "/" * link.is_dir()))
 
 
 def _ignored(entry: Path) -> bool:
@@ -85,10 +116,14 @@ def _in_folder(student: str, folder: Path) -> FoundSubmission:
 
 def nothing_to_grade(folder: Path) -> str:
     """Why ``folder`` holds no submission (``submission_in`` found none), for the teacher and the student."""
-    entries = sorted(p for p in folder.iterdir() if not _ignored(p))
+    everything = sorted(p for p in folder.iterdir() if not _ignored(p))
+    links = [p.name + "/" * p.is_dir() for p in everything if nofollow.is_link(p)]
+    entries = [p for p in everything if not nofollow.is_link(p)]
     notebooks = [p.name for p in entries if p.suffix == ".ipynb"]
     folders = [f"{p.name}/" for p in entries if p.is_dir()]
-    if not entries:
+    if links:
+        what = f"{nofollow.about(links)}: hand in the files themselves"
+    elif not entries:
         what = "the folder is empty"
     elif len(notebooks) > 1:
         what = f"{len(notebooks)} notebooks ({', '.join(notebooks)}): which one is the submission?"
@@ -100,22 +135,19 @@ def nothing_to_grade(folder: Path) -> str:
     return f"{NOTHING_TO_GRADE} ({what})"
 
 
-def submission_in(folder: Path) -> Path | None:
-    """The folder itself if it holds .py files; its one notebook; or the same one level down."""
-    if any(folder.glob("*.py")):
+def submission_in(folder: Path, depth: int = 0) -> Path | None:
+    """The folder itself if it holds .py files; its one notebook; or the same one level down. Links are not
+    looked at (a link to a folder of .py files is no submission), nor folders past ``nofollow.MAX_DEPTH``."""
+    entries = [p for p in folder.iterdir() if not nofollow.is_link(p)]
+    if any(p.suffix == ".py" for p in entries):
         return folder
-    notebooks = sorted(folder.glob("*.ipynb"))
+    notebooks = sorted(p for p in entries if p.suffix == ".ipynb")
     if len(notebooks) == 1:
         return notebooks[0]
-    subfolders = [p for p in folder.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))]
-    return submission_in(subfolders[0]) if len(subfolders) == 1 else None
-
-
-def _files(folder: Path) -> Iterator[Path]:
-    for p in folder.rglob("*"):
-        rel = p.relative_to(folder)
-        if p.is_file() and not p.is_symlink() and "__pycache__" not in rel.parts and not rel.parts[0].startswith("."):
-            yield p
+    subfolders = [p for p in entries if p.is_dir() and not p.name.startswith((".", "_"))]
+    if len(subfolders) != 1 or depth >= nofollow.MAX_DEPTH:
+        return None
+    return submission_in(subfolders[0], depth + 1)
 
 
 @contextlib.contextmanager
@@ -127,9 +159,16 @@ def unpacked(path: Path) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="gptkit-zip-"))
     try:
         with zipfile.ZipFile(path) as zf:
+            if len(zf.infolist()) > nofollow.MAX_ENTRIES:
+                raise ValueError(f"{path.name} holds more than {nofollow.MAX_ENTRIES} files and folders")
             members = [m for m in zf.infolist() if not m.is_dir()]
             if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
                 raise ValueError(f"{path.name} unpacks to more than {MAX_ZIP_BYTES >> 20} MB")
+            for m in members:
+                if nofollow.zip_link(m):
+                    raise ValueError(f"{path.name} holds {m.filename}, which {nofollow.LINK}: zip the file itself")
+                if m.filename.count("/") > nofollow.MAX_DEPTH:
+                    raise ValueError(f"{path.name}'s folders nest more than {nofollow.MAX_DEPTH} deep")
             for m in members:
                 target = (folder / m.filename).resolve()
                 if folder.resolve() not in target.parents or "__MACOSX" in m.filename:

@@ -33,7 +33,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from grader import templates
+from grader import nofollow, templates
 from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
 from grader.files import atomic_path, write_atomically
 from grader.grading import grade_submission, grader_failed, internal_errors_line
@@ -134,15 +134,18 @@ def locate(root: Path) -> tuple[Path, str]:
     As ``grade batch`` finds a student's files: ``root`` itself if it holds .py files, its one notebook,
     or the same in the one folder inside it (a dragged-in ``exercises/``; Gradescope's ``__MACOSX`` and
     hidden folders do not count). Failing that, ``root`` itself: each check then names the file it misses.
+    No symbolic link is followed (grader/nofollow.py): the kit's ``solutions/`` is in ``/autograder/source``,
+    beside the submission, and a link to it is no one's work; the sentence names each link left out.
     """
     found = submission_in(root)
     if found is None:
         why = nothing_to_grade(root)
         return root, f"Your submission: {why}. Each check below names the file it could not find."
+    left_out = nofollow.skipped_note(nofollow.links_in(found)) if found.is_dir() else ""
     if found == root:
-        return root, ""
+        return root, left_out
     where = found.relative_to(root).as_posix() + ("/" if found.is_dir() else "")
-    return found, f"Graded {where}, found inside your submission."
+    return found, " ".join(filter(None, [f"Graded {where}, found inside your submission.", left_out]))
 
 
 def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:

@@ -1,7 +1,9 @@
 """What a contest upload may be, checked before anything is kept: the task's exercise files (``m1_attention.py``
-for m1), one notebook, or a zip of either. A zip's member names are checked (no absolute path, no ``..``), its
-unpacked size capped, and only its exercise files and notebook are kept; a notebook must be valid JSON with
-cells. What passes is written as a plain folder, so the grader never unpacks anything the server did not check.
+for m1), one notebook, or a zip of either. A zip's member names are checked (no absolute path, no ``..``, no
+deeper than a student's folders go), its entries counted (folders too), a symbolic link in it refused (its bytes
+are a path, not the student's work), its unpacked size capped, and only its exercise files and notebook are
+kept; a notebook must be valid JSON with cells. What passes is written as a plain folder, so the grader never
+unpacks anything the server did not check.
 """
 
 from __future__ import annotations
@@ -9,6 +11,8 @@ from __future__ import annotations
 import io
 import json
 import os
+import stat
+import struct
 import zipfile
 from pathlib import Path, PurePosixPath
 
@@ -17,7 +21,12 @@ from grader.milestones import GRADABLE
 
 MAX_UPLOAD_BYTES = 20 << 20  # the request's body
 MAX_ZIP_BYTES = 50 << 20  # a zip's files, unpacked
-MAX_ZIP_MEMBERS = 200
+MAX_ZIP_MEMBERS = 200  # entries, folders included
+MAX_ZIP_DEPTH = 16  # folders above a member
+# The zip's directory, read before zipfile parses it: zipfile reads every entry it holds, whatever the count says
+# (200,000 entries fit in a 16 MB upload: 1.3 s of the server's event loop). 200 entries with long names fit.
+MAX_ZIP_DIRECTORY = 256 << 10
+_END_OF_DIRECTORY = struct.Struct("<4s4H2LH")  # zip's end-of-central-directory record, comment excluded
 MAX_FILES = 20  # files in one request
 NOTEBOOK = "submission.ipynb"
 # A notebook's JSON nesting: Jupyter's own are under 10 deep (ipywidgets' state a few more). json.loads, and the
@@ -51,18 +60,40 @@ def _unsafe(name: str) -> bool:
     return name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":")
 
 
+def _directory_size(data: bytes) -> int | None:
+    """The size the zip's end record gives its directory (what zipfile will parse); None if it has no end record
+    (zipfile then refuses it as not a zip). The record is in the last 64 KB, before a comment."""
+    at = data.rfind(b"PK\x05\x06", max(0, len(data) - (1 << 16) - _END_OF_DIRECTORY.size))
+    if at < 0 or len(data) - at < _END_OF_DIRECTORY.size:
+        return None
+    return _END_OF_DIRECTORY.unpack_from(data, at)[5]  # (signature, 4 counts, size, offset, comment length)
+
+
 def _unzip(data: bytes, allowed: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    size = _directory_size(data)
+    if size is not None and size > MAX_ZIP_DIRECTORY:  # zip64's 0xFFFFFFFF too: no student's zip needs it
+        raise UploadError(
+            f"the zip's list of files is over {MAX_ZIP_DIRECTORY >> 10} KB: at most {MAX_ZIP_MEMBERS} files and folders"
+        )
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile:
         raise UploadError("the .zip file is not a valid zip archive") from None
     with archive:
-        members = [m for m in archive.infolist() if not m.is_dir()]
-        for m in members:
+        entries = archive.infolist()
+        if len(entries) > MAX_ZIP_MEMBERS:
+            raise UploadError(f"the zip holds {len(entries)} files and folders; at most {MAX_ZIP_MEMBERS}")
+        for m in entries:
             if _unsafe(m.filename):
                 raise UploadError(f"the zip holds a file with an unsafe path, {m.filename!r}: no absolute paths or ..")
-        if len(members) > MAX_ZIP_MEMBERS:
-            raise UploadError(f"the zip holds {len(members)} files; at most {MAX_ZIP_MEMBERS}")
+            if stat.S_ISLNK(m.external_attr >> 16):
+                raise UploadError(
+                    f"the zip holds {m.filename!r}, a symbolic link, not a file: zip the file itself "
+                    "(without zip's -y, which stores links)"
+                )
+            if m.filename.replace("\\", "/").strip("/").count("/") > MAX_ZIP_DEPTH:
+                raise UploadError(f"the zip's folders nest more than {MAX_ZIP_DEPTH} deep, at {m.filename[:80]!r}")
+        members = [m for m in entries if not m.is_dir()]
         if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
             raise UploadError(f"the zip unpacks to more than {MAX_ZIP_BYTES >> 20} MB")
         kept: dict[str, bytes] = {}
@@ -155,7 +186,9 @@ def check_upload(task: str, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
 def write(files: dict[str, bytes], folder: Path) -> str:
     """Write the checked ``files`` into ``folder`` (synced to disk); the path to grade, relative to it."""
     for name, data in files.items():
-        with open(folder / name, "wb") as f:
+        # A new file, never through a link: the folder is the server's own, and stays so if anything else wrote it.
+        fd = os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+        with open(fd, "wb") as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())

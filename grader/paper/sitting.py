@@ -14,10 +14,12 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from grader import nofollow
 from grader.errors import BadUsage
 from grader.milestones import GRADABLE
 from grader.paper.config import RULES, SECRET_FILE, PaperFileError, Part, load
 from grader.results import Report
+from grader.submission import MAX_NOTEBOOK_BYTES
 from grader.variants import Variant, seed_of
 
 
@@ -121,9 +123,9 @@ def sitting_of(path: Path) -> Sitting | None:
     if path.is_dir() or path.suffix != ".ipynb":
         return None
     try:
-        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {})
+        meta = json.loads(nofollow.read_bytes(path, MAX_NOTEBOOK_BYTES)).get("metadata", {})
     except (OSError, UnicodeDecodeError, ValueError, AttributeError):
-        return None  # not readable: grading says so as for any notebook
+        return None  # not readable, or a link: grading says so as for any notebook
     gptkit = meta.get("gptkit") if isinstance(meta, dict) else None
     paper = gptkit.get("paper") if isinstance(gptkit, dict) else None
     if paper is None:

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from grader import nofollow
 from grader.batch.discover import FoundSubmission
 from grader.files import write_atomically
 from grader.grading import grade_submission
@@ -21,7 +22,7 @@ from grader.practice.session import Session, now
 from grader.practice.signals import interrupts
 from grader.practice.stdin import Commands
 from grader.sandbox.client import ForkServer
-from grader.submission import SubmissionError
+from grader.submission import MAX_NOTEBOOK_BYTES, SubmissionError
 from grader.variants import LESSON, Variant
 
 
@@ -30,7 +31,8 @@ def notebook_seed(path: Path, paper: Paper) -> tuple[int | None, list[str]]:
     if path.suffix != ".ipynb" or not path.is_file():
         return None, []
     try:
-        meta = json.loads(path.read_text(encoding="utf-8")).get("metadata", {}).get("gptkit", {}).get("paper")
+        data = nofollow.read_bytes(path, MAX_NOTEBOOK_BYTES)  # a link is not read: grading refuses it
+        meta = json.loads(data).get("metadata", {}).get("gptkit", {}).get("paper")
     except (OSError, UnicodeDecodeError, ValueError, AttributeError):
         return None, []
     if not isinstance(meta, dict):
@@ -78,6 +80,8 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
         paper = load(paper_path)
     except PaperFileError as e:
         raise PracticeError(str(e)) from None
+    if nofollow.is_link(path):  # its work is not the student's, nor is its folder theirs to write the log in
+        raise PracticeError(nofollow.refused(path.name))
     if not path.exists():
         raise PracticeError(f"there is no {path}: give the folder of your exercise files or your paper notebook")
     if path.is_file() and path.suffix != ".ipynb":

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from grader import cache
+from grader import cache, nofollow
 from grader.errors import Finding, InternalError
 from grader.milestones import MILESTONES, STUDENT_MODULES, preloads
 from grader.submission import in_notebook_terms
@@ -288,19 +288,34 @@ def _site_dirs() -> list[Path]:
     return [Path(p) for p in sys.path if p.endswith(("site-packages", "dist-packages")) and Path(p).is_dir()]
 
 
-def copy_submission(src: Path, dst: Path) -> None:
-    """Copy a submission's own files (no links, no caches), refusing absurd sizes."""
-    total = 0
+def copy_submission(src: Path, dst: Path) -> list[str]:
+    """Copy a submission's own files (no caches, no links: none is followed, none copied), refusing absurd sizes;
+    returns the links it left out. Read without following links (grader/nofollow.py), so a link swapped in for
+    a file or a folder after the submission was found is left out too."""
+    total, links = 0, []
     dst.mkdir()
-    for path in sorted(src.rglob("*")):
-        rel = path.relative_to(src)
-        if path.is_symlink() or "__pycache__" in rel.parts or rel.parts[0].startswith(".") or not path.is_file():
-            continue
-        total += path.stat().st_size
-        if total > MAX_SUBMISSION_BYTES:
-            raise GraderError(f"the submission is larger than {MAX_SUBMISSION_BYTES >> 20} MB")
-        (dst / rel).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(path, dst / rel)
+    try:
+        for entry in nofollow.walk(src):
+            if entry.kind == nofollow.LINKED:
+                links.append(entry.path.as_posix())
+            if entry.kind != nofollow.FILE:
+                continue
+            try:
+                f = entry.open()
+            except nofollow.LinkFound:
+                links.append(entry.path.as_posix())
+                continue
+            with f:
+                budget = MAX_SUBMISSION_BYTES - total
+                data = f.read(budget + 1)
+                total += len(data)
+                if total > MAX_SUBMISSION_BYTES:
+                    raise GraderError(f"the submission is larger than {MAX_SUBMISSION_BYTES >> 20} MB")
+                (dst / entry.path).parent.mkdir(parents=True, exist_ok=True)
+                (dst / entry.path).write_bytes(data)
+    except (nofollow.NotOwnFile, nofollow.TreeTooLarge) as e:
+        raise GraderError(str(e)) from None
+    return links
 
 
 # ------------------------------------------------------------------ one worker

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from grader import nofollow
 from grader.errors import Finding
 
 from .client import ForkServer, Remote, StudentError, WorkerConnection, WorkerCrash
@@ -115,7 +116,9 @@ class MilestoneView:
         if isinstance(e, StudentError) and e.type == ErrorKind.MODULE_NOT_FOUND:
             missing = next((m for m in self.modules if f"'{m}'" in e.message), None)
             if missing:
-                return f"there is no {missing}.py in the submission"
+                file = f"{missing}.py"  # a link is left out of the worker's copy (copy_submission): say so
+                linked = f": {file} {nofollow.LINK}" if nofollow.is_link(self.shared.submission / file) else ""
+                return f"there is no {file} in the submission{linked}"
         if isinstance(e, StudentError) and e.type == ErrorKind.IMPORT_ERROR:
             found = re.search(r"cannot import name '(\w+)' from '(\w+)'", e.message)
             if found and found[2] in self.shared.trusted:
