@@ -226,3 +226,39 @@ def test_every_check_sleeping_ends_within_the_submission_limit(tmp_path):
     assert seconds < limit + 10, f"grade check took {seconds:.0f} s with a {limit} s limit"
     assert any("used up its time limit of 20 s" in c["message"] for c in failed(report, "m1"))
     assert left_in(tmp_path / "scratch") == []
+
+
+def test_in_a_contest_what_the_submission_caused_is_its_own_graded_failure(tmp_path):
+    """The contest grades the same uploads: the deep tree is graded (it was a grader failure that "costs you
+    nothing"), and the over-size replies are the upload's own failed checks, not a failure of the grader."""
+    from grader.contest.grading import GradingQueue
+    from grader.contest.store import Store
+    from helpers import ContestClock, contest_folder, open_contest
+
+    folder = contest_folder(tmp_path / "round", open_contest("Bounds test"))
+    uploads = {
+        "ada": submission(tmp_path / "deep", at_import(DEEP_TREE)),
+        "alan": submission(tmp_path / "huge", (MASK_BODY, f"    return {HUGE_STRING}\n")),
+    }
+    store = Store(folder)
+    queue = GradingQueue(store, ContestClock())
+    queue.start()
+    try:
+        sids = {}
+        for who, sub in uploads.items():
+            m1 = (sub / M1).read_bytes()
+            sids[who] = store.accept(who, "m1", ContestClock()(), lambda f, m1=m1: (f / M1).write_bytes(m1) and ".")
+            queue.enqueue(sids[who])
+        ends = time.monotonic() + 300
+        while time.monotonic() < ends and queue.pending():
+            time.sleep(0.2)
+        rows = {who: store.get(sid) for who, sid in sids.items()}
+    finally:
+        queue.close()
+        store.close()
+    assert all(row.status == "graded" for row in rows.values()), {w: (r.status, r.error) for w, r in rows.items()}
+    assert rows["ada"].score == rows["ada"].max_score
+    huge = rows["alan"]
+    assert huge.score is not None and huge.max_score is not None and huge.score < huge.max_score
+    messages = [c["message"] for m in huge.report["milestones"] for c in m["checks"] if not c["passed"]]
+    assert any("MB string; the grader reads at most 64 KB" in m for m in messages), messages[:3]
