@@ -10,7 +10,6 @@ import contextlib
 import json
 import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
