@@ -20,7 +20,7 @@ from grader.errors import BadUsage
 from grader.files import write_atomically
 from grader.grading import grade_submission, internal_errors_line
 from grader.milestones import MILESTONES, preloads, side_by_side
-from grader.options import OutputPath, limit_options, limits, milestone_option
+from grader.options import OutputPath, limit_options, limits, milestone_option, submission_timeout_option
 from grader.paper.commands import paper
 from grader.practice.command import practice
 from grader.results import GRADESCOPE_VISIBILITIES
@@ -63,6 +63,7 @@ def main(ctx: click.Context) -> None:
 )
 @click.option("-v", "--verbose", is_flag=True, help="Show every failing check, not only the first per milestone.")
 @limit_options
+@submission_timeout_option()
 @click.option(
     "--public", is_flag=True, help="Run only the public checks (what a student release runs; its only choice)."
 )
@@ -89,6 +90,7 @@ def check(
     verbose: bool = False,
     timeout: float | None = None,
     memory_mb: int | None = None,
+    submission_timeout: float | None = None,
     public: bool = False,
     paper_path: Path | None = None,
     student: str | None = None,
@@ -99,7 +101,7 @@ def check(
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     from grader.paper.sitting import SittingError, from_paper, sitting_of
 
-    chosen = limits(timeout, memory_mb)
+    chosen = limits(timeout, memory_mb, submission_timeout)
     # A paper's notebook (grade paper render): its parts, its student's numbers, its rules. A SittingError is a
     # usage error, shown as one by the group (grader/clierrors.py), as are the submission's and the grader's own.
     if student is not None and paper_path is None:

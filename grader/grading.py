@@ -18,6 +18,7 @@ Each caller then says it in its own place (a terminal, results.json, the practic
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
@@ -58,13 +59,20 @@ def grade_submission(
     # Imported here: the runner loads torch, which this process loads while the fork server loads it too.
     from grader.runner import grade, grade_side_by_side
 
+    # The submission's time counts from here: preparing it, starting its server and every grading process's
+    # work on what its code sends back are its own (runner.grade fails the checks left once it is up).
+    ends = time.monotonic() + limits.submission_seconds if limits.submission_seconds else None
     side_by_side = groups is not None and len(groups) > 1
     clients = len(groups) if groups is not None and side_by_side else 0
     with prepared(submission) as folder, _server(server, limits, preload, many, clients) as warm:
         if groups is not None and side_by_side:
-            report = grade_side_by_side(folder, groups, limits, warm, public=public, variant=variant, rules=rules)
+            report = grade_side_by_side(
+                folder, groups, limits, warm, public=public, variant=variant, rules=rules, ends=ends
+            )
         else:
-            report = grade(folder, list(milestones), limits, warm, public=public, variant=variant, rules=rules)
+            report = grade(
+                folder, list(milestones), limits, warm, public=public, variant=variant, rules=rules, ends=ends
+            )
     if name is not None:
         report.submission = name
     return report

@@ -27,6 +27,9 @@ from pathlib import Path
 
 from grader import nofollow
 
+# One notebook's whole grading (grade check --submission-timeout): past it, the checks left fail at once.
+SUBMISSION_SECONDS = 600.0
+
 _reports: dict[tuple[str, float, bool], dict] = {}
 
 
@@ -116,12 +119,13 @@ def _report(notebook: Path, public: bool) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.json"
             args = [sys.executable, "-m", "grader", "check", str(notebook), "--format", "json", "-o", str(out)]
+            args += ["--submission-timeout", f"{SUBMISSION_SECONDS:g}"]
             proc = subprocess.run(
                 args + (["--public"] if public else []),
                 capture_output=True,
                 text=True,
                 env={**os.environ, "PYTHONWARNINGS": "ignore"},
-                timeout=1200,
+                timeout=SUBMISSION_SECONDS + 120,  # the grading's own limit, and time to start and write
             )
             _reports[key] = (
                 json.loads(out.read_text())

@@ -41,19 +41,25 @@ def milestone_ids(ctx: click.Context, param: click.Parameter, value: tuple[str, 
     return list(dict.fromkeys(value)) or list(MILESTONES)
 
 
+# A contest grades one task per upload: a milestone, or a metric task (lmbudget: about 220 s of training and
+# evaluation at most). One upload's grading ends there, so no one waits long behind another's.
+CONTEST_SUBMISSION_SECONDS = 300.0
+
+
 def limits(
     timeout: float | None = None, memory_mb: int | None = None, submission_timeout: float | None = None
 ) -> Limits:
     """The sandbox's Limits for the limit options' values, the default's where None. One call into the code
     may take the default's 20 s, or half the check's time where that is more, but never more than the check's
-    time: a hang shows sooner than the whole check's limit, and a longer timeout lets a slow call through."""
+    time: a hang shows sooner than the whole check's limit, and a longer timeout lets a slow call through.
+    ``submission_timeout``: the whole submission's grading (``Limits.submission_seconds``, 600 s by default)."""
     timeout = DEFAULT.test_seconds if timeout is None else timeout
     memory = DEFAULT.memory_bytes if memory_mb is None else memory_mb << 20
     return Limits(
         call_seconds=min(timeout, max(DEFAULT.call_seconds, timeout / 2)),
         test_seconds=timeout,
         memory_bytes=memory,
-        submission_seconds=submission_timeout,
+        submission_seconds=DEFAULT.submission_seconds if submission_timeout is None else submission_timeout,
     )
 
 
@@ -89,6 +95,20 @@ def limit_options(f: F) -> F:
         help="Seconds each check may take in the submission's code before it counts as hung (one call into "
         f"the code: up to {DEFAULT.call_seconds:g} s, or half the timeout above {2 * DEFAULT.call_seconds:g} s).",
     )(f)
+
+
+def submission_timeout_option(default: float | None = DEFAULT.submission_seconds) -> Callable[[F], F]:
+    """``--submission-timeout SECONDS``: the whole submission's grading, the grader's own work on what the
+    submission sends back included (``Limits.submission_seconds``)."""
+    return click.option(
+        "--submission-timeout",
+        type=click.FloatRange(1, 86400),
+        default=default,
+        show_default=True,
+        metavar="SECONDS",
+        help="Seconds the whole grading of one submission may take, the grader's own work on what its code "
+        "returns included; the checks still to run then fail at once, saying the submission's time is up.",
+    )
 
 
 def scheduler_option(f: F) -> F:

@@ -76,12 +76,14 @@ def grade(
     variant: Variant = LESSON,
     rules: dict[str, frozenset[str]] | None = None,
     only: frozenset[str] | None = None,
+    ends: float | None = None,
 ) -> Report:
     """Grade ``submission`` (a folder of exercise files) on the given milestone ids.
 
     With ``public`` (always, in a student release), only the public checks run. ``variant``: the student's
     numbers in a paper's questions; ``rules``: a paper's rules by part (grader/paper/). ``only``: run just
     these checks (pytest node ids), as the re-check of a claimed grader fault does (``settle_claims``).
+    ``ends``: when the submission's time is up (time.monotonic); None: ``limits.submission_seconds`` from now.
     """
     public = public or not HIDDEN_AVAILABLE
     suites = PUBLIC if public else HIDDEN
@@ -101,7 +103,9 @@ def grade(
     cpu_before, spawned_before = server.worker_cpu, server.spawned
     collector = Collector()
     context = GradingContext(server, submission.resolve(), limits, variant=variant, rules=dict(rules or {}))
-    if limits.submission_seconds:
+    if ends is not None:
+        context.ends = ends
+    elif limits.submission_seconds:
         context.ends = started + limits.submission_seconds
     args = [str(suites / GRADABLE[m].suite) for m in milestones] + [
         "-c",
@@ -128,7 +132,7 @@ def grade(
         report.worker_cpu_seconds = server.worker_cpu - cpu_before  # read once every worker is reaped
         report.workers = server.spawned - spawned_before
         if only is None and not public:
-            settle_claims(collector, milestones, limits, server, variant, rules)
+            settle_claims(collector, milestones, limits, server, variant, rules, context.ends)
     finally:
         context.close()
         if own:
@@ -244,17 +248,21 @@ def settle_claims(
     server: ForkServer,
     variant: Variant,
     rules: dict[str, frozenset[str]] | None,
+    ends: float | None = None,
 ) -> None:
     """Decide each claimed grader fault from what the grading side can check: the same checks, run on the
     reference in fresh workers. A check that fails the same way there is the grader's own fault, and stays
     set aside (flagged to the instructor in every report). One that the reference passes, or fails as a
     counted check, was caused by the submission: it is counted, at 0 points, as a runtime error. So a
-    milestone's points at stake never shrink because a worker said so."""
+    milestone's points at stake never shrink because a worker said so. The re-check runs within the submission's
+    time (``ends``): one that made the grader work until its time was up has its claims counted against it."""
     claims = {nodeid: check for nodeid, check in collector.by_nodeid.items() if is_claim(check)}
     if not claims:
         return
     try:
-        again = grade(SOLUTIONS, milestones, limits, server, variant=variant, rules=rules, only=frozenset(claims))
+        again = grade(
+            SOLUTIONS, milestones, limits, server, variant=variant, rules=rules, only=frozenset(claims), ends=ends
+        )
         on_reference = {(c.milestone, c.name): c for c in again.checks}
     except GraderError:  # the reference cannot even be graded: the grader is broken, not the submission
         on_reference = {(c.milestone, c.name): c for c in claims.values()}

@@ -27,7 +27,15 @@ from grader.clierrors import GraderCommand
 from grader.files import write_atomically
 from grader.fingerprint import grader_fingerprint
 from grader.milestones import GRADABLE, MILESTONES
-from grader.options import OutputPath, dask_client, limit_options, limits, milestone_option, scheduler_option
+from grader.options import (
+    OutputPath,
+    dask_client,
+    limit_options,
+    limits,
+    milestone_option,
+    scheduler_option,
+    submission_timeout_option,
+)
 from grader.results import CLAIM_COUNTED
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
@@ -51,13 +59,7 @@ __all__ = ["batch", "export", "report", "failure_rates"]
 )
 @click.option("--regrade", is_flag=True, help="Grade again even what the gradebook already holds.")
 @limit_options
-@click.option(
-    "--submission-timeout",
-    type=click.FloatRange(1),
-    metavar="SECONDS",
-    help="Seconds all of one submission's checks may take together; checks past it fail, "
-    "unrun. Default: no limit beyond --timeout per check.",
-)
+@submission_timeout_option()
 @scheduler_option
 def batch(
     submissions: Path,

@@ -40,6 +40,10 @@ def grade_one(
 ) -> dict:
     """In a worker process: grade one submission; an error that is not the student's becomes {"error": ...}.
 
+    What the submission's own files or replies do to the grading side (a reply too large, a copy past its cap,
+    a tree too deep to delete, a grading past ``limits.submission_seconds``) is never such an error: each is
+    one of its checks, failed and counted, with its cause (grader/sandbox/client.py).
+
     ``server``: the address of the batch's fork server, of which this process gets a copy; ``seed`` and
     ``rules``: the student's variant and the paper's rules (a contest run on a paper).
     """

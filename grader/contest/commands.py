@@ -30,7 +30,14 @@ from grader.contest.policy import contest_end
 from grader.errors import InputError
 from grader.files import atomic_path, write_atomically
 from grader.milestones import GRADABLE
-from grader.options import dask_client, limit_options, limits, scheduler_option
+from grader.options import (
+    CONTEST_SUBMISSION_SECONDS,
+    dask_client,
+    limit_options,
+    limits,
+    scheduler_option,
+    submission_timeout_option,
+)
 from grader.roster import read_roster
 from grader.sandbox.client import Limits
 from grader.sandbox.visibility import probe_protections, worker_view
@@ -275,6 +282,7 @@ def max_extra(rules: Contest) -> float:
     "cluster's threads they may hold (by default half; never all).",
 )
 @limit_options
+@submission_timeout_option(CONTEST_SUBMISSION_SECONDS)
 @scheduler_option
 def serve(
     folder: Path,
@@ -284,6 +292,7 @@ def serve(
     metric_workers: int | None,
     timeout: float,
     memory_mb: int,
+    submission_timeout: float,
     scheduler: str | None,
 ) -> None:
     """Run the contest in FOLDER: students log in with their token, upload, see their feedback and the
@@ -306,7 +315,7 @@ def serve(
     try:
         listening = _listen(host, port)  # bound before "serving" is printed: a busy port is one line, no traceback
         client = dask_client(scheduler) if scheduler else None
-        chosen = limits(timeout, memory_mb)
+        chosen = limits(timeout, memory_mb, submission_timeout)
         # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
         executor = client.get_executor(pure=False) if client else None
         # as many at once as the cluster grades at once: the queue, not Dask, chooses whose turn it is

@@ -21,7 +21,9 @@ Unlike a batch, the server cannot know how many processes will grade at once, an
 for all its clients before it serves any: so each worker process starts its own (a few CPU seconds, once),
 when the queue starts (``warm_up``). Each result is recorded by ``Store.finish`` (one transaction, only while
 the row is still queued). A grader failure (the ``{"error": ...}`` result) marks the submission failed: not
-the student's doing, it costs them nothing.
+the student's doing, it costs them nothing. What the submission itself caused is never one: a reply too large
+to read, a copy past its cap, a tree too deep to delete, a grading past its time are its own failed checks,
+with their cause (``grader.sandbox.client``: ``ReplyTooLarge``, ``remove_tree``; ``Limits.submission_seconds``).
 
 Grading heals itself, lane by lane. A grading process that dies (the machine's out-of-memory killer, a stray
 ``kill``) breaks its lane's whole pool: every submission it held fails at once, and every later one could not

@@ -6,9 +6,10 @@ never unpickled); every decision is taken by the caller, in this process.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import os
-import shutil
 import signal
 import socket
 import subprocess
@@ -46,6 +47,7 @@ PROJECT_DIR = PACKAGE_DIR.parent
 PRIVATE_NAMES = ("grader", "solutions", "tests", "exercises", "benchmarks", "gptkit", "__editable__")
 MAX_SUBMISSION_BYTES = 20 << 20
 LOG_NAME = "fork_server.log"  # the fork server's own output, in its folder
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,12 @@ class Limits:
     cpu_seconds: int = 300
     processes: int = 64
     open_files: int = 256
-    submission_seconds: float | None = None  # all of one submission's checks together
+    # All of one submission's checks together, the grading side's own work on its replies included: checks
+    # past it fail at once. None: no limit (only for callers that bound the grading themselves).
+    submission_seconds: float | None = 600.0
+    # What a worker may write into its copy of the submission: a tmpfs of this size in its own mount namespace,
+    # paid from its memory cgroup and gone with it (jail.private_places); on disk, each file's size only.
+    copy_bytes: int = 256 << 20
 
 
 class StudentError(Finding):
@@ -99,6 +106,59 @@ class WorkerCrash(Finding):
 
 class GraderError(InternalError):
     """The grader itself could not run (not the student's fault)."""
+
+
+class ReplyTooLarge(WorkerCrash):
+    """A reply the grading side will not process: more text, items or depth than any honest value has.
+
+    Checked before anything reads the reply (redaction included, which costs about a microsecond a character):
+    what the submission returned is its own failed check, never minutes of the grading process's time."""
+
+
+# The most a worker's reply may hold, checked before the grading process reads it. An honest reply carries its
+# tensors as raw blobs, names and messages of at most a few KB (an error's message: 2,000 characters).
+MAX_STRING_CHARS = 64 << 10  # one string (a dictionary key too)
+MAX_REPLY_CHARS = 256 << 10  # every string of a reply together
+MAX_REPLY_ITEMS = 100_000  # values, at every level
+MAX_REPLY_DEPTH = 64  # nesting (protocol.decode then allows MAX_DEPTH values deep)
+
+
+def _size(n: int) -> str:
+    return f"{n / (1 << 20):.1f} MB" if n >= 1 << 20 else f"{n / 1024:.0f} KB" if n >= 1024 else f"{n} characters"
+
+
+def check_reply_size(reply: Any) -> None:
+    """Raise ReplyTooLarge if ``reply`` (a worker's decoded JSON header) is past any of the bounds above.
+
+    Iterative, and stops at the first bound passed: its cost is bounded by the header's 4 MB, whatever it holds."""
+    chars, items, stack = 0, 0, [(reply, 0)]
+    while stack:
+        value, depth = stack.pop()
+        items += 1
+        if items > MAX_REPLY_ITEMS:
+            raise ReplyTooLarge(
+                f"your code sent back more than {MAX_REPLY_ITEMS:,} values in one reply: the grader "
+                f"reads at most {MAX_REPLY_ITEMS:,} (return tensors, not long lists)"
+            )
+        if depth > MAX_REPLY_DEPTH:
+            raise ReplyTooLarge(f"your code sent back a value nested more than {MAX_REPLY_DEPTH} levels deep")
+        if isinstance(value, dict):
+            stack.extend((k, depth + 1) for k in value)
+            stack.extend((v, depth + 1) for v in value.values())
+        elif isinstance(value, list):
+            stack.extend((v, depth + 1) for v in value)
+        elif isinstance(value, str):
+            if len(value) > MAX_STRING_CHARS:
+                raise ReplyTooLarge(
+                    f"your code returned a {_size(len(value))} string; the grader reads at most "
+                    f"{_size(MAX_STRING_CHARS)} in one string"
+                )
+            chars += len(value)
+            if chars > MAX_REPLY_CHARS:
+                raise ReplyTooLarge(
+                    f"your code sent back more than {_size(MAX_REPLY_CHARS)} of text in one reply; "
+                    f"the grader reads at most {_size(MAX_REPLY_CHARS)}"
+                )
 
 
 # ------------------------------------------------------------------ fork server
@@ -238,7 +298,7 @@ class ForkServer:
         out = os.open(out_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         limits = {
             name: getattr(self.limits, name)
-            for name in ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files")
+            for name in ("output_bytes", "memory_bytes", "cpu_seconds", "processes", "open_files", "copy_bytes")
         }
         wire.send(self.control, {"op": ServerRequest.SPAWN, "submission": str(copy), "limits": limits})
         socket.send_fds(self.control, [b"x"], [theirs.fileno(), out])
@@ -273,7 +333,7 @@ class ForkServer:
             os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
         self._log.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        remove_tree(self.tmp)
         for parent in jail.CGROUP_PARENTS:  # this server's cgroups, now that it is gone (and any stale ones)
             jail.sweep(parent)
 
@@ -316,6 +376,95 @@ def copy_submission(src: Path, dst: Path) -> list[str]:
     except (nofollow.NotOwnFile, nofollow.TreeTooLarge) as e:
         raise GraderError(str(e)) from None
     return links
+
+
+# ------------------------------------------------------------------ deleting what a worker wrote
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_cleanup_said = False  # a failed clean-up is said once per process (and logged every time)
+
+
+def remove_tree(path: Path) -> bool:
+    """Delete ``path`` (a folder with everything in it, or a file); never raises. False, said once, if some
+    of it stayed.
+
+    A worker decides the shape of what it wrote: thousands of nested folders (a path longer than the system
+    takes, and past Python's recursion limit in 3.11's ``shutil.rmtree``), folders it made unreadable. So the
+    walk is iterative, by directory descriptors (names are relative, never a long path), one descriptor open at
+    a time, and links are removed, never followed. The worker is reaped first: nothing changes the tree meanwhile.
+    """
+    try:
+        _remove_tree(os.fspath(path))
+        return True
+    except OSError as e:
+        global _cleanup_said
+        log.warning("could not delete %s: %s", path, e)
+        if not _cleanup_said:
+            _cleanup_said = True
+            print(f"grade: warning: could not delete {path} ({e}); delete it by hand", file=sys.stderr)
+        return False
+
+
+def _open_dir(name: str, dir_fd: int | None) -> int:
+    try:
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+    except PermissionError:  # a folder the worker made unreadable: ours to open again
+        os.chmod(name, 0o700, dir_fd=dir_fd)
+        return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+
+
+def _remove_tree(path: str) -> None:
+    try:
+        fd = _open_dir(path, None)
+    except FileNotFoundError:
+        return
+    except (NotADirectoryError, OSError) as e:
+        if isinstance(e, NotADirectoryError) or os.path.islink(path) or os.path.isfile(path):
+            os.unlink(path)
+            return
+        raise
+    # One frame per folder on the way down: (its name in its parent, its identity, its subfolders left to visit).
+    info = os.fstat(fd)
+    frames: list[tuple[str, tuple[int, int], list[str]]] = [(path, (info.st_dev, info.st_ino), [])]
+    try:
+        fresh = True  # the current folder has not been listed yet
+        while True:
+            if fresh:
+                subfolders = frames[-1][2]
+                with os.scandir(fd) as entries:
+                    for entry in entries:
+                        if entry.is_dir(follow_symlinks=False):
+                            subfolders.append(entry.name)
+                        else:
+                            with contextlib.suppress(FileNotFoundError):  # gone already: what was wanted
+                                os.unlink(entry.name, dir_fd=fd)
+            if frames[-1][2]:  # down into the next subfolder
+                name = frames[-1][2].pop()
+                child = _open_dir(name, fd)
+                os.close(fd)
+                fd = child
+                info = os.fstat(fd)
+                frames.append((name, (info.st_dev, info.st_ino), []))
+                fresh = True
+                continue
+            name, _, _ = frames.pop()  # empty now: up, and remove it
+            if not frames:
+                os.close(fd)
+                fd = -1
+                with contextlib.suppress(FileNotFoundError):
+                    os.rmdir(path)
+                return
+            parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            info = os.fstat(fd)
+            if (info.st_dev, info.st_ino) != frames[-1][1]:
+                raise OSError(f"{path} changed while it was being deleted")
+            os.rmdir(name, dir_fd=fd)
+            fresh = False
+    finally:
+        if fd >= 0:
+            os.close(fd)
 
 
 # ------------------------------------------------------------------ one worker
@@ -365,6 +514,7 @@ class WorkerConnection:
         try:
             wire.send(self.sock, header, blobs)
             reply, rblobs = wire.recv(self.sock, deadline=time.monotonic() + timeout)
+            check_reply_size(reply)  # first: every later step's cost grows with the reply's text
             reply = secrecy.redact_reply(reply)  # before anything reads it: no trusted code reaches a report
             if Reply.ERROR in reply:
                 err = reply[Reply.ERROR]
@@ -382,6 +532,9 @@ class WorkerConnection:
             ) from None
         except (EOFError, OSError) as e:
             raise WorkerCrash(*self._why_it_died(e)) from None
+        except wire.TooLarge as e:  # left unread: the worker's stream is out of step
+            self._end(grace=0)
+            raise ReplyTooLarge(f"your code sent back {e}") from None
         except (ProtocolError, KeyError, TypeError, AttributeError, RecursionError) as e:
             self._end(grace=0)
             raise WorkerCrash(f"the worker sent back malformed data ({e})") from None
@@ -420,8 +573,8 @@ class WorkerConnection:
         status = self.server.reap(self.pid, grace)
         self.cpu_at_end = float(status.get("cpu", 0.0))
         if self.copy is not None:
-            shutil.rmtree(self.copy, ignore_errors=True)
-            self.output.unlink(missing_ok=True)  # what it printed: never read
+            remove_tree(self.copy)
+            remove_tree(self.output)  # what it printed: never read
         return status
 
     def close(self) -> None:

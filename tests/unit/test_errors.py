@@ -32,6 +32,7 @@ NOT_GRADER_ERRORS = {
     # not import the grader package (tests/unit/test_sandbox_boundary.py): its errors cannot derive from it.
     # They model something else anyway: what a worker reports on the wire, next to the student's code.
     "grader.sandbox.common.wire:ProtocolError",  # a malformed message on the wire, either way
+    "grader.sandbox.common.wire:TooLarge",  # a message past the size limits, left unread
     "grader.sandbox.worker.faults:StudentFault",  # a TypeError: the student's value is unusable
     "grader.sandbox.worker.faults:MissingName",  # a LookupError: the student's file lacks a contract name
     # What the conversion turns an InternalError into: click's, for click to show, never raised by the domain.

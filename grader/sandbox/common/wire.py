@@ -22,6 +22,10 @@ class ProtocolError(Exception):
     """The other side sent something that is not a well-formed message."""
 
 
+class TooLarge(ProtocolError):
+    """A message past the size limits, left unread: the connection is of no further use."""
+
+
 def send(sock: socket.socket, header: dict, blobs: Sequence[bytes] = ()) -> None:
     data = json.dumps(dict(header, blobs=[len(b) for b in blobs])).encode()
     sock.sendall(struct.pack("!I", len(data)) + data)
@@ -48,7 +52,9 @@ def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list
     """Read one message; with a deadline (time.monotonic), raise socket.timeout once it passes."""
     (n,) = struct.unpack("!I", _read_exact(sock, 4, deadline))
     if n > MAX_HEADER_BYTES:
-        raise ProtocolError(f"message header of {n} bytes is over the limit")
+        raise TooLarge(
+            f"a reply of {n / (1 << 20):.1f} MB of plain data; the grader reads at most {MAX_HEADER_BYTES >> 20} MB"
+        )
     try:
         header = json.loads(_read_exact(sock, n, deadline))
     except (ValueError, RecursionError) as e:
@@ -57,5 +63,5 @@ def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list
     if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
         raise ProtocolError("message header has no valid blob list")
     if sum(sizes) > MAX_MESSAGE_BYTES:
-        raise ProtocolError(f"message of {sum(sizes)} bytes is over the {MAX_MESSAGE_BYTES} byte limit")
+        raise TooLarge(f"{sum(sizes) >> 20} MB of tensor data; the grader reads at most {MAX_MESSAGE_BYTES >> 20} MB")
     return header, [_read_exact(sock, s, deadline) for s in sizes]

@@ -83,7 +83,11 @@ def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None
     CGROUPS.close()
     if OWN_UIDS:
         jail.give_to(config["uid"], config["submission"])
-    places = None if PLACES is None else {**PLACES, "keep": {**PLACES["keep"], config["submission"]: True}}
+    places = None
+    if PLACES is not None:  # its copy becomes a capped tmpfs of its own (see jail.private_places)
+        keep = {**PLACES["keep"], config["submission"]: True}
+        owner = config["uid"] if OWN_UIDS else -1
+        places = {**PLACES, "keep": keep, "copy_bytes": config["limits"]["copy_bytes"], "owner": owner}
     isolated, private = jail.enter_worker_namespaces(OWN_UIDS, places)
     if places is not None and not private:
         os._exit(files.agreement.EXIT_NO_PRIVATE_PLACES)  # the protection was claimed: never run without it
@@ -153,7 +157,7 @@ def start_server(config: dict) -> list[str]:
         protections += ["locked-mounts"] if not OWN_UIDS else []
     if private:
         PLACES = places
-        protections.append("private-tmp")
+        protections += ["private-tmp", "capped-copy"]  # else the copy is on disk, each file capped (RLIMIT_FSIZE)
     if OWN_UIDS:
         protections += ["unprivileged-user", "no-new-privileges"]
     return protections
@@ -162,7 +166,8 @@ def start_server(config: dict) -> list[str]:
 def _private_places(config: dict, binds: list[str], readonly_root: bool) -> dict:
     """What each worker gets afresh (``jail.private_places``): its own /tmp and /dev/shm, and the scratch folder
     (every worker's copy of its submission) covered; given back read-only, whatever of the system lay under
-    them (a virtual environment in /tmp, the site-packages view), and each worker's own copy writable."""
+    them (a virtual environment in /tmp, the site-packages view); each worker's own copy is added by ``spawn``,
+    as a capped tmpfs of its own that its files are copied into (never the copy on the machine's disk)."""
     scratch = os.path.realpath(config["scratch"])
     cover = ["/tmp", "/dev/shm"] + ([] if scratch.startswith("/tmp/") else [scratch])
     under = [os.path.realpath(p) for p in [*binds, *config["sys_path"]] if os.path.isdir(p)]
