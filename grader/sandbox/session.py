@@ -47,6 +47,9 @@ CELL_GRACE_SECONDS = 2.0
 # each one costs a fresh worker and a run of the cells before it.
 MAX_LEFT_OUT = 3
 MAX_CELLS_FILE_BYTES = 1 << 20
+# How ImportFailure's messages begin (``MilestoneView._explain_import``): a submission whose every check says
+# one of these could not be run at all (grader/batch/summary.py counts it so).
+IMPORT_FAILED = ("there is no ", "the submission's files could not be imported", "importing the submission's files")
 
 
 @dataclass

@@ -202,3 +202,20 @@ def test_a_cell_left_out_is_named_with_its_cause(tmp_path):
         assert messages and all(phrase in msg for msg in messages), explain(result)
         assert not any("most likely for using more memory" in msg for msg in messages), explain(result)
     assert result.seconds < BAD_CELL_SECONDS, f"{result.seconds:.0f} s"
+
+
+def test_a_notebook_that_cannot_be_run_is_counted_so_in_a_batch(tmp_path):
+    """eve's notebook kills its process in more cells than are left out (3): her every check fails on the import,
+    and `grade batch` and `grade report` say she could not be run, not that no submission had an error; alice's
+    notebook, with one such cell, keeps full marks."""
+    kill = "import os\nos.kill(os.getpid(), 9)\n"
+    for student, kills in (("alice", 1), ("eve", 4)):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        write(tmp_path / "class" / student / "work.ipynb", [reference("m1_attention"), *[kill] * kills])
+    db = tmp_path / "grades.sqlite"
+    proc = cli("batch", str(tmp_path / "class"), "-m", "m1", "--workers", "1", "--db", str(db))
+    counted = "2 submissions: 2 graded (1 of them could not be run at all, every check failing on the import"
+    assert proc.returncode == 0 and counted in proc.stderr, proc.stderr
+    assert "lowest: eve 0.0% (0/27), alice 100.0% (27/27)" in proc.stderr, proc.stderr
+    proc = cli("report", str(db))
+    assert "of their files: eve), 0 with errors" in proc.stdout, proc.stdout
