@@ -26,6 +26,10 @@ import textwrap
 from pathlib import Path
 
 _reports: dict[tuple[str, float, bool], dict] = {}
+# The whole notebook's grading (`grade check`: about 15 s for the reference on 2 cores). Past it the grading is
+# stopped and its failure kept like a report, so the other checks cells answer at once instead of waiting again;
+# nbgrader_config.py.tmpl gives a checks cell more than this.
+GRADE_SECONDS = 300
 
 
 def check(notebook: str, milestone: str, public: bool = False) -> float | None:
@@ -103,13 +107,17 @@ def _report(notebook: Path, public: bool) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             out = Path(tmp) / "report.json"
             args = [sys.executable, "-m", "grader", "check", str(notebook), "--format", "json", "-o", str(out)]
-            proc = subprocess.run(
-                args + (["--public"] if public else []),
-                capture_output=True,
-                text=True,
-                env={**os.environ, "PYTHONWARNINGS": "ignore"},
-                timeout=1200,
-            )
+            try:
+                proc = subprocess.run(
+                    args + (["--public"] if public else []),
+                    capture_output=True,
+                    text=True,
+                    env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                    timeout=GRADE_SECONDS,
+                )
+            except subprocess.TimeoutExpired:
+                _reports[key] = {"error": f"the grading took more than {GRADE_SECONDS} s and was stopped"}
+                return _reports[key]
             _reports[key] = (
                 json.loads(out.read_text())
                 if out.exists()
