@@ -71,7 +71,7 @@ def _run_cell(index, seconds={seconds!r}):
             _signal.setitimer(_signal.ITIMER_REAL, 0)
     except _Interrupted:
         __notebook__.append(
-            f"{{label}} was interrupted after {{seconds:g}} s, as a kernel interrupt would (an infinite loop, or far "
+            f"{{label}} was interrupted after {{seconds:.3g}} s, as a kernel interrupt would (an infinite loop, or far "
             "too much work?): the names it had yet to define are missing"
         )
     except SyntaxError as e:  # its message would name the cell's file: the cell's own line instead
@@ -82,9 +82,11 @@ def _run_cell(index, seconds={seconds!r}):
         __notebook__.append(f"{{label}} raised {{type(e).__name__}}: {{str(e)[:200]}}")
 
 
-def _leave_out(index, why):
-    \"\"\"The grader left cell ``index`` out (it hung past its interrupt, or ended the process): say so.\"\"\"
-    __notebook__.append(f"{{_CELLS[index][1]}} was left out: {{why}}")
+def _leave_out(cells):
+    \"\"\"The grader left these cells out ([index, why] each): it hung past its interrupt, ended the process, or
+    the cells before it used up their time.\"\"\"
+    for index, why in cells:
+        __notebook__.append(f"{{_CELLS[index][1]}} was left out: {{why}}")
 
 
 if "{stepwise}" not in _sys.modules:  # imported by itself: every cell now (else the grader runs each)

@@ -43,6 +43,7 @@ MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail 
 RETIRE_AT_CPU_SHARE = 0.1
 # A notebook cell that hangs past its interrupt (it caught it) is ended with its worker this much later.
 CELL_GRACE_SECONDS = 2.0
+MIN_CELL_SECONDS = 1.0  # a cell that would get less (the run's time nearly spent) is not run
 # Cells left out (each hung past its interrupt or ended its process) before the notebook counts as unrunnable:
 # each one costs a fresh worker and a run of the cells before it.
 MAX_LEFT_OUT = 3
@@ -156,38 +157,35 @@ class SharedWorker:
                 view.deadline += time.monotonic() - started
 
     def _run_cells_once(self, trusted: dict[str, str]) -> bool:
-        """One run of the cells in ``self.worker``: False if a cell was left out (the worker is gone: run again)."""
+        """One run of the cells in ``self.worker``: False if a cell was left out (the worker is gone: run again).
+        Cells that find the run's time spent are not run, as if the student had stopped there."""
         run, worker = self.notebook, self.worker
         assert worker is not None and run.cells is not None
-        limits = self.server.limits
-        worker.deadline = time.monotonic() + limits.call_seconds
+        together = self.server.limits.call_seconds
+        worker.deadline = time.monotonic() + together
         worker.request({"op": Request.IMPORT, "modules": [STEPWISE, "notebook_code"], "trusted": trusted})
-        for index, (_, label) in enumerate(run.cells):
+        for index in range(len(run.cells)):
             if index in run.left_out:
-                worker.request(_call("_leave_out"), (index, run.left_out[index]))
+                worker.request(_call("_leave_out"), ([[index, run.left_out[index]]],))
                 continue
-            if worker.deadline - time.monotonic() < run.cell_seconds + CELL_GRACE_SECONDS:
-                run.failure = WorkerCrash(
-                    f"the notebook's cells took more than {limits.call_seconds:g} s together (at {label}): "
-                    "training or demo runs belong outside the graded notebook, or under `if False:`",
-                    limit="time",
-                )
-                worker.close()
-                return False
+            seconds = min(run.cell_seconds, worker.deadline - time.monotonic() - CELL_GRACE_SECONDS)
+            if seconds < MIN_CELL_SECONDS:
+                spent = f"not run: the cells before it used up the {together:g} s that all the cells get together"
+                rest = [[i, run.left_out.get(i, spent)] for i in range(index, len(run.cells))]
+                worker.deadline = time.monotonic() + CELL_GRACE_SECONDS
+                worker.request(_call("_leave_out"), (rest,), timeout=CELL_GRACE_SECONDS)
+                return True
             try:
-                worker.request(
-                    _call("_run_cell"), (index, run.cell_seconds), timeout=run.cell_seconds + CELL_GRACE_SECONDS
-                )
+                worker.request(_call("_run_cell"), (index, seconds), timeout=seconds + CELL_GRACE_SECONDS)
             except WorkerCrash as e:
-                why = (
-                    f"it went on running {run.cell_seconds + CELL_GRACE_SECONDS:g} s, past the interrupt at "
-                    f"{run.cell_seconds:g} s (does it catch KeyboardInterrupt?)"
+                run.left_out[index] = (
+                    f"it went on running {seconds + CELL_GRACE_SECONDS:.3g} s, past the interrupt at {seconds:.3g} s "
+                    "(does it catch KeyboardInterrupt?)"
                     if e.limit == "time"
                     else f"running it, {_as_cell(str(e))}"
                 )
-                run.left_out[index] = why
                 if len(run.left_out) > MAX_LEFT_OUT:
-                    cells = "; ".join(f"{run.cells[i][1]}: {w}" for i, w in sorted(run.left_out.items()))
+                    cells = "; ".join(f"{run.cells[i][1]}: {why}" for i, why in sorted(run.left_out.items()))
                     run.failure = WorkerCrash(f"the notebook's cells could not be run ({cells})", limit=e.limit)
                 return False
         return True
