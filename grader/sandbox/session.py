@@ -41,7 +41,8 @@ MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail 
 # A shared worker that has used this share of its CPU limit is replaced before the next milestone,
 # so each milestone starts with (nearly) the whole limit, as with a worker of its own.
 RETIRE_AT_CPU_SHARE = 0.1
-# A notebook cell that hangs past its interrupt (it caught it) is ended with its worker this much later.
+# A notebook cell that hangs past its interrupt (it caught it) is ended with its worker this much later, or a
+# tenth of the time all the cells get together (``--timeout`` sets it), where that is less.
 CELL_GRACE_SECONDS = 2.0
 MIN_CELL_SECONDS = 1.0  # a cell that would get less (the run's time nearly spent) is not run
 # Cells left out (each hung past its interrupt or ended its process) before the notebook counts as unrunnable:
@@ -162,24 +163,26 @@ class SharedWorker:
         run, worker = self.notebook, self.worker
         assert worker is not None and run.cells is not None
         together = self.server.limits.call_seconds
+        # Each cell's budget and grace, shrunk with a short --timeout so that a few cells still fit in it.
+        budget, grace = min(run.cell_seconds, together / 4), min(CELL_GRACE_SECONDS, together / 10)
         worker.deadline = time.monotonic() + together
         worker.request({"op": Request.IMPORT, "modules": [STEPWISE, "notebook_code"], "trusted": trusted})
         for index in range(len(run.cells)):
             if index in run.left_out:
                 worker.request(_call("_leave_out"), ([[index, run.left_out[index]]],))
                 continue
-            seconds = min(run.cell_seconds, worker.deadline - time.monotonic() - CELL_GRACE_SECONDS)
-            if seconds < MIN_CELL_SECONDS:
+            seconds = min(budget, worker.deadline - time.monotonic() - grace)
+            if seconds < min(MIN_CELL_SECONDS, budget / 4):
                 spent = f"not run: the cells before it used up the {together:g} s that all the cells get together"
                 rest = [[i, run.left_out.get(i, spent)] for i in range(index, len(run.cells))]
                 worker.deadline = time.monotonic() + CELL_GRACE_SECONDS
-                worker.request(_call("_leave_out"), (rest,), timeout=CELL_GRACE_SECONDS)
+                worker.request(_call("_leave_out"), (rest,))
                 return True
             try:
-                worker.request(_call("_run_cell"), (index, seconds), timeout=seconds + CELL_GRACE_SECONDS)
+                worker.request(_call("_run_cell"), (index, seconds), timeout=seconds + grace)
             except WorkerCrash as e:
                 run.left_out[index] = (
-                    f"it went on running {seconds + CELL_GRACE_SECONDS:.3g} s, past the interrupt at {seconds:.3g} s "
+                    f"it went on running {seconds + grace:.3g} s, past the interrupt at {seconds:.3g} s "
                     "(does it catch KeyboardInterrupt?)"
                     if e.limit == "time"
                     else f"running it, {_as_cell(str(e))}"
