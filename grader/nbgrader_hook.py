@@ -27,10 +27,14 @@ from pathlib import Path
 
 from grader import nofollow
 
-# One notebook's whole grading (grade check --submission-timeout): past it, the checks left fail at once.
-SUBMISSION_SECONDS = 600.0
-
 _reports: dict[tuple[str, float, bool], dict] = {}
+# The whole notebook's grading (`grade check`: about 15 s for the reference on 2 cores). Past it the grading is
+# stopped and its failure kept like a report, so the other checks cells answer at once instead of waiting again;
+# nbgrader_config.py.tmpl gives a checks cell more than this.
+GRADE_SECONDS = 300
+# Its grading's own limit (grade check --submission-timeout), inside GRADE_SECONDS with time to start and write:
+# past it the checks left fail at once and the report is still written, so the notebook keeps what it earned.
+SUBMISSION_SECONDS = GRADE_SECONDS - 60
 
 
 def check(notebook: str, milestone: str, public: bool = False) -> float | None:
@@ -120,13 +124,17 @@ def _report(notebook: Path, public: bool) -> dict:
             out = Path(tmp) / "report.json"
             args = [sys.executable, "-m", "grader", "check", str(notebook), "--format", "json", "-o", str(out)]
             args += ["--submission-timeout", f"{SUBMISSION_SECONDS:g}"]
-            proc = subprocess.run(
-                args + (["--public"] if public else []),
-                capture_output=True,
-                text=True,
-                env={**os.environ, "PYTHONWARNINGS": "ignore"},
-                timeout=SUBMISSION_SECONDS + 120,  # the grading's own limit, and time to start and write
-            )
+            try:
+                proc = subprocess.run(
+                    args + (["--public"] if public else []),
+                    capture_output=True,
+                    text=True,
+                    env={**os.environ, "PYTHONWARNINGS": "ignore"},
+                    timeout=GRADE_SECONDS,
+                )
+            except subprocess.TimeoutExpired:
+                _reports[key] = {"error": f"the grading took more than {GRADE_SECONDS} s and was stopped"}
+                return _reports[key]
             _reports[key] = (
                 json.loads(out.read_text())
                 if out.exists()

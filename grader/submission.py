@@ -32,29 +32,68 @@ SIBLING_IMPORT = re.compile(rf"^\s*(from\s+({'|'.join(MODULES)})\s+import\b|impo
 PYTHON_CELL_MAGICS = ("%%time", "%%timeit", "%%capture", "%%prun")
 MAX_NOTEBOOK_BYTES = 20 << 20
 
-RUNNER = '''\
-"""The notebook's code cells, run in order into this one namespace, as a kernel would."""
+# A notebook cell's time budget (seconds of wall-clock time) when notebook_code.py runs every cell at its import;
+# the grading side steps through the cells itself and passes its own (grader/sandbox/session.py).
+CELL_SECONDS = 5.0
+STEPWISE = "notebook_stepwise"  # a module the grader imports first: notebook_code.py then runs no cell at import
+CELLS_FILE = "notebook_cells.json"  # the cells' files and labels, in order, for the grading side
+
+RUNNER = """\
+\"\"\"The notebook's code cells, run in order into this one namespace, as a kernel would.
+
+Each cell runs under a time budget, as if the kernel were interrupted once it is spent: an exception raised
+inside the cell stops it, and the cell costs only the names it had yet to define.\"\"\"
+import signal as _signal
 import sys as _sys
-import traceback as _traceback
 
 __notebook__ = {notes!r}  # what went wrong: the notes, then each cell that raised; shown when a name is missing
+_CELLS = {cells!r}
 
 
-def _run_cells(cells):
-    for cell, label in cells:
-        path = f"{{__file__.rsplit('/', 1)[0]}}/{{cell}}.py"
+class _Interrupted(KeyboardInterrupt):  # as Jupyter's interrupt: `except Exception` in the cell lets it by
+    pass
+
+
+def _interrupt(signum, frame):
+    raise _Interrupted
+
+
+def _run_cell(index, seconds={seconds!r}):
+    \"\"\"Run cell ``index`` (from 0), interrupted once ``seconds`` have passed.\"\"\"
+    cell, label = _CELLS[index]
+    path = f"{{__file__.rsplit('/', 1)[0]}}/{{cell}}.py"
+    try:
+        _signal.signal(_signal.SIGALRM, _interrupt)
+        _signal.setitimer(_signal.ITIMER_REAL, seconds, 0.5)  # again every 0.5 s: a bare `except:` may catch one
         try:
             with open(path) as f:
                 exec(compile(f.read(), path, "exec"), globals())
-        except SyntaxError as e:  # its message would name the cell's file: the cell's own line instead
-            __notebook__.append(f"{{label}} has a SyntaxError at line {{e.lineno}}: {{e.msg}}")
-        except Exception as e:  # noqa: BLE001 - like a kernel, go on with the next cell
-            __notebook__.append(f"{{label}} raised {{type(e).__name__}}: {{str(e)[:200]}}")
+        finally:
+            _signal.setitimer(_signal.ITIMER_REAL, 0)
+    except _Interrupted:
+        __notebook__.append(
+            f"{{label}} was interrupted after {{seconds:.3g}} s, as a kernel interrupt would (an infinite loop, or far "
+            "too much work?): the names it had yet to define are missing"
+        )
+    except SyntaxError as e:  # its message would name the cell's file: the cell's own line instead
+        __notebook__.append(f"{{label}} has a SyntaxError at line {{e.lineno}}: {{e.msg}}")
+    except SystemExit as e:
+        __notebook__.append(f"{{label}} called sys.exit({{e.code!r}}), which in a notebook ends only that cell")
+    except BaseException as e:  # noqa: BLE001 - like a kernel, go on with the next cell
+        __notebook__.append(f"{{label}} raised {{type(e).__name__}}: {{str(e)[:200]}}")
 
 
-_run_cells({cells!r})
-del _run_cells
-'''
+def _leave_out(cells):
+    \"\"\"The grader left these cells out ([index, why] each): it hung past its interrupt, ended the process, or
+    the cells before it used up their time.\"\"\"
+    for index, why in cells:
+        __notebook__.append(f"{{_CELLS[index][1]}} was left out: {{why}}")
+
+
+if "{stepwise}" not in _sys.modules:  # imported by itself: every cell now (else the grader runs each)
+    for _index in range(len(_CELLS)):
+        _run_cell(_index)
+"""
 
 
 class SubmissionError(BadUsage):
@@ -132,12 +171,18 @@ def prepared(path: Path) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def write_notebook_folder(cells: list[Cell], folder: Path, notes: Sequence[str] = ()) -> None:
-    """The cells as files run in order by ``notebook_code.py``; ``notes`` head its list of what went wrong."""
+def write_notebook_folder(
+    cells: list[Cell], folder: Path, notes: Sequence[str] = (), cell_seconds: float = CELL_SECONDS
+) -> None:
+    """The cells as files run in order by ``notebook_code.py``; ``notes`` head its list of what went wrong.
+    ``cell_seconds``: each cell's time budget when the cells run at the import of ``notebook_code``."""
     names = [(c.file, c.label) for c in cells]
     for cell in cells:
         (folder / f"{cell.file}.py").write_text(cell.source)
-    (folder / "notebook_code.py").write_text(RUNNER.format(cells=names, notes=list(notes)))
+    runner = RUNNER.format(cells=names, notes=list(notes), seconds=float(cell_seconds), stepwise=STEPWISE)
+    (folder / "notebook_code.py").write_text(runner)
+    (folder / f"{STEPWISE}.py").write_text('"""Imported by the grader first: it runs the cells one by one."""\n')
+    (folder / CELLS_FILE).write_text(json.dumps(names))
     for module in MODULES:  # every milestone's names come from the notebook's one namespace
         (folder / f"{module}.py").write_text(
             "from notebook_code import *  # noqa: F403\nfrom notebook_code import __notebook__  # noqa: F401\n"

@@ -253,7 +253,7 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
     out of the failure rates and causes; each student's milestone counts once among the causes, under the
     cause its first failing check names."""
     rows, checks = _load(db)
-    click.echo(counts_line(rows))
+    click.echo(counts_line(rows, checks=checks))
     graded = [r for r in rows if r["status"] == "graded"]
     if older := _older(rows):
         click.echo(_older_note(db, rows, older))

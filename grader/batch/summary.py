@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from grader.batch.gradebook import EMPTY
 from grader.milestones import GRADABLE
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
+from grader.sandbox.session import IMPORT_FAILED
 
 NOT_IMPLEMENTED = NOT_IMPLEMENTED_MESSAGE  # how an untouched stub's failures begin
 # The one check of a milestone a student submitted nothing for (a contest's task, grader/contest/export.py): it
@@ -127,13 +128,35 @@ def fraction(row: dict) -> float | None:
     return row["score"] / row["max_score"] if row.get("status") == "graded" and row.get("max_score") else None
 
 
-def counts_line(rows: list[dict], named: bool = True) -> str:
-    """How many rows, graded, with errors and with nothing to grade (``named``: who): a summary's first line."""
+def counts_line(rows: list[dict], named: bool = True, checks: list[dict] | None = None) -> str:
+    """How many rows, graded, with errors and with nothing to grade (``named``: who): a summary's first line.
+    With ``checks``, the graded whose files could not be run at all are counted too (see ``could_not_run``)."""
     graded = sum(r["status"] == "graded" for r in rows)
     empty = [r["student"] for r in rows if r["status"] == EMPTY]
     errors = len(rows) - graded - len(empty)
-    line = f"{len(rows)} submission{'s' * (len(rows) != 1)}: {graded} graded, {errors} with errors"
+    unrun = could_not_run(rows, checks or [])
+    line = f"{len(rows)} submission{'s' * (len(rows) != 1)}: {graded} graded"
+    if unrun:
+        line += (
+            f" ({len(unrun)} of them could not be run at all, every check failing on the import of their files"
+            + f": {names(unrun)}" * named
+            + ")"
+        )
+    line += f", {errors} with errors"
     return line + (f", {len(empty)} with nothing to grade" + f" ({names(empty)})" * named if empty else "")
+
+
+def could_not_run(rows: list[dict], checks: list[dict]) -> list[str]:
+    """The graded students whose files could not be imported or run at all (a notebook whose cells could not be
+    run, a missing file, a syntax error everywhere): each of their counted checks failed on the import, so their
+    0 is their files', not the grader's error, and says nothing about any answer."""
+    graded = {r["student"] for r in rows if r["status"] == "graded"}
+    failed_import: dict[str, list[bool]] = {}
+    for c in checks:
+        if c["student"] in graded and not set_aside(c):
+            failed = not c["passed"] and str(c["message"]).startswith(IMPORT_FAILED)
+            failed_import.setdefault(c["student"], []).append(failed)
+    return sorted(s for s, failed in failed_import.items() if all(failed))
 
 
 def names(students: list[str], shown: int = 10) -> str:
@@ -157,7 +180,7 @@ def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[s
     shares = {r["student"]: share for r in rows if (share := fraction(r)) is not None}
     graded = [r for r in rows if r["student"] in shares]
     errors = [r for r in rows if r["status"] not in ("graded", EMPTY)]
-    lines = [counts_line(rows, named=False)]  # the batch names them next, each with why
+    lines = [counts_line(rows, named=False, checks=checks)]  # the batch names them next, each with why
     if mean := mean_line(rows):
         lines.append(mean)
     for m, share in milestone_means(checks).items():

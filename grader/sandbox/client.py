@@ -474,7 +474,8 @@ SIGNALS: dict[int, str] = {  # signal.Signals are ints: looked up by exit code -
     signal.SIGABRT: "aborted (SIGABRT)",
     signal.SIGBUS: "crashed with a bus error",
     signal.SIGFPE: "crashed with a floating-point exception",
-    signal.SIGKILL: "was killed (SIGKILL), most likely for using more memory than allowed",
+    # Sent by the kernel at the memory limit, or by the code itself (os.kill(os.getpid(), 9)): not told apart here.
+    signal.SIGKILL: "was killed (SIGKILL): by your code itself, or for using more memory than allowed",
     signal.SIGXCPU: "used more CPU time than allowed",
 }
 LIMIT_OF_SIGNAL: dict[int, str] = {signal.SIGKILL: "memory", signal.SIGXCPU: "time"}  # the limit each one means

@@ -6,35 +6,92 @@ milestone costs more CPU than most milestones' checks. A crash or a time-out cos
 the current test only: the next use starts a fresh worker, and a hang counts against
 the milestone whose test hung. An import that fails is remembered, so every test of
 the milestone reports the same clear message without retrying.
+
+A notebook's cells are run by this side one request each (``NotebookRun``), as a kernel runs them: each
+within its own time budget, so that a cell that hangs or ends its process costs that cell's names only.
 """
 
 from __future__ import annotations
 
+import json
 import re
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from grader import nofollow
 from grader.errors import Finding
+from grader.submission import CELL_SECONDS, CELLS_FILE, STEPWISE
 
 from .client import ForkServer, Remote, StudentError, WorkerConnection, WorkerCrash
 from .common.agreement import ErrorKind, Request
 from .secrecy import TRUSTED, trusted_source, worker_text
 
-__all__ = ["TRUSTED", "ImportFailure", "MilestoneView", "MissingName", "SharedWorker", "trusted_source"]
+__all__ = [
+    "TRUSTED",
+    "ImportFailure",
+    "MilestoneView",
+    "MissingName",
+    "NotebookRun",
+    "SharedWorker",
+    "trusted_source",
+]
 
 MAX_HANGS = 2  # after this many time-outs, a milestone's remaining checks fail at once
 # A shared worker that has used this share of its CPU limit is replaced before the next milestone,
 # so each milestone starts with (nearly) the whole limit, as with a worker of its own.
 RETIRE_AT_CPU_SHARE = 0.1
+# A notebook cell that hangs past its interrupt (it caught it) is ended with its worker this much later, or a
+# tenth of the time all the cells get together (``--timeout`` sets it), where that is less.
+CELL_GRACE_SECONDS = 2.0
+MIN_CELL_SECONDS = 1.0  # a cell that would get less (the run's time nearly spent) is not run
+# Cells left out (each hung past its interrupt or ended its process) before the notebook counts as unrunnable:
+# each one costs a fresh worker and a run of the cells before it.
+MAX_LEFT_OUT = 3
+MAX_CELLS_FILE_BYTES = 1 << 20
+# How ImportFailure's messages begin (``MilestoneView._explain_import``): a submission whose every check says
+# one of these could not be run at all (grader/batch/summary.py counts it so).
+IMPORT_FAILED = ("there is no ", "the submission's files could not be imported", "importing the submission's files")
+
+
+@dataclass
+class NotebookRun:
+    """What running a notebook's cells has taught this submission's grading, shared by its workers: the cells
+    left out, each with why (by index from 0), and the failure that ended every attempt, if one did.
+
+    A cell is left out on what this side saw (the request that ran it got no answer, or its worker died), never
+    on the worker's word; a cell interrupted by the runner is not left out: it runs again in each fresh worker,
+    so every milestone sees the names it defined before its interrupt, as in the kernel."""
+
+    cell_seconds: float = CELL_SECONDS  # each cell's budget, after which the runner interrupts it
+    left_out: dict[int, str] = field(default_factory=dict)
+    failure: WorkerCrash | None = None
+    cells: list[tuple[str, str]] | None = None  # (file, label) of each cell; None: not a notebook
+
+    def read_cells(self, submission: Path) -> list[tuple[str, str]]:
+        """The cells' files and labels that grader/submission.py wrote (bounded: a folder may carry its own)."""
+        if self.cells is None:
+            self.cells = []
+            path = submission / CELLS_FILE
+            if (submission / "notebook_code.py").is_file() and path.is_file():
+                if path.stat().st_size <= MAX_CELLS_FILE_BYTES:
+                    try:
+                        raw = json.loads(path.read_text())
+                        self.cells = [(str(f), str(label)) for f, label in raw]
+                    except (ValueError, TypeError, UnicodeDecodeError):
+                        self.cells = []
+        return self.cells
 
 
 class SharedWorker:
     """The worker of the milestones that trust the same earlier files, started on first use."""
 
-    def __init__(self, server: ForkServer, submission: Path, trusted: tuple[str, ...]):
+    def __init__(
+        self, server: ForkServer, submission: Path, trusted: tuple[str, ...], notebook: NotebookRun | None = None
+    ):
         self.server, self.submission, self.trusted = server, submission, trusted
+        self.notebook = notebook or NotebookRun()
         self.worker: WorkerConnection | None = None
         self.imported: set[MilestoneView] = set()  # the views whose modules this worker has imported
         self.user: MilestoneView | None = None  # the view whose test used it last: a hang counts against it
@@ -61,17 +118,81 @@ class SharedWorker:
 
     def start(self, view: MilestoneView) -> WorkerConnection:
         """Start a worker if there is none (the trusted files go with its first import, their code alone:
-        see secrecy.py), then import ``view``'s modules in it."""
+        see secrecy.py; a notebook's cells then run, see ``run_cells``), then import ``view``'s modules in it."""
         trusted = {}
         if self.worker is None:
-            self.worker = self.server.spawn(self.submission)
             trusted = {
                 name: worker_text(source) for name in self.trusted if (source := trusted_source(name)) is not None
             }
+            if self.notebook.read_cells(self.submission):
+                self.run_cells(view, trusted)
+                trusted = {}  # the trusted code went with the notebook's first import
+            else:
+                self.worker = self.server.spawn(self.submission)
+        assert self.worker is not None
         self.worker.deadline = view.deadline
         self.worker.request({"op": Request.IMPORT, "modules": list(view.modules), "trusted": trusted})
         self.imported.add(view)
         return self.worker
+
+    def run_cells(self, view: MilestoneView, trusted: dict[str, str]) -> None:
+        """Run the notebook's cells in a fresh worker, one request each, as a kernel runs them. Each cell has
+        ``cell_seconds`` before the runner interrupts it (its names are lost, the next cell runs); one that
+        goes on past that, or ends its process, is left out and the cells run again in a fresh worker without
+        it, up to ``MAX_LEFT_OUT`` cells. All the cells of one run together get the limits' call_seconds, as a
+        folder's import does. The time spent here is not the current test's: its deadline moves on by as much.
+        """
+        run, started = self.notebook, time.monotonic()
+        try:
+            while run.failure is None:
+                self.worker = self.server.spawn(self.submission)
+                try:
+                    if self._run_cells_once(trusted):
+                        return
+                except BaseException:  # no worker whose cells did not all run is kept
+                    self.close()
+                    raise
+                self.worker = None
+            raise WorkerCrash(str(run.failure), limit=run.failure.limit)
+        finally:
+            if view.deadline is not None:
+                view.deadline += time.monotonic() - started
+
+    def _run_cells_once(self, trusted: dict[str, str]) -> bool:
+        """One run of the cells in ``self.worker``: False if a cell was left out (the worker is gone: run again).
+        Cells that find the run's time spent are not run, as if the student had stopped there."""
+        run, worker = self.notebook, self.worker
+        assert worker is not None and run.cells is not None
+        together = self.server.limits.call_seconds
+        # Each cell's budget and grace, shrunk with a short --timeout so that a few cells still fit in it.
+        budget, grace = min(run.cell_seconds, together / 4), min(CELL_GRACE_SECONDS, together / 10)
+        worker.deadline = time.monotonic() + together
+        worker.request({"op": Request.IMPORT, "modules": [STEPWISE, "notebook_code"], "trusted": trusted})
+        for index in range(len(run.cells)):
+            if index in run.left_out:
+                worker.request(_call("_leave_out"), ([[index, run.left_out[index]]],))
+                continue
+            seconds = min(budget, worker.deadline - time.monotonic() - grace)
+            if seconds < min(MIN_CELL_SECONDS, budget / 4):
+                spent = f"not run: the cells before it used up the {together:g} s that all the cells get together"
+                rest = [[i, run.left_out.get(i, spent)] for i in range(index, len(run.cells))]
+                worker.deadline = time.monotonic() + CELL_GRACE_SECONDS
+                worker.request(_call("_leave_out"), (rest,))
+                return True
+            try:
+                worker.request(_call("_run_cell"), (index, seconds), timeout=seconds + grace)
+            except WorkerCrash as e:
+                run.left_out[index] = (
+                    f"it went on running {seconds + grace:.3g} s, past the interrupt at {seconds:.3g} s "
+                    "(does it catch KeyboardInterrupt?)"
+                    if e.limit == "time"
+                    else f"running it, {_as_cell(str(e))}"
+                )
+                if len(run.left_out) > MAX_LEFT_OUT:
+                    cells = "; ".join(f"{run.cells[i][1]}: {why}" for i, why in sorted(run.left_out.items()))
+                    run.failure = WorkerCrash(f"the notebook's cells could not be run ({cells})", limit=e.limit)
+                return False
+        return True
 
     def close(self) -> None:
         if self.worker is not None:
@@ -212,6 +333,16 @@ class MilestoneView:
                 "keep": True,
             }
         )
+
+
+def _call(name: str) -> dict:
+    """A call of the notebook runner's ``name`` (grader/submission.py's RUNNER)."""
+    return {"op": Request.CALL, "module": "notebook_code", "name": name, "seed": None, "grad": True, "keep": False}
+
+
+def _as_cell(crash: str) -> str:
+    """A worker's end (client.py's words) as a cell's: "the worker was killed" is "the cell's process was"."""
+    return crash.replace("the worker process", "its process").replace("the worker", "its process")
 
 
 class ImportFailure(Finding):

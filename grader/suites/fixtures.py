@@ -20,7 +20,7 @@ import pytest
 from grader.milestones import GRADABLE
 from grader.reference import Reference, load_reference
 from grader.sandbox.client import ForkServer, Limits
-from grader.sandbox.session import MilestoneView, SharedWorker
+from grader.sandbox.session import MilestoneView, NotebookRun, SharedWorker
 from grader.variants import LESSON, Variant
 
 
@@ -33,6 +33,7 @@ class GradingContext:
     limits: Limits
     views: dict[str, MilestoneView] = field(default_factory=dict)
     workers: dict[tuple[str, ...], SharedWorker] = field(default_factory=dict)  # by the files they trust
+    notebook: NotebookRun = field(default_factory=NotebookRun)  # a notebook's cells: what its workers learnt
     deadline: float = 0.0
     ends: float = float("inf")  # the whole submission's time limit, when there is one
     variant: Variant = LESSON  # the student's numbers in a paper's questions (grader/variants.py)
@@ -48,7 +49,7 @@ class GradingContext:
         if milestone not in self.views:
             m = GRADABLE[milestone]
             if m.trusted not in self.workers:
-                self.workers[m.trusted] = SharedWorker(self.server, self.submission, m.trusted)
+                self.workers[m.trusted] = SharedWorker(self.server, self.submission, m.trusted, self.notebook)
             self.views[milestone] = MilestoneView(self.workers[m.trusted], m.modules)
         view = self.views[milestone]
         view.start_test(self.deadline - time.monotonic())

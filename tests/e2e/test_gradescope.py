@@ -173,6 +173,26 @@ def test_a_notebook_in_one_folder_is_found(autograder, tmp_path):
     assert "Graded my work/work.ipynb, found inside your submission" in results["output"]
 
 
+def test_a_notebook_cell_that_kills_its_process_costs_only_that_cell(autograder, tmp_path):
+    """The reference's cells and, in m3's section, a demo cell that kills its own process: every milestone the
+    notebook answers keeps full marks (the cell is left out and the cells run again without it), and the output
+    blames no memory limit for a signal the code sent itself."""
+    sources = [(SOLUTIONS / f"{m}.py").read_text() for m in ("m1_attention", "m2_model", "m3_train")]
+    sources += ["import os\nos.kill(os.getpid(), 9)\n", (SOLUTIONS / "m4_generate.py").read_text()]
+    cells = [
+        {"cell_type": "code", "metadata": {}, "source": s, "outputs": [], "execution_count": None} for s in sources
+    ]
+    (tmp_path / "work.ipynb").write_text(
+        json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": cells})
+    )
+    results = run_autograder(autograder, tmp_path / "work.ipynb")
+    core = [t for t in scored(results) if t["tags"][0] in ("m1", "m2", "m3", "m4")]
+    assert core and all(t["status"] == "passed" for t in core), results["output"]
+    outputs = [t.get("output", "") for t in results["tests"]] + [results["output"]]
+    assert not any("most likely for using more memory" in o for o in outputs), results["output"]
+    assert any("cell 4 of the notebook was left out: running it, its process was killed (SIGKILL" in o for o in outputs)
+
+
 def test_an_upload_with_nothing_to_grade_says_so(autograder, tmp_path):
     """Two folders of files: nothing to choose between, so the folder itself is graded and the output says why."""
     for name in ("a", "b"):

@@ -15,6 +15,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -304,3 +305,31 @@ def test_an_existing_nbgrader_config_is_not_overwritten(tmp_path):
     ), proc.stderr
     assert config.read_text() == 'c = get_config()\nc.CourseDirectory.course_id = "ml101"\n'
     assert [p.name for p in config.parent.iterdir()] == ["nbgrader_config.py"]
+
+
+def test_a_cell_that_never_ends_costs_minutes_once_not_a_checks_cell_each(course, tmp_path, monkeypatch):
+    """The shipped config: nbgrader interrupts a student's cell after a minute (it used to wait 600 s for every
+    cell), and gives a checks cell more than the hook's limit on grading the notebook. The hook stops a grading
+    past that limit and keeps its failure, so the other checks cells answer at once (they used to wait up to
+    600 s each, 13 times)."""
+    import nbformat
+    from nbgrader.preprocessors import Execute
+    from traitlets.config.loader import PyFileConfigLoader
+
+    from grader import nbgrader_hook
+
+    execute = Execute(config=PyFileConfigLoader("nbgrader_config.py", path=str(course)).load_config())
+    notebook = nbformat.read(course / RELEASE, as_version=4)
+    by_id = {c.metadata.nbgrader.grade_id: c for c in notebook.cells if "nbgrader" in c.metadata}
+    assert execute._get_timeout(by_id["m3-answer"]) == 60
+    assert execute._get_timeout(by_id["m3-tests"]) > nbgrader_hook.GRADE_SECONDS
+
+    monkeypatch.setattr(nbgrader_hook, "GRADE_SECONDS", 1)  # a notebook that takes longer than that to grade
+    saved = tmp_path / "tinygpt.ipynb"
+    saved.write_text((course / NOTEBOOK).read_text())
+    started = time.monotonic()
+    with pytest.raises(AssertionError, match="the grading took more than 1 s and was stopped"):
+        nbgrader_hook.check(str(saved), "m1")
+    with pytest.raises(AssertionError, match="the grading took more than 1 s and was stopped"):
+        nbgrader_hook.check(str(saved), "m2")
+    assert time.monotonic() - started < 10

@@ -157,3 +157,65 @@ def test_a_copied_answer_cell_is_named_where_its_names_are_missing(tmp_path):
     assert messages and all("the notebook defines no " in m for m in messages), explain(result)
     note = "2 cells have grade_id m1-answer (cells 1 and 2): only the last is graded; delete the copy"
     assert all(note in m for m in messages), explain(result)
+
+
+# Cells that never end or end their own process: in a kernel, an interrupt (or a restart) costs that cell only.
+BAD_CELLS = {
+    "hangs": "while True:\n    pass\n",
+    "os._exit": "import os\nos._exit(0)\n",
+    "kills-itself": "import os\nos.kill(os.getpid(), 9)\n",
+}
+BAD_CELL_SECONDS = 90  # the whole grading of m1 to m4 with one such cell (about 12 s alone on a 2-core machine)
+
+
+@pytest.mark.parametrize("bad", list(BAD_CELLS))
+def test_a_cell_that_hangs_or_ends_its_process_costs_only_that_cell(tmp_path, bad):
+    """A demo cell in m3's section that loops for ever, calls os._exit or kills its own process: every milestone
+    keeps full marks (each cell runs within its own time budget; one that ends its process is left out and the
+    cells run again without it), and the notebook is graded in bounded time, not 20 s for each check."""
+    cells = [*map(reference, ("m1_attention", "m2_model", "m3_train")), BAD_CELLS[bad], reference("m4_generate")]
+    result = graded_notebook(tmp_path, cells, *CORE_ARGS)
+    assert result.returncode == 0 and all(result.full(m) for m in CORE), explain(result)
+    assert result.seconds < BAD_CELL_SECONDS, f"{result.seconds:.0f} s"
+
+
+def test_a_cell_left_out_is_named_with_its_cause(tmp_path):
+    """Where a bad cell held a milestone's answer, the milestone's checks name the cell as Jupyter shows it and
+    say what stopped it: the interrupt (the names the cell had yet to define are missing), a worker killed by a
+    signal, a cell that caught the interrupt and went on; and none blames memory for a SIGKILL it sent itself."""
+    swallow = "while True:\n    try:\n        while True:\n            pass\n    except BaseException:\n        pass\n"
+    cells = [
+        reference("m1_attention"),
+        "while True:\n    pass\n" + reference("m2_model"),
+        {**code(reference("m3_train") + "\nimport os\nos.kill(os.getpid(), 9)\n"), "execution_count": 7},
+        swallow + reference("m4_generate"),
+    ]
+    result = graded_notebook(tmp_path, cells, "-m", "m2", "-m", "m3", "-m", "m4")
+    assert result.returncode == 0, explain(result)
+    expected = {
+        "m2": "cell 2 of the notebook was interrupted after 5 s, as a kernel interrupt would",
+        "m3": "Cell In[7] (cell 3 of the notebook) was left out: running it, its process was killed (SIGKILL",
+        "m4": "cell 4 of the notebook was left out: it went on running 7 s, past the interrupt at 5 s",
+    }
+    for m, phrase in expected.items():
+        messages = result.messages(m)
+        assert messages and all(phrase in msg for msg in messages), explain(result)
+        assert not any("most likely for using more memory" in msg for msg in messages), explain(result)
+    assert result.seconds < BAD_CELL_SECONDS, f"{result.seconds:.0f} s"
+
+
+def test_a_notebook_that_cannot_be_run_is_counted_so_in_a_batch(tmp_path):
+    """eve's notebook kills its process in more cells than are left out (3): her every check fails on the import,
+    and `grade batch` and `grade report` say she could not be run, not that no submission had an error; alice's
+    notebook, with one such cell, keeps full marks."""
+    kill = "import os\nos.kill(os.getpid(), 9)\n"
+    for student, kills in (("alice", 1), ("eve", 4)):
+        (tmp_path / "class" / student).mkdir(parents=True)
+        write(tmp_path / "class" / student / "work.ipynb", [reference("m1_attention"), *[kill] * kills])
+    db = tmp_path / "grades.sqlite"
+    proc = cli("batch", str(tmp_path / "class"), "-m", "m1", "--workers", "1", "--db", str(db))
+    counted = "2 submissions: 2 graded (1 of them could not be run at all, every check failing on the import"
+    assert proc.returncode == 0 and counted in proc.stderr, proc.stderr
+    assert "lowest: eve 0.0% (0/27), alice 100.0% (27/27)" in proc.stderr, proc.stderr
+    proc = cli("report", str(db))
+    assert "of their files: eve), 0 with errors" in proc.stdout, proc.stdout

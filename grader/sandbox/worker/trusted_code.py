@@ -30,14 +30,20 @@ def load_trusted(name: str, code: str) -> types.ModuleType:
     return module
 
 
+LOADED: list[types.ModuleType] = []  # every trusted module loaded in this worker, for override_notebook
+
+
 def override_notebook(trusted: list[types.ModuleType]) -> None:
     """In a notebook every milestone shares one namespace (``notebook_code``, see grader/submission.py),
     so the student's GPTBlock would find the student's own CausalSelfAttention there: put the grader's
-    trusted definitions in its place, as a folder submission gets them through its imports."""
+    trusted definitions in its place, as a folder submission gets them through its imports. Every import
+    does it again, with the trusted modules of earlier imports too: the grading side runs a notebook's cells
+    one request at a time (grader/sandbox/session.py), after the import that brought the trusted code."""
+    LOADED.extend(trusted)
     notebook = sys.modules.get("notebook_code")
     if notebook is None:
         return
-    for module in trusted:
+    for module in LOADED:
         for name, value in list(vars(module).items()):
             if getattr(value, "__module__", None) == module.__name__:
                 setattr(notebook, name, value)
