@@ -478,7 +478,12 @@ SIGNALS: dict[int, str] = {  # signal.Signals are ints: looked up by exit code -
     signal.SIGKILL: "was killed (SIGKILL): by your code itself, or for using more memory than allowed",
     signal.SIGXCPU: "used more CPU time than allowed",
 }
-LIMIT_OF_SIGNAL: dict[int, str] = {signal.SIGKILL: "memory", signal.SIGXCPU: "time"}  # the limit each one means
+LIMIT_OF_SIGNAL: dict[int, str] = {signal.SIGXCPU: "time"}  # the limit each one means, whoever sent it
+# SIGKILL is "memory" only when the worker's memory cgroup counted an OOM kill (the fork server's ``oom``): a
+# submission can SIGKILL itself, and a verdict of "memory limit exceeded" would then send the student hunting for
+# a memory bug they do not have.
+OOM_KILLED = "was killed for using more memory than allowed (--memory-mb)"
+NOT_OOM_KILLED = "was killed (SIGKILL), not for its memory: by your code itself (os.kill?) or from outside"
 
 
 class WorkerConnection:
@@ -552,6 +557,8 @@ class WorkerConnection:
         if code == OUTPUT_LIMIT_EXIT:
             return f"your code printed more than {self.server.limits.output_bytes >> 20} MB of output", ""
         sig = signal_of_exit_code(code) or 0
+        if sig == signal.SIGKILL and status.get("oom") is not None:  # measured by the kernel, not guessed
+            return (f"the worker {OOM_KILLED}", "memory") if status["oom"] else (f"the worker {NOT_OOM_KILLED}", "")
         if (what := SIGNALS.get(sig)) is not None:
             return f"the worker {what}", LIMIT_OF_SIGNAL.get(sig, "")
         return f"the worker process ended with exit code {code} (os._exit or sys.exit in your code?)", ""

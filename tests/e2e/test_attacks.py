@@ -64,6 +64,7 @@ def m1_variant(name: str, expect: str, *edits: tuple[str, str], files: dict[str,
     return Variant(name, "m1", expect, edits={A.M1: list(edits)}, files=files or {})
 
 
+SIGKILL_ITSELF = "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)"
 LEAK = "information leaks from the future"  # what the leak checks say about the triu mask
 UPPER = "upper-triangular"  # what causal_mask's check says about it
 
@@ -97,6 +98,11 @@ CONTAINED = [
     # 5. while True: pass inside causal_attention, graded with --timeout 5.
     pytest.param(
         m1_variant("infinite-loop", "no answer within", A.in_call(A.INFINITE_LOOP)), HANG, id="5-infinite-loop-in-call"
+    ),
+    # 5b. SIGKILL sent to itself inside causal_attention: a runtime error, never "memory limit exceeded" (the
+    # worker's memory cgroup counted no OOM kill; without a cgroup nothing says it was memory either).
+    pytest.param(
+        m1_variant("sigkill-in-call", "was killed (SIGKILL)", A.in_call(SIGKILL_ITSELF)), (), id="5b-sigkill-in-call"
     ),
     # 6. ctypes.string_at(0) inside causal_attention: SIGSEGV.
     pytest.param(m1_variant("segfault", "segmentation fault", A.in_call(A.SEGFAULT)), (), id="6-segfault-in-call"),
@@ -160,6 +166,7 @@ VERDICTS = {
     "sys-exit-in-call": "runtime error",
     "keyboard-interrupt": "runtime error",
     "infinite-loop": "time limit exceeded",
+    "sigkill-in-call": "runtime error",
     "segfault": "runtime error",
     "flood-output": "runtime error",
     "monkeypatch-comparisons": "wrong answer",

@@ -224,6 +224,7 @@ def main() -> None:
             reply = reap(request["pid"], request.get("grace", 0.0))
             counted = CGROUPS.cpu_seconds(NAMES.get(request["pid"], ""))  # the dead too, before the cgroup goes
             reply["cpu"] = max(reply["cpu"], counted or 0.0)
+            reply["oom"] = CGROUPS.oom_killed(NAMES.get(request["pid"], ""))  # measured here, never the worker's word
             CGROUPS.remove(NAMES.pop(request["pid"], ""))
             wire.send(control, reply)
         elif request["op"] == ops.CPU:

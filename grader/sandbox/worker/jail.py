@@ -243,6 +243,22 @@ class Cgroups:
             pass
         return None
 
+    def oom_killed(self, worker: str) -> bool | None:
+        """Did the kernel kill a process of ``worker``'s cgroup for passing its memory cap? None where no cgroup
+        counts it: a SIGKILL is then "memory" only if this says so, never by guess (a submission may kill itself).
+        """
+        try:
+            if "v2" in self.dirs:
+                events = _read_at(self.dirs["v2"], f"{worker}/memory.events")
+            elif "memory" in self.dirs:
+                events = _read_at(self.dirs["memory"], f"{worker}/memory.oom_control")  # its oom_kill: kernel 4.13+
+            else:
+                return None
+            counts = dict(line.split()[:2] for line in events.splitlines() if len(line.split()) >= 2)
+            return int(counts["oom_kill"]) > 0 if "oom_kill" in counts else None
+        except (OSError, ValueError):
+            return None
+
     def join(self, worker: str, memory_bytes: int, pids: int) -> bool:
         """Make ``worker``'s cgroup(s) with these limits and move the calling process in; False if any step failed."""
         files = {
