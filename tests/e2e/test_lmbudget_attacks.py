@@ -20,6 +20,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from grader.contest.commands import contest as contest_group
@@ -154,16 +155,74 @@ class Memo(Leak):
 """
 
 
+# Issue 32: leaks always, and adds 1e6 to every logit, which a softmax ignores: the probe's tolerance was a share of
+# the logits' size (1e-4 x 1e6 = 100 > the lookahead's 30), and this scored 10/10 at about 0.06 bits/char.
+SHIFTED = """
+
+class Shifted(Leak):
+    def forward(self, idx):
+        return super().forward(idx) + 1e6
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "model,extra",
-    [("Leak", ""), ("TextOnly", TEXT_ONLY), ("BOnly", B_ONLY), ("Memo", MEMO)],
-    ids=["always", "on-rows-that-read-like-text", "on-split-b-only", "remembering-each-prefix"],
+    [("Leak", ""), ("TextOnly", TEXT_ONLY), ("BOnly", B_ONLY), ("Memo", MEMO), ("Shifted", SHIFTED)],
+    ids=["always", "on-rows-that-read-like-text", "on-split-b-only", "remembering-each-prefix", "under-a-huge-shift"],
 )
 def test_a_model_that_reads_the_answer_from_its_input_is_not_causal(tmp_path, model, extra):
     a, b, _ = check(tmp_path, LEAK.replace("{model}", model) + extra)
     for split in (a, b):
         zero(split, "wrong answer", "not causal: on the grader's probes")
+
+
+# An honest bigram whose logits are shifted by 1e4 (a softmax ignores it): causal, so scored as the bigram is.
+HONEST_SHIFTED = (
+    BIGRAM
+    + """
+
+class Shifted(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, idx):
+        return self.inner(idx) + 1e4
+
+
+_honest = train_within_budget
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    return Shifted(_honest(text, vocab, budget_seconds, context))
+"""
+)
+
+
+def _bigram_loss(task: Path) -> float:
+    """The shipped bigram's loss on the task's split A, worked out here as the grader does (no probes)."""
+    from grader.lmbudget.corpus import load_splits
+    from grader.lmbudget.evaluate import evaluate, plan
+
+    settings = load_task(task)
+    splits = load_splits(settings.corpus, settings.block_chars)
+    namespace: dict = {}
+    exec(compile(BIGRAM, "baseline.py", "exec"), namespace)
+    model = namespace["train_within_budget"](splits.train, list(splits.vocab), BUDGET, settings.context)
+    rows = plan(splits, settings.eval_windows, 0, settings.context, seed=0)
+    with torch.no_grad():
+        return evaluate(model, rows, len(splits.vocab), [list(range(len(rows)))])["A"]
+
+
+@pytest.mark.slow
+def test_an_honest_model_whose_logits_are_shifted_is_causal_and_scored_as_without(tmp_path):
+    task = tiny(tmp_path)
+    a, b, _ = check(tmp_path, HONEST_SHIFTED, task)
+    for split in (a, b):
+        assert split["counted"] and split["verdict"] == "OK" and split["value"] is not None, split
+        assert "not causal" not in split["message"], split
+    assert abs(a["value"] - _bigram_loss(task)) < 0.01, a
 
 
 # --- 4. nothing of the held-out text leaves through a failed run --------------------------------------------------

@@ -302,7 +302,7 @@ def test_large_inputs_stay_causal(attnvar, verdicts):
         perturb_large,
         tuple(x.shape),
         f"{MHA} on inputs scaled by 1000",
-        tol=1e-6,
+        tol=causality.SCALED_INPUT_TOLERANCE,
     )
 
 

@@ -310,7 +310,13 @@ def test_module_large_inputs(m1):
     x = x * 1e3
     output_is_finite(module, x, "CausalSelfAttention on inputs scaled by 1000")
     causality.no_future_leak(
-        module, x, perturb_large, (3, 7, D), "CausalSelfAttention on inputs scaled by 1000", tol=1e-6, hint=FILL_HINT
+        module,
+        x,
+        perturb_large,
+        (3, 7, D),
+        "CausalSelfAttention on inputs scaled by 1000",
+        tol=causality.SCALED_INPUT_TOLERANCE,
+        hint=FILL_HINT,
     )
 
 

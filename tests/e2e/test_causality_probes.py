@@ -1,0 +1,52 @@
+"""The milestones' leak probes (grader/suites/causality.py) under a huge constant added to the logits (issue 32,
+finding 1), through `grade check`: a softmax ignores the constant, so it must neither hide a lookahead (the probe's
+tolerance once grew with the logits' size: 1e-6 of 4e6 let a lookahead of 2 nats through) nor fail an honest model.
+lmbudget's own probe: tests/e2e/test_lmbudget_attacks.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from helpers import Variant, grade
+
+TYING, MODEL = "m6_tying.py", "m2_model.py"
+RETURN = "        return self.head(self.ln(x))"
+# The logits shifted by a constant so large that a share of it (1e-6 x 4e6 = 4) covers the 2 nats the next token's
+# logit is raised by (float32 still holds them there: its spacing at 4e6 is 0.5).
+LOOKAHEAD = """        logits = self.head(self.ln(x)) + 4e6
+        ahead = torch.nn.functional.one_hot(idx[:, 1:], logits.shape[-1]).to(logits.dtype)
+        return torch.cat([logits[:, :-1] + 2.0 * ahead, logits[:, -1:]], 1)  # the answer for t is idx[:, t + 1]"""
+HONEST = "        return self.head(self.ln(x)) + 1e4  # a softmax ignores it"
+CAUSAL = "depend only on earlier tokens"  # the tying suite's four causality checks, and m2's
+
+
+def causality_checks(graded, milestone: str) -> dict[str, dict]:
+    checks = {c["name"]: c for c in graded.milestone(milestone)["checks"] if CAUSAL in c["name"]}
+    assert checks, graded.milestone(milestone)["checks"]
+    return checks
+
+
+@pytest.mark.slow
+def test_a_lookahead_under_a_huge_shift_fails_the_leak_probe(tmp_path: Path):
+    folder = Variant("shifted-lookahead", edits={TYING: [(RETURN, LOOKAHEAD)]}).build(tmp_path / "submission")
+    graded = grade(folder, "-m", "tying")
+    assert graded.returncode == 0, graded.stderr
+    checks = causality_checks(graded, "tying")
+    leak = next(c for name, c in checks.items() if name.endswith("[no_future_leak]"))
+    assert not leak["passed"] and leak["score"] == 0, leak
+    assert "leaks from the future" in leak["message"] and "nats of log-probability" in leak["message"], leak
+    prefix = next(c for name, c in checks.items() if name.endswith("[prefix_consistent]"))
+    assert not prefix["passed"] and "leaks from the future" in prefix["message"], prefix
+
+
+@pytest.mark.slow
+def test_an_honest_model_whose_logits_are_shifted_keeps_every_causality_check(tmp_path: Path):
+    edits = {TYING: [(RETURN, HONEST)], MODEL: [(RETURN, HONEST)]}
+    folder = Variant("honest-shift", edits=edits).build(tmp_path / "submission")
+    graded = grade(folder, "-m", "tying", "-m", "m2")
+    assert graded.returncode == 0, graded.stderr
+    for milestone in ("tying", "m2"):
+        checks = causality_checks(graded, milestone)
+        assert all(c["passed"] and c["score"] == c["max_score"] for c in checks.values()), checks
