@@ -4,8 +4,9 @@ with a tiny task file on the default corpus (a fresh process: a grading process 
 * a model that reads the answer from its input (``idx[:, t + 1]``), or does so only on rows that read like
   text, or only on the calls where split B used to come: "not causal", a counted 0;
 * an evaluation that raises with the held-out text in its message and in its place: a fixed message;
-* the default corpus: out of a worker's reach (a real worker tries to open it); `grade contest check`
-  refuses a corpus the worker can read, `grade check` warns;
+* the default corpus: out of a worker's reach (a real worker tries to open it), but students have it (the
+  grader's sources ship in the release): `grade contest check` and `grade contest serve` refuse it, any other
+  text students have (a file in the kit, ``python``) and a corpus the worker can read; `grade check` warns;
 * CPU used at import, by a child the code does not wait for, inside forward, or behind a patched
   ``time.process_time``: all the sandbox's count, so "time limit exceeded", a counted 0.
 """
@@ -26,7 +27,7 @@ from click.testing import CliRunner
 from grader.contest.commands import contest as contest_group
 from grader.lmbudget.corpus import corpus_files
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
-from helpers import cli
+from helpers import REPO, cli, contest_folder, free_port
 
 BUDGET, WALL, MARGIN, EVAL_CPU = 2.0, 12.0, 1.0, 1.0
 BURN = 7.0  # CPU seconds each cheat spends, against a budget of 2 (+ 1)
@@ -290,13 +291,16 @@ def test_a_worker_cannot_open_the_default_corpus(tmp_path):
     assert f"OPENED 0 OF {len(paths)}" in a["message"], a["message"]
 
 
+CONTEST = (
+    'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
+    "[tasks.lmbudget]\npoints = 10\n"
+)
+
+
 def contest_check(tmp_path: Path, task: Path):
     folder = tmp_path / "contest"
     folder.mkdir()
-    (folder / "contest.toml").write_text(
-        'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
-        "[tasks.lmbudget]\npoints = 10\n"
-    )
+    (folder / "contest.toml").write_text(CONTEST)
     saved = os.environ.get(ENV_VAR)
     os.environ[ENV_VAR] = str(task)
     try:
@@ -308,18 +312,72 @@ def contest_check(tmp_path: Path, task: Path):
             os.environ[ENV_VAR] = saved
 
 
+def private_text(folder: Path) -> Path:
+    """A coach's own text, made up here (outside the kit's folder, out of a worker's sight): 60,000 characters."""
+    words = ["alpha", "brook", "cinder", "dune", "ember", "fjord", "glade", "heath", "inlet", "juniper"]
+    path = _mkdir(folder) / "private.txt"
+    path.write_text(" ".join(words[(i * i + 3 * i) % len(words)] for i in range(10_000)) + "\n")
+    return path
+
+
 @pytest.mark.slow
-def test_contest_check_refuses_a_corpus_the_worker_can_read_and_takes_the_default(tmp_path):
-    refused = contest_check(tmp_path / "python", tiny(_mkdir(tmp_path / "python"), corpus="python"))
-    assert refused.exit_code == 2 and "a worker can read" in refused.output, refused.output
-    assert "which every worker sees" in refused.output, refused.output
-    taken = contest_check(tmp_path / "default", tiny(_mkdir(tmp_path / "default")))
+def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_read(tmp_path):
+    """Issue 32: the default corpus is the grader's own sources, which the release ships; a model that carries them
+    scored 10/10 with a lookup. A contest takes a text of the coach's own outside the kit, and nothing else."""
+    refused = {
+        "default": tiny(_mkdir(tmp_path / "default")),
+        "python": tiny(_mkdir(tmp_path / "python"), corpus="python"),
+        "in-the-kit": tiny(_mkdir(tmp_path / "in-the-kit"), corpus=f"file:{REPO / 'docs' / 'exercises.md'}"),
+        "a-link-to-the-kit": tiny(_mkdir(tmp_path / "a-link-to-the-kit"), corpus="file:link.txt"),
+        "readable": tiny(_mkdir(tmp_path / "readable"), corpus=f"file:{os.__file__}"),
+    }
+    (tmp_path / "a-link-to-the-kit" / "link.txt").symlink_to(REPO / "grader" / "lmbudget" / "corpus.py")
+    said = {name: contest_check(tmp_path / name, task) for name, task in refused.items()}
+    for name, result in said.items():
+        assert result.exit_code == 2, (name, result.output)
+        assert 'corpus = "file:PATH"' in result.output and "students have not seen" in result.output, result.output
+    assert "students have the held-out text (the 'grader' corpus is a snapshot of the grader's own sources, which the "
+    "student release ships)" in said["default"].output, said["default"].output
+    assert "scores full marks with a lookup" in said["default"].output, said["default"].output
+    assert f"into the task file ({refused['default']};" in said["default"].output, "the task file in use is named"
+    assert "students have the held-out text" in said["python"].output, said["python"].output
+    for name in ("in-the-kit", "a-link-to-the-kit"):
+        assert "lies in the kit's folder" in said[name].output or "lies in the grader package" in said[name].output
+    readable = said["readable"].output
+    assert "a worker can read" in readable and "which every worker sees" in readable, readable
+    private = tiny(_mkdir(tmp_path / "private"), corpus=f"file:{private_text(tmp_path / 'private')}")
+    taken = contest_check(_mkdir(tmp_path / "private-contest"), private)
     assert taken.exit_code == 0, taken.output
+
+
+@pytest.mark.slow
+def test_contest_serve_refuses_the_default_corpus_before_it_listens(tmp_path):
+    folder = contest_folder(tmp_path / "contest", CONTEST)
+    saved = os.environ.get(ENV_VAR)
+    os.environ[ENV_VAR] = str(tiny(_mkdir(tmp_path / "task")))
+    try:
+        result = CliRunner().invoke(contest_group, ["serve", str(folder), "--port", str(free_port())])
+    finally:
+        if saved is None:
+            os.environ.pop(ENV_VAR)
+        else:
+            os.environ[ENV_VAR] = saved
+    assert result.exit_code == 2 and "students have the held-out text" in result.output, result.output
+    assert "serving" not in result.output
 
 
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.mark.slow
+def test_grade_check_warns_that_students_have_the_default_corpus(tmp_path):
+    a, b, _ = check(tmp_path, BIGRAM)
+    assert a["passed"] and a["counted"], a
+    for split in (a, b):
+        assert "warning: students have this task's held-out text (the 'grader' corpus" in split["message"], split
+        assert 'set corpus = "file:PATH"' in split["message"], split
 
 
 @pytest.mark.slow
