@@ -185,11 +185,19 @@ def causal_gradient(grad: torch.Tensor | dict, T: int, what: str, otherwise: Cal
 
     ``grad`` is the worker's ``input_grad`` answer, which may say the probe saw nothing: a claim the worker
     could forge (it runs the submission), so ``otherwise``, a check on outputs that the grading process
-    compares itself, decides instead. Without one, the check has no verdict.
+    compares itself, decides instead. Without one, the check has no verdict. Where there is one it runs after
+    a gradient that holds, too: a model that reads a later token as a number (``one_hot(idx[:, t + 1])``) leaks
+    through no gradient at all, and a forged matrix says nothing (issue 32).
     """
     if otherwise is not None and unobserved(grad):
         otherwise()
         return
+    _gradient_is_causal(grad, T, what)
+    if otherwise is not None:
+        otherwise()
+
+
+def _gradient_is_causal(grad: torch.Tensor | dict, T: int, what: str) -> None:
     grad = tensor(observed(grad), f"the gradient matrix of {what}", (T, T), dtype=None).double()
     future = grad.triu(1)
     if future.any():

@@ -37,8 +37,11 @@ def test_a_lookahead_under_a_huge_shift_fails_the_leak_probe(tmp_path: Path):
     leak = next(c for name, c in checks.items() if name.endswith("[no_future_leak]"))
     assert not leak["passed"] and leak["score"] == 0, leak
     assert "leaks from the future" in leak["message"] and "nats of log-probability" in leak["message"], leak
-    prefix = next(c for name, c in checks.items() if name.endswith("[prefix_consistent]"))
-    assert not prefix["passed"] and "leaks from the future" in prefix["message"], prefix
+    for probe in ("prefix_consistent", "gradient"):  # the gradient: one_hot(idx) leaks through no gradient at all
+        found = next(c for name, c in checks.items() if name.endswith(f"[{probe}]"))
+        assert not found["passed"] and "leaks from the future" in found["message"], found
+    earned = {name: c["score"] for name, c in checks.items() if c["score"]}
+    assert list(earned) == [next(n for n in checks if n.endswith("[batch_independent]"))], earned
 
 
 @pytest.mark.slow

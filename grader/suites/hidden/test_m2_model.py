@@ -146,7 +146,7 @@ def test_model_gradient_is_causal(m2):
     model = m2.new("TinyGPT", V, D, HEADS, LAYERS, T_MAX, seed=2)
     x = causality.distinct_tokens(3, 2, T_MAX, V)
 
-    def outputs() -> None:  # if the probe saw nothing: the same tokens' outputs decide
+    def outputs() -> None:  # the same tokens' outputs: they decide if the probe saw nothing, and must hold anyway
         causality.no_future_leak(model, x, causality.token_perturbation(V), (2, T_MAX, V), "TinyGPT", logits=True)
 
     causality.causal_gradient(model.input_grad(x, via="tok"), T_MAX, "TinyGPT", otherwise=outputs)

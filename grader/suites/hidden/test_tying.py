@@ -246,7 +246,7 @@ def test_library_gpt_is_causal(tying, check):
         distinct = causality.distinct_tokens(1, 2, T_MAX, V)
         grad = model.input_grad(distinct, via="tok")
 
-        def outputs() -> None:  # if the probe saw nothing: the same tokens' outputs decide
+        def outputs() -> None:  # the same tokens' outputs: they decide if the probe saw nothing, and must hold anyway
             perturb = causality.token_perturbation(V)
             causality.no_future_leak(model, distinct, perturb, (2, T_MAX, V), "LibraryGPT", logits=True)
 
