@@ -17,6 +17,7 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
@@ -262,7 +263,9 @@ def test_an_evaluation_that_raises_with_the_held_out_text_shows_none_of_it(tmp_p
     a, b, report = check(tmp_path, TELLS)
     for split in (a, b):
         zero(split, "runtime error", "runtime error while evaluating your model")
-        assert split["message"] == "runtime error while evaluating your model" and not split.get("traceback"), split
+        said, _, warning = split["message"].partition("; ")  # then the default corpus's warning, in fixed words
+        assert said == "runtime error while evaluating your model" and not split.get("traceback"), split
+        assert warning.startswith("warning: students have this task's held-out text (the 'grader' corpus"), split
     assert "LEAKED" not in report  # (the corpus is the grader's own code, so its words are in any report)
 
 
@@ -353,17 +356,13 @@ def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_rea
 @pytest.mark.slow
 def test_contest_serve_refuses_the_default_corpus_before_it_listens(tmp_path):
     folder = contest_folder(tmp_path / "contest", CONTEST)
-    saved = os.environ.get(ENV_VAR)
-    os.environ[ENV_VAR] = str(tiny(_mkdir(tmp_path / "task")))
-    try:
-        result = CliRunner().invoke(contest_group, ["serve", str(folder), "--port", str(free_port())])
-    finally:
-        if saved is None:
-            os.environ.pop(ENV_VAR)
-        else:
-            os.environ[ENV_VAR] = saved
-    assert result.exit_code == 2 and "students have the held-out text" in result.output, result.output
-    assert "serving" not in result.output
+    env = {**os.environ, ENV_VAR: str(tiny(_mkdir(tmp_path / "task")))}
+    try:  # a server that starts serves until it is stopped: 60 s is far more than a refusal takes
+        proc = cli("contest", "serve", str(folder), "--port", str(free_port()), env=env, timeout=60)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"grade contest serve started on the default corpus: {e.stdout!r}")
+    assert proc.returncode == 2 and "students have the held-out text" in proc.stderr, (proc.stdout, proc.stderr)
+    assert "serving" not in proc.stdout and "Traceback" not in proc.stderr
 
 
 def _mkdir(path: Path) -> Path:
