@@ -35,7 +35,7 @@ import torch
 
 from grader.errors import Finding
 from grader.lmbudget.corpus import corpus_files, load_splits, public_reason
-from grader.lmbudget.evaluate import BadOutput, NotCausal, deal, evaluate, new_seed, plan
+from grader.lmbudget.evaluate import PROBE_TOLERANCE, BadOutput, NotCausal, deal, evaluate, new_seed, plan
 from grader.lmbudget.task import LOSS_FORMAT, RunFailed, Task, load_task
 from grader.milestones import GRADABLE
 from grader.sandbox.client import Remote, StudentError, WorkerConnection, WorkerCrash
@@ -57,8 +57,9 @@ EVAL_SAVE = (
     "the top level of lmbudget.py; no lambdas, open files or generators in its attributes)"
 )
 NOT_CAUSAL = (
-    "not causal: on the grader's probes (held-out windows whose later inputs it replaced) your model's outputs at "
-    "earlier positions changed. A model must predict each character from those before it only: is every "
+    "not causal: on the grader's probes (held-out windows whose later inputs it replaced) your model's predictions "
+    f"at earlier positions changed (its log-probabilities, by more than {PROBE_TOLERANCE:g} nats; a constant added "
+    "to the logits changes none). A model must predict each character from those before it only: is every "
     "attention masked (tril), and does nothing in forward read idx[:, t + 1:] for position t?"
 )
 
