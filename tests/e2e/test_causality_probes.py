@@ -53,3 +53,20 @@ def test_an_honest_model_whose_logits_are_shifted_keeps_every_causality_check(tm
     for milestone in ("tying", "m2"):
         checks = causality_checks(graded, milestone)
         assert all(c["passed"] and c["score"] == c["max_score"] for c in checks.values()), checks
+
+
+# A layer that adds the next position's input, detached: the worker's gradient matrix shows no leak (there is no
+# gradient through it), so the gradient check passed on that alone; the outputs' probe now runs after it too.
+DETACHED = """        out = self.proj(out)
+        return torch.cat([out[:, :-1] + 0.5 * x.detach()[:, 1:], out[:, -1:]], 1)  # the next input, no gradient"""
+GRADIENT_CHECK = "the gradient of output t with respect to any later input is exactly 0"
+
+
+@pytest.mark.slow
+def test_a_leak_with_no_gradient_fails_the_gradient_check(tmp_path: Path):
+    edits = {"m1_attention.py": [("        return self.proj(out)", DETACHED)]}
+    folder = Variant("detached-lookahead", edits=edits).build(tmp_path / "submission")
+    graded = grade(folder, "-m", "m1")
+    assert graded.returncode == 0, graded.stderr
+    (check,) = [c for c in graded.milestone("m1")["checks"] if c["name"] == GRADIENT_CHECK]
+    assert not check["passed"] and check["score"] == 0 and "leaks from the future" in check["message"], check
