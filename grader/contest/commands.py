@@ -174,22 +174,33 @@ def _roster(folder: Path, rules: Contest | None) -> tuple[str, ...]:
 
 
 def held_out_refusal(rules: Contest) -> str | None:
-    """Why a metric task of ``rules`` cannot run as a contest here: its held-out text is one a worker can read
-    (decided from a fork server started on this machine: grader/sandbox/visibility.py); None when none is."""
+    """Why a metric task of ``rules`` cannot run as a contest here: its held-out text is one students have
+    (``public_reason``: the default corpus, a file in the kit), or one a worker can read (decided from a fork
+    server started on this machine: grader/sandbox/visibility.py); None when neither is."""
     metric = [t.id for t in rules.tasks if is_metric(t.id)]
     if not metric:
         return None
-    from grader.lmbudget.corpus import corpus_files  # lmbudget loads torch: only for a contest with a metric task
-    from grader.lmbudget.task import ENV_VAR, load_task
+    from grader.lmbudget.corpus import corpus_files, public_reason  # lmbudget loads torch: only for a metric task
+    from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task
 
     task = load_task()  # the task file the server's grading reads: GPTKIT_LMBUDGET_TASK, or the shipped one
+    fix = (
+        f'Write corpus = "file:PATH" into the task file ({os.environ.get(ENV_VAR) or TASK_FILE}; {ENV_VAR} names '
+        "another), PATH a UTF-8 text of your own that students have not seen, outside the kit's folder and the "
+        "folders the sandbox shows (docs/exercises.md)"
+    )
+    public = public_reason(task.corpus)
+    if public:
+        return (
+            f"{', '.join(metric)}: students have the held-out text ({public}), so a submission that carries it "
+            f"scores full marks with a lookup. {fix}"
+        )
     why = worker_view(probe_protections()).readable(corpus_files(task.corpus))
     if why is None:
         return None
     return (
         f"{', '.join(metric)}: a worker can read the held-out text of its corpus ({task.corpus!r}; {why}), so a "
-        f'submission could score by reading it. Point the task file ({ENV_VAR}) at a corpus = "file:PATH" of '
-        "your own, outside the folders the sandbox shows (docs/exercises.md)"
+        f"submission could score by reading it. {fix}"
     )
 
 
@@ -301,6 +312,9 @@ def serve(
     _folder(folder)
     if not (folder / TOKENS).exists() or not (folder / ADMIN_TOKEN).exists():
         raise ContestCommandError(f"{folder} has no tokens yet: run `grade contest tokens {folder}` first")
+    secret = held_out_refusal(_rules(folder))  # as `check`: a metric task's held-out text students have
+    if secret:
+        raise ContestCommandError(secret)
     try:
         import uvicorn
 

@@ -1,21 +1,32 @@
 """The lmbudget task's text, on the grading process's side: corpora, splits and the vocabulary.
 
-The held-out splits must be text the worker cannot read while it runs (``grader/sandbox/visibility.py``
-decides that from the sandbox's real view; ``grade contest check`` refuses a task whose text it can read,
-``grade check`` warns). The corpora (``corpus`` in the task file):
+The held-out splits must be text students do not have, and that the worker cannot read while it runs. A model
+may carry any text its student has (a submission is code and data): with the held-out text inside it, a causal
+n-gram lookup scores full marks (issue 32: 10/10 on the default corpus). So ``public_reason`` names the corpora
+students have, and the worker's view (``grader/sandbox/visibility.py``, decided from the sandbox's real view)
+those it can read; ``grade contest check`` and ``grade contest serve`` refuse a contest whose metric task's
+text is either, ``grade check`` warns. The corpora (``corpus`` in the task file):
 
-* ``grader`` (the default): a frozen snapshot of this grader package's own Python sources
-  (``grader/**/*.py`` sorted by their path, pure-ASCII files only, up to 1,000,000 characters, each after a
-  ``# file: PATH`` line), shipped gzipped inside the package (``FROZEN``, made by ``freeze()`` once): the
-  sandbox hides it from the worker (``private-root``, ``grader-files-hidden``), it is on every machine that
+* ``grader`` (the default, for practice and the kit's own tests): a frozen snapshot of this grader package's
+  own Python sources (``grader/**/*.py`` sorted by their path, pure-ASCII files only, up to 1,000,000
+  characters, each after a ``# file: PATH`` line), shipped gzipped inside the package (``FROZEN``, made by
+  ``freeze()`` once). The sandbox hides the file from the worker (``private-root``, ``grader-files-hidden``)
+  and the student release leaves it out, but the sources it was made from ship in the release (its
+  ``grader/``): students have this text, so it is public (``public_reason``). It is on every machine that
   grades, so tests and CI download nothing, and it does not change when the kit's code does, so the
   calibration holds (``python -m grader.lmbudget.corpus --freeze`` makes a new one: then recalibrate).
 * ``file:PATH``: a text file of the coach's own (UTF-8; a relative PATH is the task file's folder's). The
-  one choice for a contest with stakes: any public text (this kit's sources included) a student can carry
-  inside their submission.
-* ``shakespeare``: tiny Shakespeare, downloaded once and checksummed (``datasets/sources.json``).
+  one choice for a contest: a text students have not seen, kept outside the kit's folder (a file inside it,
+  as the release or a clone of the kit holds it, is public) and outside what the sandbox shows a worker.
+* ``shakespeare``: tiny Shakespeare, downloaded once and checksummed (``datasets/sources.json``): public.
 * ``python``: this interpreter's standard library (stretch/data.py), which the worker needs to run and so
-  can read: for the stretch's practice only; the task refuses it in a contest and warns elsewhere.
+  can read: public, for the stretch's practice only.
+
+What students have, and so ``public_reason`` refuses for a contest: the three named corpora, and any file under
+the kit's folder (``PROJECT_DIR``: the student release is built from it, and ships its ``grader/`` and
+``exercises/``; the kit itself may be public) or under the grader package, wherever it is installed. A text of
+the coach's own outside it cannot be told from a copy of public text: the docs say to use one students have not
+seen.
 
 Splits: the text is cut into blocks of ``block`` characters; block ``i`` goes to split A when
 ``i % 10 == 8``, to B when ``i % 10 == 9``, to train otherwise (80/10/10). Interleaved blocks make
@@ -37,6 +48,7 @@ from grader.errors import UserError
 UNK = "\ufffd"  # the vocabulary's last entry: any character the train split lacks
 CYCLE, A_SLOT, B_SLOT = 10, 8, 9
 GRADER_DIR = Path(__file__).resolve().parents[1]  # the grader package: hidden from every worker
+PROJECT_DIR = GRADER_DIR.parent  # the kit's folder, which the student release is built from
 FROZEN = Path(__file__).with_name("grader-corpus.txt.gz")  # the ``grader`` corpus, frozen (``freeze``)
 CORPUS_CHARS = 1_000_000  # about the size of tiny Shakespeare, so the corpora train alike
 FILE_PREFIX = "file:"
@@ -97,6 +109,28 @@ def file_path(corpus: str, base: Path | None = None) -> Path:
     """The file a ``file:PATH`` corpus names (relative to ``base``, the task file's folder)."""
     path = Path(corpus.removeprefix(FILE_PREFIX)).expanduser()
     return path if path.is_absolute() or base is None else base / path
+
+
+# The named corpora students have, and why (one clause each, for the messages of `grade check` and a contest's).
+PUBLIC = {
+    "grader": "a snapshot of the grader's own sources, which the student release ships",
+    "python": "this Python's standard library, which every student has",
+    "shakespeare": "tiny Shakespeare, a public text anyone can download",
+}
+
+
+def public_reason(corpus: str, base: Path | None = None) -> str | None:
+    """Why students may have ``corpus``'s text (a clause), or None for a ``file:PATH`` outside the kit's folder
+    and the grader package. A model that carries the held-out text scores full marks with a lookup, so a contest
+    refuses such a corpus and `grade check` warns (see the module's docstring)."""
+    if corpus in PUBLIC:
+        return f"the {corpus!r} corpus is {PUBLIC[corpus]}"
+    if corpus.startswith(FILE_PREFIX):
+        path = file_path(corpus, base).resolve()  # through any link: a link in /tmp to the kit is the kit
+        for root, what in ((GRADER_DIR, "the grader package"), (PROJECT_DIR, "the kit's folder")):
+            if path.is_relative_to(root):
+                return f"{path} lies in {what} ({root}), which students have (the release is made from it)"
+    return None
 
 
 def corpus_files(corpus: str, base: Path | None = None) -> list[Path]:

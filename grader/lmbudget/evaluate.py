@@ -6,9 +6,10 @@ are shuffled together into every call, in an order drawn afresh for each run:
 * the windows of split A and of split B (``eval_windows`` of each, at fixed starts), which are scored;
 * probes (``probe_windows``): a real window of A or B whose inputs from a random position ``cut`` on are
   replaced by those of another held-out window (from the same split, at starts halfway between the scored
-  ones), so a probe reads as held-out text too. A causal model's outputs before ``cut`` are the same on the
-  probe as on its window (``grader/causal.py``: the kit's leak probe, grader/suites/causality.py's); any
-  difference is a model that reads later inputs, such as the answer at ``idx[:, t + 1]``: "not causal".
+  ones), so a probe reads as held-out text too. A causal model's log-probabilities before ``cut`` are the same
+  on the probe as on its window (``grader/causal.py``: the kit's leak probe, grader/suites/causality.py's,
+  compared shift-free with an absolute tolerance); any difference beyond rounding is a model that reads later
+  inputs, such as the answer at ``idx[:, t + 1]``: "not causal".
 
 So a model cannot tell A from B, nor a probe from a scored window: it must predict each row as if it were
 scored and checked. Every comparison and the loss happen here; nothing about a row (its text, a position) goes
@@ -34,14 +35,15 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
-from grader.causal import changed_before
+from grader.causal import LOG_PROB_TOLERANCE, changed_before, log_probs
 from grader.errors import Finding
 from grader.lmbudget.corpus import Splits, windows
 
 EVAL_BATCH = 32  # rows per forward call in the worker
 PROBE_OFFSET = 0.5  # a probe's replacement text starts halfway between two scored windows
-# Outputs before a probe's cut may differ by rounding (another batch, another row): this share of their size.
-PROBE_TOLERANCE = 1e-4
+# Log-probabilities before a probe's cut may differ by rounding (another batch, another copy): this many nats, an
+# absolute tolerance on a shift-free quantity (grader/causal.py says why this much, and what a leak gains under it).
+PROBE_TOLERANCE = LOG_PROB_TOLERANCE
 
 
 class BadOutput(Finding):
@@ -151,11 +153,11 @@ def checked(logits: Any, want: tuple[int, ...]) -> torch.Tensor:
 
 
 def probe(base: torch.Tensor, other: torch.Tensor, cut: int) -> None:
-    """NotCausal unless the outputs before ``cut`` agree (NaN and infinity compared as numbers: NaN is not
-    "no change")."""
-    base, other = torch.nan_to_num(base), torch.nan_to_num(other)
-    tol = PROBE_TOLERANCE * max(1.0, float(base[:cut].abs().max()))
-    if float(changed_before(base[None], other[None], cut).max()) > tol:
+    """NotCausal unless the log-probabilities before ``cut`` agree within ``PROBE_TOLERANCE`` nats. Compared as
+    log-probabilities, not logits: a constant added to every logit changes nothing a softmax sees, so it must not
+    widen the tolerance either (issue 32: one of 1e6 hid a lookahead that scored 0.06 bits/char). A NaN or an
+    infinite logit before the cut is a change (``changed_before``), never a pass."""
+    if not bool(changed_before(log_probs(base)[None], log_probs(other)[None], cut).max() <= PROBE_TOLERANCE):
         raise NotCausal
 
 

@@ -2,6 +2,11 @@
 
 ``forward`` is any function from a (B, T, ...) input to a (B, T, ...) output,
 computed in the worker; every comparison happens here.
+
+Every tolerance is absolute, never a share of the outputs' size: a share grows with what the submission
+returns, so adding a huge constant to its outputs widened it past any leak (issue 32). Logits (``logits=True``)
+are compared as log-probabilities (grader/causal.py), which a constant added to a row does not move, so an
+honest model may shift or scale its logits as it likes and a leaking one gains nothing by it.
 """
 
 from __future__ import annotations
@@ -10,11 +15,15 @@ from collections.abc import Callable
 
 import torch
 
-from grader.causal import changed_before
+from grader.causal import LOG_PROB_TOLERANCE, changed_before, log_probs
 
 from .checks import fail, finite, index_text, observed, tensor, unobserved
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
+# The absolute tolerance for outputs of inputs scaled by 1000 (a finite mask fill overpowered): such outputs reach
+# a few thousand, where float32's spacing is 5e-4, so rounding stays well under this; an overpowered fill lets a
+# later position in with a weight near 1 and moves an output by hundreds.
+SCALED_INPUT_TOLERANCE = 1e-2
 Perturb = Callable[[torch.Tensor, int], torch.Tensor]
 
 LEAK_HINT = (
@@ -59,28 +68,40 @@ def _out(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str) -
     return out
 
 
+def _measured(out: torch.Tensor, logits: bool) -> torch.Tensor:
+    """What is compared: logits as log-probabilities (shift-free), any other output as it is, in double."""
+    return log_probs(out) if logits else out.double()
+
+
+def _by(amount: float, logits: bool) -> str:
+    return f"{amount:.3g} nats of log-probability" if logits else f"{amount:.3g}"
+
+
 def no_future_leak(
     forward: Forward,
     x: torch.Tensor,
     perturb: Perturb,
     shape: tuple[int, ...],
     what: str,
-    tol: float = 0.0,
+    tol: float | None = None,
     hint: str = LEAK_HINT,
+    logits: bool = False,
 ) -> None:
     """Changing inputs from position t on leaves outputs before t alone and changes output t.
 
+    ``tol`` is absolute: in the output's units, or in nats when ``logits`` (compared as log-probabilities; then
+    ``LOG_PROB_TOLERANCE`` unless given); 0 (exact) for other outputs unless given.
     ``hint`` is what a leak is blamed on: the mask's usual faults, unless the caller has evidence of another cause.
     """
-    base = _out(forward, x, shape, what)
-    tol = tol * float(base.abs().max())
+    tol = (LOG_PROB_TOLERANCE if logits else 0.0) if tol is None else tol
+    base = _measured(_out(forward, x, shape, what), logits)
     for t in range(x.shape[1]):
-        out = _out(forward, perturb(x, t), shape, what)
+        out = _measured(_out(forward, perturb(x, t), shape, what), logits)
         diff, before = (out - base).abs(), changed_before(base, out, t)
-        if t and before.max() > tol:
+        if t and not before.max() <= tol:
             b, s = (int(i) for i in (before == before.max()).nonzero()[0])
             fail(
-                f"{what}: position {s} (batch {b}) changes by {float(before.max()):.3g} when the inputs "
+                f"{what}: position {s} (batch {b}) changes by {_by(float(before.max()), logits)} when the inputs "
                 f"from position {t} on change; {hint}"
             )
         if diff[:, t].max() == 0:
@@ -90,51 +111,71 @@ def no_future_leak(
             )
 
 
-def prefix_consistent(forward: Forward, x: torch.Tensor, shape: tuple[int, ...], what: str, atol: float = 1e-5) -> None:
-    """``forward(x[:, :t])`` equals ``forward(x)[:, :t]`` for every t."""
-    full = _out(forward, x, shape, what)
+def prefix_consistent(
+    forward: Forward,
+    x: torch.Tensor,
+    shape: tuple[int, ...],
+    what: str,
+    atol: float | None = None,
+    logits: bool = False,
+) -> None:
+    """``forward(x[:, :t])`` equals ``forward(x)[:, :t]`` for every t, within ``atol`` (absolute: 1e-5, or
+    ``LOG_PROB_TOLERANCE`` nats on log-probabilities when ``logits``)."""
+    atol = (LOG_PROB_TOLERANCE if logits else 1e-5) if atol is None else atol
+    full = _measured(_out(forward, x, shape, what), logits)
     for t in range(1, x.shape[1]):
         part = _out(forward, x[:, :t], (shape[0], t, *shape[2:]), f"{what} on the first {t} positions")
-        diff = (part - full[:, :t]).abs()
-        if diff.max() > atol:
+        diff = (_measured(part, logits) - full[:, :t]).abs()
+        if not diff.max() <= atol:
             index = tuple(int(i) for i in (diff == diff.max()).nonzero()[0])
-            _blame_a_leak(forward, x, full, t, shape, what, atol)
+            _blame_a_leak(forward, x, full, t, shape, what, atol, logits)
             fail(
                 f"{what} on the first {t} positions differs from the first {t} positions of the output "
                 f"on all {x.shape[1]}, at {index_text(index, ('batch', 'position', 'channel'))} "
-                f"(by {float(diff.max()):.3g}): "
+                f"(by {_by(float(diff.max()), logits)}): "
                 "an output must not depend on how many tokens follow it. Are positions counted from 0 "
                 "(arange(t)) and is the mask cut to t x t?"
             )
 
 
 def _blame_a_leak(
-    forward: Forward, x: torch.Tensor, full: torch.Tensor, t: int, shape: tuple[int, ...], what: str, atol: float
+    forward: Forward,
+    x: torch.Tensor,
+    full: torch.Tensor,
+    t: int,
+    shape: tuple[int, ...],
+    what: str,
+    atol: float,
+    logits: bool,
 ) -> None:
-    """Fails with the leak's hint if the first t outputs change when the inputs after them do.
+    """Fails with the leak's hint if the first t outputs (``full``, as measured) change when the inputs after
+    them do.
 
     A prefix that differs is most often a leak (a triu mask), not a miscounted position: say so first.
     """
     other = x.clone()
     other[:, t:] = x[:, :1]  # every later input replaced by the first one: valid tokens or features alike
-    diff = (_out(forward, other, shape, what)[:, :t] - full[:, :t]).abs()
-    if diff.max() > atol:
-        b, s = (int(i) for i in (diff.flatten(2).amax(-1) == diff.max()).nonzero()[0])
+    before = changed_before(full, _measured(_out(forward, other, shape, what), logits), t)
+    if not before.max() <= atol:
+        b, s = (int(i) for i in (before == before.max()).nonzero()[0])
         fail(
-            f"{what}: position {s} (batch {b}) changes by {float(diff.max()):.3g} when the inputs "
+            f"{what}: position {s} (batch {b}) changes by {_by(float(before.max()), logits)} when the inputs "
             f"from position {t} on change; {LEAK_HINT}"
         )
 
 
 def batch_independent(
-    forward: Forward, x: torch.Tensor, other: torch.Tensor, shape: tuple[int, ...], what: str
+    forward: Forward, x: torch.Tensor, other: torch.Tensor, shape: tuple[int, ...], what: str, logits: bool = False
 ) -> None:
-    """Replacing every batch item but the first leaves the first item's output unchanged."""
+    """Replacing every batch item but the first leaves the first item's output unchanged (within 1e-6, or
+    ``LOG_PROB_TOLERANCE`` nats on log-probabilities when ``logits``)."""
+    atol = LOG_PROB_TOLERANCE if logits else 1e-6
     mixed = torch.cat([x[:1], other[1:]])
-    diff = (_out(forward, mixed, shape, what)[0] - _out(forward, x, shape, what)[0]).abs()
-    if diff.max() > 1e-6:
+    first = [_measured(_out(forward, z, shape, what)[:1], logits)[0] for z in (mixed, x)]
+    diff = (first[0] - first[1]).abs()
+    if not diff.max() <= atol:
         fail(
-            f"{what}: batch item 0 changes (by {float(diff.max()):.3g}) when the other batch items change: "
+            f"{what}: batch item 0 changes (by {_by(float(diff.max()), logits)}) when the other batch items change: "
             "the batch items are mixed together somewhere (a reshape across the batch axis?)"
         )
 
@@ -144,11 +185,19 @@ def causal_gradient(grad: torch.Tensor | dict, T: int, what: str, otherwise: Cal
 
     ``grad`` is the worker's ``input_grad`` answer, which may say the probe saw nothing: a claim the worker
     could forge (it runs the submission), so ``otherwise``, a check on outputs that the grading process
-    compares itself, decides instead. Without one, the check has no verdict.
+    compares itself, decides instead. Without one, the check has no verdict. Where there is one it runs after
+    a gradient that holds, too: a model that reads a later token as a number (``one_hot(idx[:, t + 1])``) leaks
+    through no gradient at all, and a forged matrix says nothing (issue 32).
     """
     if otherwise is not None and unobserved(grad):
         otherwise()
         return
+    _gradient_is_causal(grad, T, what)
+    if otherwise is not None:
+        otherwise()
+
+
+def _gradient_is_causal(grad: torch.Tensor | dict, T: int, what: str) -> None:
     grad = tensor(observed(grad), f"the gradient matrix of {what}", (T, T), dtype=None).double()
     future = grad.triu(1)
     if future.any():

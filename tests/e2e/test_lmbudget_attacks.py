@@ -4,8 +4,9 @@ with a tiny task file on the default corpus (a fresh process: a grading process 
 * a model that reads the answer from its input (``idx[:, t + 1]``), or does so only on rows that read like
   text, or only on the calls where split B used to come: "not causal", a counted 0;
 * an evaluation that raises with the held-out text in its message and in its place: a fixed message;
-* the default corpus: out of a worker's reach (a real worker tries to open it); `grade contest check`
-  refuses a corpus the worker can read, `grade check` warns;
+* the default corpus: out of a worker's reach (a real worker tries to open it), but students have it (the
+  grader's sources ship in the release): `grade contest check` and `grade contest serve` refuse it, any other
+  text students have (a file in the kit, ``python``) and a corpus the worker can read; `grade check` warns;
 * CPU used at import, by a child the code does not wait for, inside forward, or behind a patched
   ``time.process_time``: all the sandbox's count, so "time limit exceeded", a counted 0.
 """
@@ -16,16 +17,18 @@ import dataclasses
 import json
 import os
 import shutil
+import subprocess
 import textwrap
 from pathlib import Path
 
 import pytest
+import torch
 from click.testing import CliRunner
 
 from grader.contest.commands import contest as contest_group
 from grader.lmbudget.corpus import corpus_files
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
-from helpers import cli
+from helpers import REPO, cli, contest_folder, free_port
 
 BUDGET, WALL, MARGIN, EVAL_CPU = 2.0, 12.0, 1.0, 1.0
 BURN = 7.0  # CPU seconds each cheat spends, against a budget of 2 (+ 1)
@@ -154,16 +157,74 @@ class Memo(Leak):
 """
 
 
+# Issue 32: leaks always, and adds 1e6 to every logit, which a softmax ignores: the probe's tolerance was a share of
+# the logits' size (1e-4 x 1e6 = 100 > the lookahead's 30), and this scored 10/10 at about 0.06 bits/char.
+SHIFTED = """
+
+class Shifted(Leak):
+    def forward(self, idx):
+        return super().forward(idx) + 1e6
+"""
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "model,extra",
-    [("Leak", ""), ("TextOnly", TEXT_ONLY), ("BOnly", B_ONLY), ("Memo", MEMO)],
-    ids=["always", "on-rows-that-read-like-text", "on-split-b-only", "remembering-each-prefix"],
+    [("Leak", ""), ("TextOnly", TEXT_ONLY), ("BOnly", B_ONLY), ("Memo", MEMO), ("Shifted", SHIFTED)],
+    ids=["always", "on-rows-that-read-like-text", "on-split-b-only", "remembering-each-prefix", "under-a-huge-shift"],
 )
 def test_a_model_that_reads_the_answer_from_its_input_is_not_causal(tmp_path, model, extra):
     a, b, _ = check(tmp_path, LEAK.replace("{model}", model) + extra)
     for split in (a, b):
         zero(split, "wrong answer", "not causal: on the grader's probes")
+
+
+# An honest bigram whose logits are shifted by 1e4 (a softmax ignores it): causal, so scored as the bigram is.
+HONEST_SHIFTED = (
+    BIGRAM
+    + """
+
+class Shifted(torch.nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner = inner
+
+    def forward(self, idx):
+        return self.inner(idx) + 1e4
+
+
+_honest = train_within_budget
+
+
+def train_within_budget(text, vocab, budget_seconds, context=64):
+    return Shifted(_honest(text, vocab, budget_seconds, context))
+"""
+)
+
+
+def _bigram_loss(task: Path) -> float:
+    """The shipped bigram's loss on the task's split A, worked out here as the grader does (no probes)."""
+    from grader.lmbudget.corpus import load_splits
+    from grader.lmbudget.evaluate import evaluate, plan
+
+    settings = load_task(task)
+    splits = load_splits(settings.corpus, settings.block_chars)
+    namespace: dict = {}
+    exec(compile(BIGRAM, "baseline.py", "exec"), namespace)
+    model = namespace["train_within_budget"](splits.train, list(splits.vocab), BUDGET, settings.context)
+    rows = plan(splits, settings.eval_windows, 0, settings.context, seed=0)
+    with torch.no_grad():
+        return evaluate(model, rows, len(splits.vocab), [list(range(len(rows)))])["A"]
+
+
+@pytest.mark.slow
+def test_an_honest_model_whose_logits_are_shifted_is_causal_and_scored_as_without(tmp_path):
+    task = tiny(tmp_path)
+    a, b, _ = check(tmp_path, HONEST_SHIFTED, task)
+    for split in (a, b):
+        assert split["counted"] and split["verdict"] == "OK" and split["value"] is not None, split
+        assert "not causal" not in split["message"], split
+    assert abs(a["value"] - _bigram_loss(task)) < 0.01, a
 
 
 # --- 4. nothing of the held-out text leaves through a failed run --------------------------------------------------
@@ -202,7 +263,9 @@ def test_an_evaluation_that_raises_with_the_held_out_text_shows_none_of_it(tmp_p
     a, b, report = check(tmp_path, TELLS)
     for split in (a, b):
         zero(split, "runtime error", "runtime error while evaluating your model")
-        assert split["message"] == "runtime error while evaluating your model" and not split.get("traceback"), split
+        said, _, warning = split["message"].partition("; ")  # then the default corpus's warning, in fixed words
+        assert said == "runtime error while evaluating your model" and not split.get("traceback"), split
+        assert warning.startswith("warning: students have this task's held-out text (the 'grader' corpus"), split
     assert "LEAKED" not in report  # (the corpus is the grader's own code, so its words are in any report)
 
 
@@ -231,13 +294,16 @@ def test_a_worker_cannot_open_the_default_corpus(tmp_path):
     assert f"OPENED 0 OF {len(paths)}" in a["message"], a["message"]
 
 
+CONTEST = (
+    'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
+    "[tasks.lmbudget]\npoints = 10\n"
+)
+
+
 def contest_check(tmp_path: Path, task: Path):
     folder = tmp_path / "contest"
     folder.mkdir()
-    (folder / "contest.toml").write_text(
-        'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
-        "[tasks.lmbudget]\npoints = 10\n"
-    )
+    (folder / "contest.toml").write_text(CONTEST)
     saved = os.environ.get(ENV_VAR)
     os.environ[ENV_VAR] = str(task)
     try:
@@ -249,18 +315,68 @@ def contest_check(tmp_path: Path, task: Path):
             os.environ[ENV_VAR] = saved
 
 
+def private_text(folder: Path) -> Path:
+    """A coach's own text, made up here (outside the kit's folder, out of a worker's sight): 60,000 characters."""
+    words = ["alpha", "brook", "cinder", "dune", "ember", "fjord", "glade", "heath", "inlet", "juniper"]
+    path = _mkdir(folder) / "private.txt"
+    path.write_text(" ".join(words[(i * i + 3 * i) % len(words)] for i in range(10_000)) + "\n")
+    return path
+
+
 @pytest.mark.slow
-def test_contest_check_refuses_a_corpus_the_worker_can_read_and_takes_the_default(tmp_path):
-    refused = contest_check(tmp_path / "python", tiny(_mkdir(tmp_path / "python"), corpus="python"))
-    assert refused.exit_code == 2 and "a worker can read" in refused.output, refused.output
-    assert "which every worker sees" in refused.output, refused.output
-    taken = contest_check(tmp_path / "default", tiny(_mkdir(tmp_path / "default")))
+def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_read(tmp_path):
+    """Issue 32: the default corpus is the grader's own sources, which the release ships; a model that carries them
+    scored 10/10 with a lookup. A contest takes a text of the coach's own outside the kit, and nothing else."""
+    refused = {
+        "default": tiny(_mkdir(tmp_path / "default")),
+        "python": tiny(_mkdir(tmp_path / "python"), corpus="python"),
+        "in-the-kit": tiny(_mkdir(tmp_path / "in-the-kit"), corpus=f"file:{REPO / 'docs' / 'exercises.md'}"),
+        "a-link-to-the-kit": tiny(_mkdir(tmp_path / "a-link-to-the-kit"), corpus="file:link.txt"),
+        "readable": tiny(_mkdir(tmp_path / "readable"), corpus=f"file:{os.__file__}"),
+    }
+    (tmp_path / "a-link-to-the-kit" / "link.txt").symlink_to(REPO / "grader" / "lmbudget" / "corpus.py")
+    said = {name: contest_check(tmp_path / name, task) for name, task in refused.items()}
+    for name, result in said.items():
+        assert result.exit_code == 2, (name, result.output)
+        assert 'corpus = "file:PATH"' in result.output and "students have not seen" in result.output, result.output
+    assert "students have the held-out text (the 'grader' corpus is a snapshot of the grader's own sources, which the "
+    "student release ships)" in said["default"].output, said["default"].output
+    assert "scores full marks with a lookup" in said["default"].output, said["default"].output
+    assert f"into the task file ({refused['default']};" in said["default"].output, "the task file in use is named"
+    assert "students have the held-out text" in said["python"].output, said["python"].output
+    for name in ("in-the-kit", "a-link-to-the-kit"):
+        assert "lies in the kit's folder" in said[name].output or "lies in the grader package" in said[name].output
+    readable = said["readable"].output
+    assert "a worker can read" in readable and "which every worker sees" in readable, readable
+    private = tiny(_mkdir(tmp_path / "private"), corpus=f"file:{private_text(tmp_path / 'private')}")
+    taken = contest_check(_mkdir(tmp_path / "private-contest"), private)
     assert taken.exit_code == 0, taken.output
+
+
+@pytest.mark.slow
+def test_contest_serve_refuses_the_default_corpus_before_it_listens(tmp_path):
+    folder = contest_folder(tmp_path / "contest", CONTEST)
+    env = {**os.environ, ENV_VAR: str(tiny(_mkdir(tmp_path / "task")))}
+    try:  # a server that starts serves until it is stopped: 60 s is far more than a refusal takes
+        proc = cli("contest", "serve", str(folder), "--port", str(free_port()), env=env, timeout=60)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"grade contest serve started on the default corpus: {e.stdout!r}")
+    assert proc.returncode == 2 and "students have the held-out text" in proc.stderr, (proc.stdout, proc.stderr)
+    assert "serving" not in proc.stdout and "Traceback" not in proc.stderr
 
 
 def _mkdir(path: Path) -> Path:
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+@pytest.mark.slow
+def test_grade_check_warns_that_students_have_the_default_corpus(tmp_path):
+    a, b, _ = check(tmp_path, BIGRAM)
+    assert a["passed"] and a["counted"], a
+    for split in (a, b):
+        assert "warning: students have this task's held-out text (the 'grader' corpus" in split["message"], split
+        assert 'set corpus = "file:PATH"' in split["message"], split
 
 
 @pytest.mark.slow

@@ -34,8 +34,8 @@ import pytest
 import torch
 
 from grader.errors import Finding
-from grader.lmbudget.corpus import corpus_files, load_splits
-from grader.lmbudget.evaluate import BadOutput, NotCausal, deal, evaluate, new_seed, plan
+from grader.lmbudget.corpus import corpus_files, load_splits, public_reason
+from grader.lmbudget.evaluate import PROBE_TOLERANCE, BadOutput, NotCausal, deal, evaluate, new_seed, plan
 from grader.lmbudget.task import LOSS_FORMAT, RunFailed, Task, load_task
 from grader.milestones import GRADABLE
 from grader.sandbox.client import Remote, StudentError, WorkerConnection, WorkerCrash
@@ -57,8 +57,9 @@ EVAL_SAVE = (
     "the top level of lmbudget.py; no lambdas, open files or generators in its attributes)"
 )
 NOT_CAUSAL = (
-    "not causal: on the grader's probes (held-out windows whose later inputs it replaced) your model's outputs at "
-    "earlier positions changed. A model must predict each character from those before it only: is every "
+    "not causal: on the grader's probes (held-out windows whose later inputs it replaced) your model's predictions "
+    f"at earlier positions changed (its log-probabilities, by more than {PROBE_TOLERANCE:g} nats; a constant added "
+    "to the logits changes none). A model must predict each character from those before it only: is every "
     "attention masked (tril), and does nothing in forward read idx[:, t + 1:] for position t?"
 )
 
@@ -276,10 +277,17 @@ def run(grading_context) -> Run:
     if task.budget_cpu_seconds + task.margin_seconds + task.eval_cpu_seconds > context.limits.cpu_seconds:
         raise ValueError(f"the budget and the evaluation pass the worker's CPU limit of {context.limits.cpu_seconds} s")
     why = worker_view(context.server.protections).readable(corpus_files(task.corpus))
+    public = public_reason(task.corpus)
     if why:
         result.warning = (
             f"warning: a worker can read this task's held-out text ({why}): the score proves nothing; "
             "use a corpus the sandbox hides (docs/exercises.md)"
+        )
+    elif public:  # the default corpus: fine for practice, and a contest refuses it
+        result.warning = (
+            f"warning: students have this task's held-out text ({public}): a model that carries it scores full "
+            'marks, so the score proves nothing; for one that does, set corpus = "file:PATH" in the task file, '
+            "a text of your own that students have not seen (docs/exercises.md)"
         )
     wall_limit = task.train_wall_seconds  # a multiple of the CPU budget: only a run that waits or sleeps meets it
     left = context.ends - time.monotonic()

@@ -134,11 +134,11 @@ def test_model_is_causal(m2, check):
     model = m2.new("TinyGPT", V, D, HEADS, LAYERS, T_MAX, seed=1)
     x, other, shape = tokens(1, 3, T_MAX), tokens(2, 3, T_MAX), (3, T_MAX, V)
     if check == "no_future_leak":
-        causality.no_future_leak(model, x, causality.token_perturbation(V), shape, "TinyGPT")
+        causality.no_future_leak(model, x, causality.token_perturbation(V), shape, "TinyGPT", logits=True)
     elif check == "prefix_consistent":
-        causality.prefix_consistent(model, x, shape, "TinyGPT")
+        causality.prefix_consistent(model, x, shape, "TinyGPT", logits=True)
     else:
-        causality.batch_independent(model, x, other, shape, "TinyGPT")
+        causality.batch_independent(model, x, other, shape, "TinyGPT", logits=True)
 
 
 def test_model_gradient_is_causal(m2):
@@ -146,8 +146,8 @@ def test_model_gradient_is_causal(m2):
     model = m2.new("TinyGPT", V, D, HEADS, LAYERS, T_MAX, seed=2)
     x = causality.distinct_tokens(3, 2, T_MAX, V)
 
-    def outputs() -> None:  # if the probe saw nothing: the same tokens' outputs decide
-        causality.no_future_leak(model, x, causality.token_perturbation(V), (2, T_MAX, V), "TinyGPT")
+    def outputs() -> None:  # the same tokens' outputs: they decide if the probe saw nothing, and must hold anyway
+        causality.no_future_leak(model, x, causality.token_perturbation(V), (2, T_MAX, V), "TinyGPT", logits=True)
 
     causality.causal_gradient(model.input_grad(x, via="tok"), T_MAX, "TinyGPT", otherwise=outputs)
 
