@@ -107,6 +107,7 @@ def grade(
         context.ends = ends
     elif limits.submission_seconds:
         context.ends = started + limits.submission_seconds
+    context.notebook.ends = context.ends  # a notebook's cells run within it too
     args = [str(suites / GRADABLE[m].suite) for m in milestones] + [
         "-c",
         str(SUITES / "pytest.ini"),

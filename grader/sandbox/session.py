@@ -50,6 +50,7 @@ MIN_CELL_SECONDS = 1.0  # a cell that would get less (the run's time nearly spen
 # each one costs a fresh worker and a run of the cells before it.
 MAX_LEFT_OUT = 3
 MAX_CELLS_FILE_BYTES = 1 << 20
+TIME_UP = "this submission used up its time limit (--submission-timeout) while its notebook's cells ran"
 # How ImportFailure's messages begin (``MilestoneView._explain_import``): a submission whose every check says
 # one of these could not be run at all (grader/batch/summary.py counts it so).
 IMPORT_FAILED = ("there is no ", "the submission's files could not be imported", "importing the submission's files")
@@ -68,6 +69,7 @@ class NotebookRun:
     left_out: dict[int, str] = field(default_factory=dict)
     failure: WorkerCrash | None = None
     cells: list[tuple[str, str]] | None = None  # (file, label) of each cell; None: not a notebook
+    ends: float = float("inf")  # the submission's time limit (time.monotonic): no run of the cells goes past it
 
     def read_cells(self, submission: Path) -> list[tuple[str, str]]:
         """The cells' files and labels that grader/submission.py wrote (bounded: a folder may carry its own)."""
@@ -75,12 +77,11 @@ class NotebookRun:
             self.cells = []
             path = submission / CELLS_FILE
             if (submission / "notebook_code.py").is_file() and path.is_file():
-                if path.stat().st_size <= MAX_CELLS_FILE_BYTES:
-                    try:
-                        raw = json.loads(path.read_text())
-                        self.cells = [(str(f), str(label)) for f, label in raw]
-                    except (ValueError, TypeError, UnicodeDecodeError):
-                        self.cells = []
+                try:  # a folder handed in may carry a file of this name, or a link by it: read neither past 1 MB
+                    raw = json.loads(nofollow.read_bytes(path, MAX_CELLS_FILE_BYTES))
+                    self.cells = [(str(f), str(label)) for f, label in raw]
+                except (OSError, ValueError, TypeError, UnicodeDecodeError):
+                    self.cells = []
         return self.cells
 
 
@@ -145,6 +146,8 @@ class SharedWorker:
         run, started = self.notebook, time.monotonic()
         try:
             while run.failure is None:
+                if time.monotonic() >= run.ends:
+                    raise WorkerCrash(f"not run: {TIME_UP}", limit="time")
                 self.worker = self.server.spawn(self.submission)
                 try:
                     if self._run_cells_once(trusted):
@@ -155,8 +158,8 @@ class SharedWorker:
                 self.worker = None
             raise WorkerCrash(str(run.failure), limit=run.failure.limit)
         finally:
-            if view.deadline is not None:
-                view.deadline += time.monotonic() - started
+            if view.deadline is not None:  # moved on, but never past the submission's own limit
+                view.deadline = max(view.deadline, min(view.deadline + time.monotonic() - started, run.ends))
 
     def _run_cells_once(self, trusted: dict[str, str]) -> bool:
         """One run of the cells in ``self.worker``: False if a cell was left out (the worker is gone: run again).
@@ -166,7 +169,7 @@ class SharedWorker:
         together = self.server.limits.call_seconds
         # Each cell's budget and grace, shrunk with a short --timeout so that a few cells still fit in it.
         budget, grace = min(run.cell_seconds, together / 4), min(CELL_GRACE_SECONDS, together / 10)
-        worker.deadline = time.monotonic() + together
+        worker.deadline = min(time.monotonic() + together, run.ends)
         worker.request({"op": Request.IMPORT, "modules": [STEPWISE, "notebook_code"], "trusted": trusted})
         for index in range(len(run.cells)):
             if index in run.left_out:
@@ -174,7 +177,11 @@ class SharedWorker:
                 continue
             seconds = min(budget, worker.deadline - time.monotonic() - grace)
             if seconds < min(MIN_CELL_SECONDS, budget / 4):
-                spent = f"not run: the cells before it used up the {together:g} s that all the cells get together"
+                spent = (
+                    f"not run: {TIME_UP}"
+                    if time.monotonic() + together > run.ends and worker.deadline == run.ends
+                    else f"not run: the cells before it used up the {together:g} s that all the cells get together"
+                )
                 rest = [[i, run.left_out.get(i, spent)] for i in range(index, len(run.cells))]
                 worker.deadline = time.monotonic() + CELL_GRACE_SECONDS
                 worker.request(_call("_leave_out"), (rest,))

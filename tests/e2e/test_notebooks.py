@@ -204,6 +204,19 @@ def test_a_cell_left_out_is_named_with_its_cause(tmp_path):
     assert result.seconds < BAD_CELL_SECONDS, f"{result.seconds:.0f} s"
 
 
+def test_slow_cells_in_every_worker_end_within_the_submission_limit(tmp_path):
+    """Four cells of 4 s each (under the per-cell budget, so never left out) run again in every fresh worker:
+    18 s a worker, each test's deadline moved on by as much. The whole grading still ends within
+    --submission-timeout plus 10 s, the checks past it saying the time is up, not that the student's code hung."""
+    slow = "import time\ntime.sleep(4)\n"
+    cells = [*map(reference, STUDENT_MODULES[:5]), slow, slow, slow, slow]
+    result = graded_notebook(tmp_path, cells, *CORE_ARGS, "-m", "scaling", "--submission-timeout", "10")
+    assert result.returncode == 0, explain(result)
+    assert result.seconds < 10 + 10, f"{result.seconds:.0f} s for a 10 s limit\n{explain(result)}"
+    messages = [m for milestone in (*CORE, "scaling") for m in result.messages(milestone)]
+    assert any("time limit" in m for m in messages), explain(result)
+
+
 def test_a_notebook_that_cannot_be_run_is_counted_so_in_a_batch(tmp_path):
     """eve's notebook kills its process in more cells than are left out (3): her every check fails on the import,
     and `grade batch` and `grade report` say she could not be run, not that no submission had an error; alice's
