@@ -48,3 +48,13 @@ def test_the_layout_names_every_package_of_the_grader():
     packages = {f"grader/{p.parent.name}/" for p in (REPO / "grader").glob("*/__init__.py")}
     listed = {p for p in layout() if p.startswith("grader/") and p.count("/") == 2 and p.endswith("/")}
     assert packages == listed, f"in the tree, not the layout: {packages - listed}; the reverse: {listed - packages}"
+
+
+def test_no_two_test_files_share_a_name():
+    """pytest imports test files by their base name (no packages under tests/): two of one name in different
+    folders stop the whole run at collection, which running either file alone never shows."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((REPO / "tests").rglob("test_*.py")):
+        names.setdefault(path.name, []).append(str(path.relative_to(REPO)))
+    shared = {name: paths for name, paths in names.items() if len(paths) > 1}
+    assert not shared, f"test files with one name: {shared}; rename one of each"
