@@ -51,6 +51,11 @@ def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
 def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list[bytes]]:
     """Read one message; with a deadline (time.monotonic), raise socket.timeout once it passes."""
     (n,) = struct.unpack("!I", _read_exact(sock, 4, deadline))
+    if n > MAX_MESSAGE_BYTES:  # no reply's plain data is that large: bytes forged onto the socket, most likely
+        raise TooLarge(
+            f"malformed data (a header claiming {n / (1 << 20):.1f} MB); the grader reads at most "
+            f"{MAX_HEADER_BYTES >> 20} MB"
+        )
     if n > MAX_HEADER_BYTES:
         raise TooLarge(
             f"a reply of {n / (1 << 20):.1f} MB of plain data; the grader reads at most {MAX_HEADER_BYTES >> 20} MB"
