@@ -502,7 +502,10 @@ def test_regrading_a_task_queues_its_graded_and_failed_submissions_only(session)
 
 
 def test_serve_with_an_unreachable_scheduler_is_a_usage_error(folder):
-    proc = cli("contest", "serve", str(folder), "--scheduler", "tcp://127.0.0.1:9", timeout=120)
+    """A free port of its own: on the default 8000, anything else listening there (another test run, a notebook
+    server) made this fail for the port, not the scheduler."""
+    port = str(free_port())
+    proc = cli("contest", "serve", str(folder), "--scheduler", "tcp://127.0.0.1:9", "--port", port, timeout=120)
     assert proc.returncode == 2 and "no Dask scheduler answers at tcp://127.0.0.1:9" in proc.stderr, proc.stderr
     assert "Traceback" not in proc.stderr
 
