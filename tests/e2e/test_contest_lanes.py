@@ -143,7 +143,8 @@ def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(tmp_path: Path)
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and store.get(sid).status == "queued":  # type: ignore[union-attr]
             time.sleep(0.5)
-        assert store.get(sid).status == "graded"  # type: ignore[union-attr]
+        row = store.get(sid)
+        assert row is not None and row.status == "graded", (row.status, row.error) if row else None
         health = queue.lane_health()
         assert health[QUICK]["replaced"] == 1 and health[METRIC]["replaced"] == 0, health
         assert metric.executor is metric_pool and health[METRIC]["alive"] == 1, health

@@ -311,7 +311,7 @@ def test_queued_upload_survives_a_restart_is_graded_once_and_scored(folder):
         stub = [("m1_attention.py", (EXERCISES / "m1_attention.py").read_bytes())]
         clock.now += timedelta(minutes=1)
         zero = wait_graded(client, folder, "alan", upload(client, folder, "alan", "m1", stub).json()["id"])
-        assert zero["status"] == "graded" and zero["feedback"]["tasks"][0]["score"] == 0
+        assert zero["status"] == "graded" and zero["feedback"]["tasks"][0]["score"] == 0, zero
 
         board = client.get("/api/scoreboard", headers=auth(folder, "grace")).json()
         assert [(r["student"], r["total"]) for r in board["rows"]][:2] == [("ada", 30), ("alan", 0)]
