@@ -180,6 +180,31 @@ def batch_independent(
         )
 
 
+OUTPUT_PROBES = ("no_future_leak", "prefix_consistent", "batch_independent")  # the suites parametrize over them
+
+
+def output_probe(
+    check: str,
+    forward: Forward,
+    x: torch.Tensor,
+    other: torch.Tensor,
+    perturb: Perturb,
+    shape: tuple[int, ...],
+    what: str,
+    logits: bool = False,
+) -> None:
+    """The output probe named ``check`` (one of ``OUTPUT_PROBES``) on ``forward``: one test parametrized over
+    the three runs each with the same inputs."""
+    if check == "no_future_leak":
+        no_future_leak(forward, x, perturb, shape, what, logits=logits)
+    elif check == "prefix_consistent":
+        prefix_consistent(forward, x, shape, what, logits=logits)
+    elif check == "batch_independent":
+        batch_independent(forward, x, other, shape, what, logits=logits)
+    else:
+        raise ValueError(f"no output probe named {check!r}")
+
+
 def causal_gradient(grad: torch.Tensor | dict, T: int, what: str, otherwise: Callable[[], None] | None = None) -> None:
     """``grad[t, s]``, the gradient size of output t with respect to input s, is 0 exactly when s > t.
 

@@ -114,17 +114,12 @@ def test_a_non_finite_logit_before_the_cut_fails_the_probe(bad):
 # --- the milestones' probes (grader/suites/causality.py) -----------------------------------------------------------
 
 
-PROBES = ["no_future_leak", "prefix_consistent", "batch_independent"]
+PROBES = causality.OUTPUT_PROBES
 
 
 def run_probe(check: str, forward) -> None:
     x, other, shape = tokens(6), tokens(7), (3, T, V)
-    if check == "no_future_leak":
-        causality.no_future_leak(forward, x, causality.token_perturbation(V), shape, "logits", logits=True)
-    elif check == "prefix_consistent":
-        causality.prefix_consistent(forward, x, shape, "logits", logits=True)
-    else:
-        causality.batch_independent(forward, x, other, shape, "logits", logits=True)
+    causality.output_probe(check, forward, x, other, causality.token_perturbation(V), shape, "logits", logits=True)
 
 
 @pytest.mark.parametrize("check", PROBES)

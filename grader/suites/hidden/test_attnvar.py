@@ -257,7 +257,7 @@ def test_matches_reference(attnvar, verdicts, ref, case):
 
 # ---------------------------------------------------------------- causality, the four ways m1 checks it
 
-CAUSAL_CHECKS = ["no_future_leak", "prefix_consistent", "batch_independent", "gradient"]
+CAUSAL_CHECKS = [*causality.OUTPUT_PROBES, "gradient"]
 
 
 def perturb(x: torch.Tensor, t: int) -> torch.Tensor:
@@ -279,12 +279,8 @@ def test_is_causal(attnvar, verdicts, fn, check):
         return attnvar.call(fn, z, *rest)
 
     shape = tuple(x.shape)
-    if check == "no_future_leak":
-        causality.no_future_leak(forward, x, perturb, shape, fn)
-    elif check == "prefix_consistent":
-        causality.prefix_consistent(forward, x, shape, fn)
-    elif check == "batch_independent":
-        causality.batch_independent(forward, x, other, shape, fn)
+    if check in causality.OUTPUT_PROBES:
+        causality.output_probe(check, forward, x, other, perturb, shape, fn)
     else:  # the outputs too: a leak through a detached tensor has no gradient, and the matrix is the worker's claim
         outputs = functools.partial(causality.no_future_leak, forward, x, perturb, shape, fn)
         causality.causal_gradient(attnvar.function(fn).input_grad(x, *rest), T, fn, otherwise=outputs)

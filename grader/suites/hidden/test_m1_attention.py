@@ -261,7 +261,7 @@ def test_module_matches_reference(m1, ref, d, heads):
     )
 
 
-FORWARD_CHECKS = ["no_future_leak", "prefix_consistent", "batch_independent"]
+FORWARD_CHECKS = causality.OUTPUT_PROBES
 
 
 @pytest.mark.points(3)
@@ -273,12 +273,7 @@ def test_module_is_causal(m1, check):
     x, other = torch.randn(3, 7, D, generator=g), torch.randn(3, 7, D, generator=g)
     what = "CausalSelfAttention"
     output_is_finite(module, x, what)
-    if check == "no_future_leak":
-        causality.no_future_leak(module, x, causality.perturb_floats, (3, 7, D), what)
-    elif check == "prefix_consistent":
-        causality.prefix_consistent(module, x, (3, 7, D), what)
-    else:
-        causality.batch_independent(module, x, other, (3, 7, D), what)
+    causality.output_probe(check, module, x, other, causality.perturb_floats, (3, 7, D), what)
 
 
 def output_is_finite(module, x: torch.Tensor, what: str) -> None:

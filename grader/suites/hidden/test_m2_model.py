@@ -128,17 +128,12 @@ def _trunk(reference, x, positions):
 
 
 @pytest.mark.points(4)
-@pytest.mark.parametrize("check", ["no_future_leak", "prefix_consistent", "batch_independent"])
+@pytest.mark.parametrize("check", causality.OUTPUT_PROBES)
 def test_model_is_causal(m2, check):
     """logits depend only on earlier tokens, not on what follows nor on other batch items"""
     model = m2.new("TinyGPT", V, D, HEADS, LAYERS, T_MAX, seed=1)
     x, other, shape = tokens(1, 3, T_MAX), tokens(2, 3, T_MAX), (3, T_MAX, V)
-    if check == "no_future_leak":
-        causality.no_future_leak(model, x, causality.token_perturbation(V), shape, "TinyGPT", logits=True)
-    elif check == "prefix_consistent":
-        causality.prefix_consistent(model, x, shape, "TinyGPT", logits=True)
-    else:
-        causality.batch_independent(model, x, other, shape, "TinyGPT", logits=True)
+    causality.output_probe(check, model, x, other, causality.token_perturbation(V), shape, "TinyGPT", logits=True)
 
 
 def test_model_gradient_is_causal(m2):

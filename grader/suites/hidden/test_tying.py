@@ -231,17 +231,14 @@ def explain_library(logits: torch.Tensor, x: torch.Tensor, reference) -> str | N
 
 
 @pytest.mark.points(2)
-@pytest.mark.parametrize("check", ["no_future_leak", "prefix_consistent", "batch_independent", "gradient"])
+@pytest.mark.parametrize("check", [*causality.OUTPUT_PROBES, "gradient"])
 def test_library_gpt_is_causal(tying, check):
     """LibraryGPT's logits depend only on earlier tokens (the causal mask reaches every layer)"""
     model = library(tying, seed=1)
     x, other, shape = causality.random_tokens(1, 3, T_MAX, V), causality.random_tokens(2, 3, T_MAX, V), (3, T_MAX, V)
-    if check == "no_future_leak":
-        causality.no_future_leak(model, x, causality.token_perturbation(V), shape, "LibraryGPT", logits=True)
-    elif check == "prefix_consistent":
-        causality.prefix_consistent(model, x, shape, "LibraryGPT", logits=True)
-    elif check == "batch_independent":
-        causality.batch_independent(model, x, other, shape, "LibraryGPT", logits=True)
+    if check in causality.OUTPUT_PROBES:
+        perturb = causality.token_perturbation(V)
+        causality.output_probe(check, model, x, other, perturb, shape, "LibraryGPT", logits=True)
     else:
         distinct = causality.distinct_tokens(1, 2, T_MAX, V)
         grad = model.input_grad(distinct, via="tok")
