@@ -40,7 +40,6 @@ import math
 import os
 import platform
 import shutil
-import signal
 import sqlite3
 import subprocess
 import sys
@@ -58,7 +57,7 @@ from grader.contest.submit import multipart
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from helpers import free_port, serve_contest  # noqa: E402 - tests/ is put on the path just above
+from helpers import free_port, serve_contest, stop_server  # noqa: E402 - tests/ is put on the path just above
 
 TASK = "m1"
 FILE = "m1_attention.py"
@@ -163,18 +162,6 @@ def make_contest(folder: Path, students: list[str], metric: bool = False) -> dic
     return dict(line.split(",", 1) for line in lines)
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Stop the server as Ctrl-C does (its lifespan ends the grading pool), then for good if it hangs."""
-    if proc.poll() is not None:
-        return
-    os.killpg(proc.pid, signal.SIGINT)
-    try:
-        proc.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-
-
 def call(url: str, token: str, data: bytes | None = None, kind: str | None = None) -> tuple[int, dict]:
     """(HTTP status, JSON body) of one request with the student's Bearer token; an HTTP error is an answer too."""
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
@@ -258,14 +245,14 @@ def run_contest(args, tmp: Path, files: Path) -> tuple[list[Upload], Board, Path
         watcher.join()
     finally:
         done.set()
-        stop(proc)
+        stop_server(proc)
     return uploads, board, folder
 
 
 def dask_cluster(workers: int) -> tuple[str, list[subprocess.Popen]]:
     """A local Dask scheduler and ``workers`` single-threaded workers (``dask`` from the dask extra), on loopback;
     the workers run this checkout's grader, as the contest's own pool does. Returns the address and the
-    processes, each in a process group of its own (``stop`` ends them)."""
+    processes, each in a process group of its own (``stop_server`` ends them)."""
     port = free_port()
     address = f"tcp://127.0.0.1:{port}"
 
@@ -292,24 +279,18 @@ def dask_cluster(workers: int) -> tuple[str, list[subprocess.Popen]]:
             pass
         if time.monotonic() > deadline:
             for proc in (worker, scheduler):
-                stop(proc)
+                stop_server(proc)
             raise SystemExit("the local Dask cluster did not start within 120 s")
         time.sleep(1)
 
 
-def run_burst(args, tmp: Path, files: Path, workers: int, scheduler: str | None) -> tuple[list[Upload], Path, float]:
-    """Every student uploads once, at a random moment (seeded) of the ``--burst-seconds`` after the first, as at
-    a round's end; each waits for their verdict. Returns the uploads, the contest folder and the burst's start."""
-    import random
-
-    chance = random.Random(7)
-    names = [f"student{s:03d}" for s in range(args.students)]
-    kinds = list(variants())
-    folder = tmp / f"burst-{workers}-{'dask' if scheduler else 'pool'}"
-    tokens = make_contest(folder, names)
-    port = free_port()
+def served_burst(
+    args, files: Path, tokens: dict[str, str], proc: subprocess.Popen, port: int, plan: list[tuple[str, str, float]]
+) -> tuple[list[Upload], float]:
+    """The uploads of ``plan`` (student, kind, seconds after the burst begins) to the server ``proc`` serves on
+    ``port``, each student waiting for their verdict; the server stopped after. Returns the uploads and the
+    burst's start."""
     base = f"http://127.0.0.1:{port}"
-    proc = serve_contest(folder, port, workers, wait=120, scheduler=scheduler)
     uploads: list[Upload] = []
 
     def one(name: str, kind: str, delay: float) -> None:
@@ -320,16 +301,38 @@ def run_burst(args, tmp: Path, files: Path, workers: int, scheduler: str | None)
         # The pool's workers start their fork servers as the server starts: a round's end finds them warm.
         time.sleep(10)
         began = time.perf_counter()
-        threads = [
-            threading.Thread(target=one, args=(name, kinds[i % len(kinds)], chance.uniform(0, args.burst_seconds)))
-            for i, name in enumerate(names)
-        ]
+        threads = [threading.Thread(target=one, args=step) for step in plan]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
     finally:
-        stop(proc)
+        stop_server(proc)
+    return uploads, began
+
+
+def quick_plan(args, start: float = 0.0) -> list[tuple[str, str, float]]:
+    """Every student uploads m1 once (reference, stub or a bug in turn), at a random moment (seeded) between
+    ``start`` and ``--burst-seconds``, as at a round's end."""
+    import random
+
+    chance = random.Random(7)
+    kinds = list(variants())
+    return [
+        (f"student{s:03d}", kinds[s % len(kinds)], chance.uniform(start, args.burst_seconds))
+        for s in range(args.students)
+    ]
+
+
+def run_burst(args, tmp: Path, files: Path, workers: int, scheduler: str | None) -> tuple[list[Upload], Path, float]:
+    """The quick burst (``quick_plan``) on a fresh contest. Returns the uploads, the contest folder and the
+    burst's start."""
+    plan = quick_plan(args)
+    folder = tmp / f"burst-{workers}-{'dask' if scheduler else 'pool'}"
+    tokens = make_contest(folder, [name for name, _, _ in plan])
+    port = free_port()
+    proc = serve_contest(folder, port, workers, wait=120, scheduler=scheduler)
+    uploads, began = served_burst(args, files, tokens, proc, port, plan)
     return uploads, folder, began
 
 
@@ -345,7 +348,7 @@ def burst(args, tmp: Path, files: Path) -> None:
             uploads, folder, began = run_burst(args, tmp, files, workers, scheduler)
         finally:
             for proc in cluster:
-                stop(proc)
+                stop_server(proc)
         waits = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at is not None]
         last = max((u.verdict_at for u in uploads if u.verdict_at is not None), default=began) - began
         counts = audit(folder, uploads)
@@ -360,38 +363,13 @@ def burst(args, tmp: Path, files: Path) -> None:
 def run_metric_burst(args, tmp: Path, files: Path, lanes: bool) -> tuple[list[Upload], Path, float]:
     """The burst of ``--students`` m1 uploads, with ``--metric-runs`` lmbudget uploads from more students at its
     start; ``--workers`` workers, the metric lane on (its default size) or off (``--metric-workers 0``)."""
-    import random
-
-    chance = random.Random(7)
-    names = [f"student{s:03d}" for s in range(args.students)]
-    runners = [f"trainer{s:02d}" for s in range(args.metric_runs)]
-    kinds = list(variants())
+    runs = [(f"trainer{s:02d}", METRIC_KIND, 0.1 * s) for s in range(args.metric_runs)]
+    plan = runs + quick_plan(args, start=0.5)
     folder = tmp / f"metric-burst-{'lanes' if lanes else 'shared'}"
-    tokens = make_contest(folder, names + runners, metric=True)
+    tokens = make_contest(folder, [name for name, _, _ in plan], metric=True)
     port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    options = () if lanes else ("--metric-workers", "0")
-    proc = serve_contest(folder, port, args.workers, wait=120, options=options)
-    uploads: list[Upload] = []
-
-    def one(name: str, kind: str, delay: float) -> None:
-        time.sleep(delay)
-        student(base, tokens[name], name, [kind], files, uploads, args.wait, args.poll)
-
-    try:
-        time.sleep(10)  # the workers' fork servers start with the server: a round's end finds them warm
-        began = time.perf_counter()
-        threads = [threading.Thread(target=one, args=(name, METRIC_KIND, 0.1 * i)) for i, name in enumerate(runners)]
-        threads += [
-            threading.Thread(target=one, args=(name, kinds[i % len(kinds)], chance.uniform(0.5, args.burst_seconds)))
-            for i, name in enumerate(names)
-        ]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join()
-    finally:
-        stop(proc)
+    proc = serve_contest(folder, port, args.workers, wait=120, options=() if lanes else ("--metric-workers", "0"))
+    uploads, began = served_burst(args, files, tokens, proc, port, plan)
     return uploads, folder, began
 
 

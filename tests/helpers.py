@@ -242,6 +242,19 @@ def serve_contest(
     raise AssertionError(f"the server did not answer within {wait:g} s")
 
 
+def stop_server(proc: subprocess.Popen) -> None:
+    """Stop a server from ``serve_contest`` as Ctrl-C does (its lifespan ends the grading pools), then for good
+    if it hangs."""
+    if proc.poll() is not None:
+        return
+    os.killpg(proc.pid, signal.SIGINT)
+    try:
+        proc.wait(30)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+
+
 def tokens(folder: Path) -> dict[str, str]:
     lines = (folder / "tokens.csv").read_text().splitlines()[1:]
     found = dict(line.split(",", 1) for line in lines)

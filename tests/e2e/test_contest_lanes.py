@@ -11,7 +11,6 @@ import json
 import os
 import random
 import signal
-import subprocess
 import time
 import urllib.request
 from datetime import datetime, timedelta, timezone
@@ -21,7 +20,7 @@ import pytest
 
 from grader.contest.submit import multipart
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
-from helpers import SOLUTIONS, contest_folder, free_port, serve_contest, tokens
+from helpers import SOLUTIONS, contest_folder, free_port, serve_contest, stop_server, tokens
 
 pytestmark = pytest.mark.slow  # a real server, real grading processes
 
@@ -66,16 +65,6 @@ def call(port: int, token: str, path: str, files: list[Path] | None = None) -> d
         return json.loads(answer.read())
 
 
-def stop(server: subprocess.Popen) -> None:
-    """As Ctrl-C: the server's lifespan ends its grading pools (the sleeping run with them)."""
-    os.killpg(server.pid, signal.SIGINT)
-    try:
-        server.wait(30)
-    except subprocess.TimeoutExpired:
-        os.killpg(server.pid, signal.SIGKILL)
-        server.wait()
-
-
 def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp_path: Path, monkeypatch):
     monkeypatch.setenv(ENV_VAR, str(task_file(tmp_path / "lmbudget")))  # the server's grading reads it
     start = (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0).isoformat()
@@ -116,7 +105,7 @@ def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp
         assert lanes["quick"]["busy"] == 0 and lanes["quick"]["alive"] == lanes["quick"]["workers"] == 1, health
         assert health["workers"] == 2 and health["queued"] == 1, health  # the training run, still graded
     finally:
-        stop(server)
+        stop_server(server)
 
 
 def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(tmp_path: Path):
