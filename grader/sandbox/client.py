@@ -409,7 +409,16 @@ def _open_dir(name: str, dir_fd: int | None) -> int:
     try:
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
     except PermissionError:  # a folder the worker made unreadable: ours to open again
-        os.chmod(name, 0o700, dir_fd=dir_fd)
+        # chmod through a descriptor of the folder itself: by name it would follow a link swapped in meanwhile
+        # (by a process of the worker's that outlived it, where no PID namespace took) to anything on the machine
+        if not hasattr(os, "O_PATH"):  # not Linux: no worker there has a user id of its own to outlive it with
+            os.chmod(name, 0o700, dir_fd=dir_fd)
+            return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
+        where = os.open(name, os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=dir_fd)
+        try:
+            os.chmod(f"/proc/self/fd/{where}", 0o700)
+        finally:
+            os.close(where)
         return os.open(name, _DIR_FLAGS, dir_fd=dir_fd)
 
 

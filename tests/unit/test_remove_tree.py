@@ -65,3 +65,31 @@ def test_a_failed_clean_up_is_said_once_and_never_raises(tmp_path, monkeypatch, 
         assert remove_tree(tmp_path / name) is False
     err = capsys.readouterr().err
     assert err.count("could not delete") == 1 and "Traceback" not in err, err
+
+
+@pytest.mark.skipif(not hasattr(os, "O_PATH"), reason="Linux: the folder is opened by descriptor to change its mode")
+def test_an_unreadable_folder_swapped_for_a_link_is_never_chmodded_through_it(tmp_path, monkeypatch):
+    """A folder the worker made unreadable is made readable again before it is deleted. Where a process of the
+    worker's outlived it and swapped that folder for a link to something of the machine's, the change of mode
+    must not follow the link: the machine's folder keeps its mode (it was made 0o700 through the link before)."""
+    machine = tmp_path / "machine"
+    machine.mkdir(mode=0o755)
+    machine.chmod(0o755)
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    (copy / "locked").symlink_to(machine)  # listed as a folder, then swapped: what _open_dir now meets
+    real_open = os.open
+
+    def refused_once(path, flags, *args, **kwargs):  # as a non-root grader meets an unreadable folder
+        if path == "locked" and not flags & os.O_PATH:
+            raise PermissionError(13, "Permission denied", path)
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(client.os, "open", refused_once)
+    fd = real_open(copy, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with pytest.raises(OSError):
+            client._open_dir("locked", fd)
+    finally:
+        os.close(fd)
+    assert machine.stat().st_mode & 0o777 == 0o755
