@@ -81,7 +81,7 @@ def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None
     jail.die_with_parent()
     CGROUPS.join(config["name"], config["limits"]["memory_bytes"] + (512 << 20), config["limits"]["processes"])
     CGROUPS.close()
-    if OWN_UIDS:
+    if OWN_UIDS and PLACES is None:  # the copy on disk is the worker's own; a capped one is given as it is made
         jail.give_to(config["uid"], config["submission"])
     places = None
     if PLACES is not None:  # its copy becomes a capped tmpfs of its own (see jail.private_places)
