@@ -484,7 +484,7 @@ SIGNALS: dict[int, str] = {  # signal.Signals are ints: looked up by exit code -
     signal.SIGBUS: "crashed with a bus error",
     signal.SIGFPE: "crashed with a floating-point exception",
     # Sent by the kernel at the memory limit, or by the code itself (os.kill(os.getpid(), 9)): not told apart here.
-    signal.SIGKILL: "was killed (SIGKILL): by your code itself, or for using more memory than allowed",
+    signal.SIGKILL: "was killed (SIGKILL) by your code itself or for using more memory than allowed",
     signal.SIGXCPU: "used more CPU time than allowed",
 }
 LIMIT_OF_SIGNAL: dict[int, str] = {signal.SIGXCPU: "time"}  # the limit each one means, whoever sent it
@@ -492,7 +492,8 @@ LIMIT_OF_SIGNAL: dict[int, str] = {signal.SIGXCPU: "time"}  # the limit each one
 # submission can SIGKILL itself, and a verdict of "memory limit exceeded" would then send the student hunting for
 # a memory bug they do not have.
 OOM_KILLED = "was killed for using more memory than allowed (--memory-mb)"
-NOT_OOM_KILLED = "was killed (SIGKILL), not for its memory: by your code itself (os.kill?) or from outside"
+# No ": " inside them: a report takes a message's cause from after its last one (batch/summary.likely_cause).
+NOT_OOM_KILLED = "was killed (SIGKILL) by your code itself (os.kill?) or from outside, not for its memory"
 
 
 class WorkerConnection:

@@ -159,6 +159,15 @@ def test_check_names_keep_their_brackets():
     assert check_name("no cases") == "no cases"
 
 
+def test_a_worker_killed_is_a_cause_worded_whole():
+    """How a worker ended is the cause a report groups by: the whole phrase, not a piece after a colon inside it
+    ("by your code itself (os.kill?) or from outside)" told the instructor nothing)."""
+    from grader.sandbox.client import NOT_OOM_KILLED, OOM_KILLED, SIGNALS
+
+    for ending in (NOT_OOM_KILLED, OOM_KILLED, *SIGNALS.values()):
+        assert likely_cause(f"forward runs: the worker {ending}") == f"the worker {ending}"
+
+
 def test_a_message_that_sends_the_student_to_other_checks_names_no_cause():
     lesson = (
         "the loss at step 5 is 57.1234, the lesson prints 3.4078: this end-to-end check runs all your files "
