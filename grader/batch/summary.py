@@ -69,6 +69,8 @@ def likely_cause(message: str) -> str | None:
         if _VALUES_ONLY.match(phrase):
             return None
     phrase = re.split(r": |; |\. (?=[A-Z])", phrase, maxsplit=1)[0].strip().rstrip(".;,")
+    while phrase.endswith(")") and phrase.count(")") > phrase.count("("):  # the close of a list it stood in
+        phrase = phrase[:-1].rstrip(".;,")
     if len(re.findall(r"[A-Za-z]{2,}", phrase)) < 2:  # too little text to be a cause ("got 3")
         return None
     return None if _REFERRAL.match(phrase) else phrase

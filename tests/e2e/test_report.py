@@ -166,6 +166,8 @@ def test_a_worker_killed_is_a_cause_worded_whole():
 
     for ending in (NOT_OOM_KILLED, OOM_KILLED, *SIGNALS.values()):
         assert likely_cause(f"forward runs: the worker {ending}") == f"the worker {ending}"
+        # inside a list in parentheses, as a notebook's cells left out are named: the list's close is not the cause's
+        assert likely_cause(f"no GPTBlock (cell 3: the worker {ending})") == f"the worker {ending}"
 
 
 def test_a_message_that_sends_the_student_to_other_checks_names_no_cause():
