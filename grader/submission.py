@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -158,6 +159,10 @@ def prepared(path: Path) -> Iterator[Path]:
                 pass
         except nofollow.TreeTooLarge as e:
             raise SubmissionError(str(e)) from None
+        # The files that make the grading side run a notebook's cells one by one, under their own budgets and
+        # labels: only a folder written here (below) has them; a folder handed in with them is refused.
+        if kept := [name for name in (f"{STEPWISE}.py", CELLS_FILE) if os.path.lexists(path / name)]:
+            raise SubmissionError(f"{', '.join(kept)}: the grader keeps these names for notebooks; rename the file")
         yield path
         return
     if path.suffix != ".ipynb":

@@ -50,6 +50,7 @@ MIN_CELL_SECONDS = 1.0  # a cell that would get less (the run's time nearly spen
 # each one costs a fresh worker and a run of the cells before it.
 MAX_LEFT_OUT = 3
 MAX_CELLS_FILE_BYTES = 1 << 20
+MAX_LABEL = 200  # characters of a cell's file name or label: "Cell In[12] (cell 40 of the notebook)"
 TIME_UP = "this submission used up its time limit (--submission-timeout) while its notebook's cells ran"
 # How ImportFailure's messages begin (``MilestoneView._explain_import``): a submission whose every check says
 # one of these could not be run at all (grader/batch/summary.py counts it so).
@@ -79,7 +80,8 @@ class NotebookRun:
             if (submission / "notebook_code.py").is_file() and path.is_file():
                 try:  # a folder handed in may carry a file of this name, or a link by it: read neither past 1 MB
                     raw = json.loads(nofollow.read_bytes(path, MAX_CELLS_FILE_BYTES))
-                    self.cells = [(str(f), str(label)) for f, label in raw]
+                    # written by grader/submission.py: short names and labels (a check's message quotes labels)
+                    self.cells = [(str(f)[:MAX_LABEL], str(label)[:MAX_LABEL]) for f, label in raw]
                 except (OSError, ValueError, TypeError, UnicodeDecodeError):
                     self.cells = []
         return self.cells

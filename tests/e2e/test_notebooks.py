@@ -232,3 +232,18 @@ def test_a_notebook_that_cannot_be_run_is_counted_so_in_a_batch(tmp_path):
     assert "lowest: eve 0.0% (0/27), alice 100.0% (27/27)" in proc.stderr, proc.stderr
     proc = cli("report", str(db))
     assert "of their files: eve), 0 with errors" in proc.stdout, proc.stdout
+
+
+@pytest.mark.parametrize("name", ["notebook_cells.json", "notebook_stepwise.py"])
+def test_a_folder_cannot_make_itself_a_notebook(tmp_path, name):
+    """The files that make the grading side run cells one by one (each under its own budget, its label quoted in
+    every check's message) are the grader's: a folder handed in with one is refused, naming it, before any
+    grading (with a 1 MB label in notebook_cells.json, every check of every milestone quoted it)."""
+    folder = tmp_path / "submission"
+    folder.mkdir()
+    (folder / "m1_attention.py").write_text(reference("m1_attention"))
+    (folder / "notebook_code.py").write_text("def _run_cell(index, seconds):\n    pass\n")
+    (folder / name).write_text(json.dumps([["cell_001", "x" * (1 << 20)]]) if name.endswith(".json") else "")
+    proc = cli("check", str(folder), "-m", "m1")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
+    assert f"{name}: the grader keeps these names for notebooks" in proc.stderr, proc.stderr[-2000:]
