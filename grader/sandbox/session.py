@@ -90,11 +90,11 @@ class NotebookRun:
 class SharedWorker:
     """The worker of the milestones that trust the same earlier files, started on first use."""
 
-    def __init__(
-        self, server: ForkServer, submission: Path, trusted: tuple[str, ...], notebook: NotebookRun | None = None
-    ):
+    def __init__(self, server: ForkServer, submission: Path, trusted: tuple[str, ...], notebook: NotebookRun):
+        """``notebook``: the grading's one NotebookRun (its cells left out, the submission's time limit), shared
+        by all its workers."""
         self.server, self.submission, self.trusted = server, submission, trusted
-        self.notebook = notebook or NotebookRun()
+        self.notebook = notebook
         self.worker: WorkerConnection | None = None
         self.imported: set[MilestoneView] = set()  # the views whose modules this worker has imported
         self.user: MilestoneView | None = None  # the view whose test used it last: a hang counts against it

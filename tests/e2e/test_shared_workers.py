@@ -17,7 +17,7 @@ from grader.milestones import MILESTONES
 from grader.runner import grade
 from grader.sandbox.client import ForkServer, Limits
 from grader.sandbox.common.agreement import Request
-from grader.sandbox.session import RETIRE_AT_CPU_SHARE, MilestoneView, SharedWorker
+from grader.sandbox.session import RETIRE_AT_CPU_SHARE, MilestoneView, NotebookRun, SharedWorker
 from helpers import SOLUTIONS
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
@@ -48,7 +48,7 @@ class FakeForkServer:
 
 @pytest.fixture
 def shared() -> SharedWorker:
-    return SharedWorker(FakeForkServer(), Path("."), trusted=())
+    return SharedWorker(FakeForkServer(), Path("."), trusted=(), notebook=NotebookRun())
 
 
 def test_the_reference_needs_one_worker_per_set_of_trusted_files():

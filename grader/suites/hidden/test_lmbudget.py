@@ -298,7 +298,8 @@ def run(grading_context) -> Run:
         )
     milestone = GRADABLE["lmbudget"]
     # A worker of its own, started here: the budget counts from its first instant (the import included).
-    view = MilestoneView(SharedWorker(context.server, context.submission, milestone.trusted), milestone.modules)
+    shared = SharedWorker(context.server, context.submission, milestone.trusted, context.notebook)
+    view = MilestoneView(shared, milestone.modules)
     started = time.monotonic()
     view.start_test(wall_limit)
     try:
