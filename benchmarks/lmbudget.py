@@ -55,7 +55,7 @@ def decimals(spread: float, shown: int) -> int:
 def spread(runs: int, burners: int, budget: float | None, task_path: Path | None) -> int:
     import torch
 
-    from grader.runner import grade
+    from grader.grading import Grader, Request
     from grader.sandbox.client import Limits
 
     task = load_task(task_path or os.environ.get(ENV_VAR) or TASK_FILE)
@@ -86,7 +86,8 @@ def spread(runs: int, burners: int, budget: float | None, task_path: Path | None
             print(f"  {'run':>4} {'loss A':>8} {'loss B':>8} {'points':>7} {'CPU s':>6} {'wall s':>7}  load average")
             for i in range(runs):
                 started = time.monotonic()
-                report = grade(folder, ["lmbudget"], limits).to_json()
+                with Grader(limits, many=False) as grader:  # a server of its own each run, as a lone grading has
+                    report = grader.grade(Request(folder, ("lmbudget",))).to_json()
                 wall = time.monotonic() - started
                 a, b, why = losses(report)
                 (milestone,) = [m for m in report["milestones"] if m["id"] == "lmbudget"]

@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
     # Imported once the arguments are checked: torch, and the runner (pytest), take seconds to load.
     import torch
 
-    from grader.runner import grade
+    from grader.grading import Grader, Request
     from grader.sandbox.client import Limits
 
     path = args.task or Path(os.environ.get(ENV_VAR) or TASK_FILE)
@@ -85,14 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     results: dict[str, tuple[float | None, float | None, str]] = {}
     limits = Limits(cpu_seconds=max(Limits().cpu_seconds, int(task.budget_cpu_seconds + task.margin_seconds) + 60))
-    with tempfile.TemporaryDirectory(prefix="lmbudget-calibrate-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="lmbudget-calibrate-") as tmp, Grader(limits) as grader:
         run_task = Path(tmp) / "task.toml"
         write_task(task, run_task)
         saved = os.environ.get(ENV_VAR)
         os.environ[ENV_VAR] = str(run_task)
         try:
             for name, folder in submissions(Path(tmp), args.runs).items():
-                results[name] = losses(grade(folder, ["lmbudget"], limits).to_json())
+                results[name] = losses(grader.grade(Request(folder, ("lmbudget",))).to_json())
                 a, b, why = results[name]
                 print(f"  {name}: " + (f"A {a:.4f}, B {b:.4f} bits/char" if a is not None else why), flush=True)
         finally:

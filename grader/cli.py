@@ -18,8 +18,8 @@ from grader.contest.commands import contest
 from grader.contest.submit import submit
 from grader.errors import BadUsage
 from grader.files import write_atomically
-from grader.grading import grade_submission, internal_errors_line
-from grader.milestones import MILESTONES, preloads, side_by_side
+from grader.grading import Grader, Request, internal_errors_line
+from grader.milestones import MILESTONES
 from grader.options import OutputPath, limit_options, limits, milestone_option, submission_timeout_option
 from grader.paper.commands import paper
 from grader.practice.command import practice
@@ -114,16 +114,8 @@ def check(
         "variant": sitting.variant if sitting else Variant(),
         "rules": sitting.rules if sitting else None,
     }
-    report = grade_submission(
-        submission,
-        graded,
-        chosen,
-        groups=side_by_side(graded, jobs),
-        preload=preloads(graded),
-        many=False,
-        name=str(submission),
-        **options,
-    )
+    with Grader(chosen, jobs=jobs, many=False) as grader:
+        report = grader.grade(Request(submission, tuple(graded), name=str(submission), **options))
     if fmt == "text":
         from grader.table import render_text
 
@@ -202,7 +194,7 @@ def nbgrader(out: Path) -> None:
     submissions into submitted/STUDENT/lesson/, `nbgrader autograde lesson`, `nbgrader export`.
     """
     from grader.bundles import nbgrader as course
-    from grader.runner import HIDDEN_AVAILABLE, grade
+    from grader.runner import HIDDEN_AVAILABLE
 
     if not HIDDEN_AVAILABLE or not (course.PROJECT / "solutions").is_dir():
         raise click.UsageError("an nbgrader course is built from a checkout of the kit (solutions and hidden suites)")
@@ -210,7 +202,8 @@ def nbgrader(out: Path) -> None:
         course.refuse_existing(out)  # now, not after grading the reference for a minute (build checks again)
     except FileExistsError as e:
         raise click.UsageError(str(e)) from None
-    report = grade(course.PROJECT / "solutions", list(MILESTONES))  # each milestone's points, and a sanity check
+    with Grader(many=False) as grader:  # each milestone's points, and a sanity check
+        report = grader.grade(Request(course.PROJECT / "solutions"))
     if report.set_aside or report.score() != (report.score()[1], report.score()[1]):
         raise click.ClickException("the reference does not score full marks; the course would be wrong")
     try:

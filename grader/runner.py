@@ -10,15 +10,13 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-import pickle
-import signal
 import time
 import traceback
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
@@ -30,7 +28,6 @@ from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, S
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
 from grader.sandbox.session import ImportFailure, MissingName
-from grader.sandbox.worker import jail
 from grader.variants import LESSON, Variant
 
 SUITES = Path(__file__).with_name("suites")  # the helpers every suite shares, and the suites' pytest.ini
@@ -70,15 +67,16 @@ QUIET = (*EXPLAINED, NotObserved)  # no traceback needed: the message says it al
 def grade(
     submission: Path,
     milestones: Iterable[str],
-    limits: Limits | None = None,
-    fork_server: ForkServer | None = None,
+    limits: Limits,
+    server: ForkServer,
     public: bool = False,
     variant: Variant = LESSON,
     rules: dict[str, frozenset[str]] | None = None,
     only: frozenset[str] | None = None,
     ends: float | None = None,
 ) -> Report:
-    """Grade ``submission`` (a folder of exercise files) on the given milestone ids.
+    """Grade ``submission`` (a folder of exercise files) on the given milestone ids, its workers forked by
+    ``server`` (a Grader's: grader/grading.py).
 
     With ``public`` (always, in a student release), only the public checks run. ``variant``: the student's
     numbers in a paper's questions; ``rules``: a paper's rules by part (grader/paper/). ``only``: run just
@@ -87,7 +85,7 @@ def grade(
     """
     public = public or not HIDDEN_AVAILABLE
     suites = PUBLIC if public else HIDDEN
-    limits, milestones = limits or Limits(), list(milestones)
+    milestones = list(milestones)
     started = time.monotonic()
     # Imported here: loading torch takes seconds, which this process spends while the fork server loads it too.
     import torch
@@ -98,8 +96,6 @@ def grade(
     # that another grading process holds (with two threads on two busy cores, 10x slower).
     torch.set_num_threads(1)
 
-    own = fork_server is None
-    server = fork_server or ForkServer(limits)  # torch loads there while this process loads it too
     cpu_before, spawned_before = server.worker_cpu, server.spawned
     collector = Collector()
     context = GradingContext(server, submission.resolve(), limits, variant=variant, rules=dict(rules or {}))
@@ -136,89 +132,9 @@ def grade(
             settle_claims(collector, milestones, limits, server, variant, rules, context.ends)
     finally:
         context.close()
-        if own:
-            server.close()
     report.seconds = time.monotonic() - started
     report.variant = variant.seed
     return report
-
-
-def grade_side_by_side(
-    submission: Path, groups: list[list[str]], limits: Limits, server: ForkServer, **options: Any
-) -> Report:
-    """``grade`` on every milestone of ``groups``, each group in a grading process of its own, side by side.
-
-    A cold ``grade check`` of several milestones used one core for the grader's side of every check while the
-    other waited; independent milestones can use both. ``server`` must have been started with
-    ``clients=len(groups)``: each process gets a copy of it (``ForkServer.attach``). The processes are forked
-    from this one once torch is loaded, so it loads once; the report is the one ``grade`` gives, checks in
-    the order of the milestones.
-    """
-    started = time.monotonic()
-    import torch  # noqa: F401 - loaded before the fork, so that every grading process has it already
-
-    children: list[tuple[int, int]] = []
-    try:
-        for group in groups[1:]:  # the children connect first: the server copies itself once all have
-            read, write = os.pipe()
-            pid = os.fork()
-            if pid == 0:
-                os.close(read)
-                _grade_in_child(write, submission, group, limits, server, options)
-            os.close(write)
-            children.append((pid, read))
-        with ForkServer.attach(str(server.address), limits) as mine:
-            reports = [grade(submission, groups[0], limits, mine, **options)]
-        while children:
-            reports.append(_child_report(*children.pop(0)))
-    finally:
-        for pid, read in children:  # left only by an error or Ctrl-C here: end them now
-            os.close(read)
-            with contextlib.suppress(ChildProcessError, ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-    order = {m: i for i, m in enumerate(m for group in groups for m in group)}
-    first = reports[0]
-    first.checks = sorted((c for r in reports for c in r.checks), key=lambda c: order[c.milestone])
-    first.seconds = time.monotonic() - started
-    first.worker_cpu_seconds = sum(r.worker_cpu_seconds for r in reports)
-    first.workers = sum(r.workers for r in reports)
-    return first
-
-
-def _grade_in_child(write: int, submission: Path, group: list[str], limits: Limits, server, options) -> NoReturn:
-    """In a forked grading process: grade ``group``, send the Report (or the error) to the parent, exit."""
-    outcome: Report | GraderError
-    try:
-        jail.die_with_parent()
-        with ForkServer.attach(str(server.address), limits) as mine:
-            outcome = grade(submission, group, limits, mine, **options)
-    except BaseException as e:  # noqa: BLE001 - whatever it is, the parent reports it
-        outcome = GraderError(f"grading {', '.join(group)} failed: {type(e).__name__}: {e}")
-    try:
-        with os.fdopen(write, "wb") as out:
-            pickle.dump(outcome, out)  # read by the parent only: this process ran no submission code
-    finally:
-        os._exit(0)
-
-
-def _child_report(pid: int, read: int) -> Report:
-    """The report a child sent; the child is reaped whatever happens (killed first if this is interrupted)."""
-    data = b""
-    try:
-        with os.fdopen(read, "rb") as pipe:
-            data = pipe.read()
-    finally:
-        if not data:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-    if not data:
-        raise GraderError("a grading process ended without a report")
-    outcome = pickle.loads(data)
-    if isinstance(outcome, GraderError):
-        raise outcome
-    return outcome
 
 
 class Only:

@@ -28,11 +28,11 @@ import click
 from grader import nofollow
 from grader.batch.discover import FoundSubmission
 from grader.errors import BadUsage
-from grader.grading import grade_submission, grader_failed, internal_errors_line
+from grader.grading import Grader, Request, grader_failed, internal_errors_line
 from grader.milestones import GRADABLE, MILESTONES
 from grader.options import limit_options, limits, milestone_option
 from grader.results import Report
-from grader.sandbox.client import ForkServer, GraderError, Limits, copy_submission
+from grader.sandbox.client import GraderError, Limits, copy_submission
 from grader.submission import SubmissionError
 
 POLL_SECONDS = 0.2  # how often the files are looked at
@@ -145,28 +145,20 @@ class Watcher:
     def __init__(self, submission: Path, chosen: Limits, public: bool, verbose: bool, once: bool = False):
         self.submission, self.limits, self.public, self.verbose = submission, chosen, public, verbose
         self.once = once  # grade once, as `grade check`: a save meanwhile does not stop it
-        self.server: ForkServer | None = None
+        self.grader = Grader(chosen)
         self.color = sys.stdout.isatty()
-
-    def fork_server(self) -> ForkServer:
-        if self.server is not None and self.server.proc is not None and self.server.proc.poll() is not None:
-            click.echo("grade watch: the grading workers' fork server stopped; starting a new one", err=True)
-            self.close()
-        if self.server is None:
-            self.server = ForkServer(self.limits, many=True)
-        return self.server
-
-    def server_died(self) -> bool:
-        return self.server is not None and self.server.proc is not None and self.server.proc.poll() is not None
 
     def grade(self, milestones: list[str]) -> Report | None:
         """Grade and print the table (and first failures) as ``grade check`` does; None if nothing was graded."""
         from grader.table import render_text  # rich: `grade` starts without it
 
         for attempt in range(2):  # a second time only if the fork server died while grading
+            if self.grader.server_died:  # the Grader replaces it; the student hears why this grading starts slowly
+                click.echo("grade watch: the grading workers' fork server stopped; starting a new one", err=True)
             try:
                 with self.copy() as copied, self.stopped_by_a_save():
-                    report = grade_submission(copied, milestones, self.limits, self.fork_server, public=self.public)
+                    request = Request(copied, tuple(milestones), public=self.public, name=str(self.submission))
+                    report = self.grader.grade(request)
                     torn = digest(copied) != digest(self.submission)
                 if NewerSave.seen:
                     self.superseded()
@@ -174,7 +166,6 @@ class Watcher:
                 if torn and attempt == 0:  # a file caught mid-write: its verdict would stay until another save
                     click.echo("the files changed while they were read: grading them again")
                     continue
-                report.submission = str(self.submission)
                 if Stop.asked:
                     raise KeyboardInterrupt
             except SubmissionError as e:  # a notebook that is mid-write or not valid JSON: the student's to fix
@@ -186,12 +177,11 @@ class Watcher:
                 if NewerSave.seen:  # pytest, stopped by the save, says the suites did not run
                     self.superseded()
                     return None
-                if self.server_died() and attempt == 0:
+                if self.grader.lost and attempt == 0:
                     continue
-                click.echo(grader_failed(e), err=True)
-                self.close()  # a fresh server for the next save
+                click.echo(grader_failed(e), err=True)  # the Grader starts a fresh server for the next save
                 return None
-            if self.server_died() and attempt == 0:
+            if self.grader.lost and attempt == 0:
                 continue  # its checks were set aside as the grader's failures: grade again on a new server
             click.echo(render_text(report, verbose=self.verbose, color=self.color))
             if faults := internal_errors_line(report):
@@ -201,7 +191,7 @@ class Watcher:
 
     def superseded(self) -> None:
         click.echo("saved again while grading: stopped; grading the newer files")
-        self.close()  # it was cut short, perhaps mid-request: a fresh server for the next grading
+        self.grader.reset()  # it was cut short, perhaps mid-request: a fresh server for the next grading
 
     @contextlib.contextmanager
     def copy(self) -> Iterator[Path]:
@@ -254,9 +244,7 @@ class Watcher:
             looking.join()
 
     def close(self) -> None:
-        if self.server is not None:
-            server, self.server = self.server, None
-            server.close()
+        self.grader.close()
 
 
 def _stop(signum: int, frame: object) -> None:
@@ -325,7 +313,7 @@ def watch(
         if not once:
             click.echo(f"grade watch: watching {what} for milestones {', '.join(chosen)}; Ctrl-C to stop")
         seen = snapshot(submission)
-        watcher.fork_server()  # torch loads there while this process loads it in grade()
+        watcher.grader.warm_up()  # torch loads there while this process loads it in grade()
         report = watcher.grade(chosen)
         code = 0 if report is not None and not report.internal_errors else 1
         if not once:

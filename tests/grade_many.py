@@ -1,4 +1,4 @@
-"""Grade many submissions in one process, with one warm fork server: the corpus's fast path.
+"""Grade many submissions in one process, with one warm Grader: the corpus's fast path.
 
 ``python tests/grade_many.py JOBS.json`` reads ``[{"submission", "milestones", "out"}, ...]`` and
 writes each report (``--format json``'s content) to its ``out``. The verdicts are the ones
@@ -10,17 +10,15 @@ import sys
 import warnings
 from pathlib import Path
 
-from grader.sandbox.client import ForkServer, Limits
+from grader.grading import Grader, Request
 
 
 def main(jobs_file: str) -> None:
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
     jobs = json.loads(Path(jobs_file).read_text())
-    with ForkServer(Limits()) as server:
-        from grader.runner import grade
-
+    with Grader() as grader:
         for job in jobs:
-            report = grade(Path(job["submission"]), job["milestones"], fork_server=server)
+            report = grader.grade(Request(Path(job["submission"]), tuple(job["milestones"])))
             Path(job["out"]).write_text(json.dumps(report.to_json()))
 
 

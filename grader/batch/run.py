@@ -1,4 +1,4 @@
-"""Grade many submissions in parallel: one process per worker slot, each with its own warm fork server.
+"""Grade many submissions in parallel: one process per worker slot, each with its Grader (grader/grading.py).
 
 The parent only schedules and writes the gradebook (the single writer); each
 result is committed as soon as it arrives, so nothing graded is ever lost.
@@ -7,7 +7,6 @@ result is committed as soon as it arrives, so nothing graded is ever lost.
 from __future__ import annotations
 
 import contextlib
-import gc
 import multiprocessing
 import multiprocessing.util
 import signal
@@ -19,14 +18,13 @@ from typing import NamedTuple
 
 from grader import __version__
 from grader.fingerprint import grader_fingerprint
-from grader.grading import grade_submission
-from grader.sandbox.client import ForkServer, Limits
+from grader.grading import Request, process_grader, shared_server
+from grader.sandbox.client import Limits
 from grader.variants import Variant
 
 from .discover import FoundSubmission, unpacked
 from .gradebook import Gradebook
 
-_local_server = None  # one fork server per worker process, started by warm_up or its first submission
 _one_at_a_time = threading.Lock()  # pytest and the fork server serve one grading at a time per process
 
 
@@ -44,43 +42,24 @@ def grade_one(
     a tree too deep to delete, a grading past ``limits.submission_seconds``) is never such an error: each is
     one of its checks, failed and counted, with its cause (grader/sandbox/client.py).
 
-    ``server``: the address of the batch's fork server, of which this process gets a copy; ``seed`` and
-    ``rules``: the student's variant and the paper's rules (a contest run on a paper).
+    ``server``: the address of the batch's fork server, of which this process's Grader takes a copy; ``seed``
+    and ``rules``: the student's variant and the paper's rules (a contest run on a paper).
     """
     with _one_at_a_time:
         try:
-            fork_server = _this_process_server(server, limits)
+            grader = process_grader(limits, server)
             with unpacked(Path(path)) as inner:
-                report = grade_submission(inner, milestones, limits, fork_server, variant=Variant(seed), rules=rules)
-                return report.to_json()
+                request = Request(inner, tuple(milestones), variant=Variant(seed), rules=rules)
+                return grader.grade(request, limits).to_json()
         except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
             return {"error": f"{type(e).__name__}: {e}"}
 
 
 def warm_up(limits: Limits) -> None:
-    """In a worker process: start its fork server now, so that the first submission it gets does not wait for
-    it (the contest server calls this once per worker when it starts; a failure here is retried by grade_one)."""
+    """In a worker process: start its Grader's fork server now, so that the first submission it gets does not
+    wait for it (the contest server calls this once per worker when it starts)."""
     with _one_at_a_time:
-        _this_process_server(None, limits)
-
-
-def _this_process_server(server: str | None, limits: Limits) -> ForkServer:
-    global _local_server
-    if _local_server is None:
-        gc.freeze()  # what the fork server preloaded (torch): this process's collections skip it
-        _local_server = _fork_server(server, limits)
-        multiprocessing.util.Finalize(None, _local_server.close, exitpriority=10)  # atexit does not run here
-    return _local_server
-
-
-def _fork_server(address: str | None, limits: Limits):
-    """A copy of the batch's fork server (a few CPU seconds cheaper), else one of this process's own."""
-    if address:
-        try:
-            return ForkServer.attach(address, limits)
-        except OSError:
-            pass  # too late: the server takes clients only before any worker exists
-    return ForkServer(limits, many=True)
+        process_grader(limits).warm_up()
 
 
 def pool_context() -> multiprocessing.context.BaseContext:
@@ -206,7 +185,7 @@ def grade_all(
     context = pool_context() if todo else None
     executor = executor or ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_interrupts)
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
-    server = ForkServer(limits, clients=min(workers, len(todo))) if own and todo else None
+    server = shared_server(limits, min(workers, len(todo))) if own and todo else None
     try:
         with _interrupts_deferred() if own else contextlib.nullcontext():
             futures = {

@@ -23,7 +23,6 @@ that every link in the zip resolves inside it.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import dataclasses
 import json
 import math
@@ -39,11 +38,10 @@ from pathlib import Path
 from grader import nofollow, templates
 from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
 from grader.files import atomic_path, write_atomically
-from grader.grading import grade_submission, grader_failed, internal_errors_line
-from grader.milestones import MILESTONES
+from grader.grading import Grader, Request, grader_failed, internal_errors_line
 from grader.options import limits
 from grader.results import GRADESCOPE_VISIBILITIES, gradescope_results
-from grader.sandbox.client import ForkServer, GraderError
+from grader.sandbox.client import GraderError
 from grader.submission import SubmissionError
 
 PROJECT = Path(__file__).resolve().parents[2]
@@ -160,22 +158,14 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
     path, found = locate(root)
     notes = [found] if found else []
     try:
-        with contextlib.ExitStack() as stack:
-            started: list[ForkServer] = []
-
-            def server() -> ForkServer:
-                """One fork server for both gradings, started once the submission is prepared."""
-                if not started:
-                    started.append(stack.enter_context(ForkServer(limits())))
-                return started[0]
-
+        with Grader(limits(), many=False) as grader:  # one fork server for both gradings
             chosen, began = limits(), time.monotonic()
-            report = grade_submission(path, list(MILESTONES), chosen, server)
+            report = grader.grade(Request(path))
             # the public checks share the submission's time limit: what the hidden ones left of it
             left = (chosen.submission_seconds or math.inf) - (time.monotonic() - began)
             rest = dataclasses.replace(chosen, submission_seconds=max(1.0, left)) if math.isfinite(left) else chosen
             try:
-                public = grade_submission(path, list(MILESTONES), rest, server, public=True)
+                public = grader.grade(Request(path, public=True), rest)
             except GraderError as e:
                 print(f"the public checks did not run: {e}")
                 public = None

@@ -12,7 +12,7 @@ import click
 from grader import nofollow
 from grader.batch.discover import FoundSubmission
 from grader.files import write_atomically
-from grader.grading import grade_submission
+from grader.grading import Grader, Request
 from grader.options import limits
 from grader.paper.config import Paper, PaperFileError, load
 from grader.practice.errors import PracticeError, Unreadable
@@ -21,7 +21,6 @@ from grader.practice.loop import HELP, run_session
 from grader.practice.session import Session, now
 from grader.practice.signals import interrupts
 from grader.practice.stdin import Commands
-from grader.sandbox.client import ForkServer
 from grader.submission import MAX_NOTEBOOK_BYTES, SubmissionError
 from grader.variants import LESSON, Variant
 
@@ -92,42 +91,26 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
     log_path = log_path or folder / "log.jsonl"
     seed, notes = notebook_seed(path, paper)
 
-    chosen = limits()
-    servers: list[ForkServer] = []  # one warm fork server for the session; a new one after the grader failed
+    grader = Grader(limits())  # one warm fork server for the session; a new one after the grader failed
+    request = Request(
+        path,
+        tuple(p.id for p in paper.parts),
+        variant=Variant(seed) if seed is not None else LESSON,
+        rules={p.id: frozenset(p.rules) for p in paper.parts},
+        name=str(path),
+    )
     interrupted = [False]  # set by Ctrl-C (``interrupts``)
-
-    def server() -> ForkServer:
-        if not servers:
-            servers.append(ForkServer(chosen, many=True))
-        return servers[0]
-
-    def close() -> None:
-        while servers:
-            try:
-                servers.pop().close()
-            except Exception:  # noqa: BLE001 - a server that already died
-                pass
 
     def grade_now() -> dict[str, Any]:
         """The session's grade function: the paper's parts, with its rules and the notebook's numbers."""
         try:
-            report = grade_submission(
-                path,
-                [p.id for p in paper.parts],
-                chosen,
-                server,
-                variant=Variant(seed) if seed is not None else LESSON,
-                rules={p.id: frozenset(p.rules) for p in paper.parts},
-                name=str(path),
-            )
+            return grader.grade(request).to_json()
         except SubmissionError as e:
             raise Unreadable(str(e)) from None
         except BaseException:
-            close()  # in case that server is what failed
             if interrupted[0]:  # pytest made Ctrl-C an exit code: it is the student's stop
                 raise KeyboardInterrupt from None
             raise
-        return report.to_json()
 
     try:
         work = "" if path.is_dir() else path.name
@@ -165,7 +148,7 @@ def practice(paper_path: Path, path: Path, minutes: float | None, log_path: Path
                     fd = None
                 run_session(session, echo, Commands(fd))
     finally:
-        close()
+        grader.close()
     report = session.final_report()
     out = folder / "report.md"
     try:  # written first: the terminal may be gone (a closed pipe) by now

@@ -10,6 +10,7 @@ import contextlib
 import json
 import logging
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -282,6 +283,19 @@ class ForkServer:
                 log = (self.tmp / LOG_NAME).read_text(errors="replace")[-2000:]
                 raise GraderError(f"the grading worker did not start ({e}):\n{log}") from None
         return self._hello
+
+    @property
+    def alive(self) -> bool:
+        """The server still serves: its process runs (a batch's copy: its end of the connection is open). Asked
+        between gradings, when no reply is due, so anything readable on the connection means it was closed."""
+        if self.proc is not None and self.proc.poll() is not None:
+            return False
+        try:
+            # Polled, not received: the socket's timeout (hello's) would make a receive wait for it.
+            readable, _, _ = select.select([self.control], [], [], 0)
+        except (OSError, ValueError):  # closed on this side
+            return False
+        return not readable  # readable: closed by the server, or bytes that are no reply we await
 
     @property
     def protections(self) -> list[str]:

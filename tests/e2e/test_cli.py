@@ -69,8 +69,10 @@ def test_a_suite_that_cannot_be_collected_is_named(tmp_path):
     """A broken hidden suite stops the grading with a message naming the file and the error, not a bare exit code"""
     script = f"""
 {use_broken_suite(tmp_path, "test_m1_attention.py")}
+from grader.grading import Grader, Request
 try:
-    runner.grade(Path({str(SOLUTIONS)!r}), ["m1"])
+    with Grader() as grader:
+        grader.grade(Request(Path({str(SOLUTIONS)!r}), ("m1",)))
 except runner.GraderError as e:
     print(e)
 """

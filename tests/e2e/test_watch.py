@@ -242,7 +242,8 @@ def test_a_file_changed_while_it_was_read_is_graded_again(submission: Path, monk
     target = submission / "m1_attention.py"
     graded: list[str] = []
 
-    def grade_submission(folder, milestones, limits, server, public=False):
+    def grade(request, limits=None):
+        folder = request.submission
         graded.append((folder / "m1_attention.py").read_text())
         if len(graded) == 1:  # the torn read: the file on disk is not what was copied
             stat = target.stat()
@@ -250,8 +251,8 @@ def test_a_file_changed_while_it_was_read_is_graded_again(submission: Path, monk
             os.utime(target, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         return Report(str(folder), [])
 
-    monkeypatch.setattr("grader.watch.grade_submission", grade_submission)
     watcher = Watcher(submission, None, public=False, verbose=False)  # type: ignore[arg-type]
+    monkeypatch.setattr(watcher.grader, "grade", grade)
     watcher.color = False
     assert watcher.grade(["m1"]) is not None
     assert len(graded) == 2 and graded[1] == target.read_text(), "graded again, from the file as it now is"
