@@ -108,7 +108,9 @@ class Grader:
                     with ForkServer(limits, clients=len(groups), preload=preloads(milestones), many=False) as own:
                         report = _side_by_side(folder, groups, limits, own, ends=ends, **options)
                 else:
-                    report = grade(folder, milestones, limits, self._warm(milestones), ends=ends, **options)
+                    warm = self._warm(milestones)
+                    warm.limits = limits  # read as each worker is spawned: this grading's, not the first one's
+                    report = grade(folder, milestones, limits, warm, ends=ends, **options)
         except SubmissionError:
             raise
         except BaseException:

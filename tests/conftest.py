@@ -5,7 +5,7 @@ import tempfile
 import pytest
 import torch
 
-from helpers import Variant, grade
+from helpers import Variant, close_shared_grader, grade, shared_grader
 
 
 @pytest.fixture
@@ -32,6 +32,16 @@ def pytest_configure(config):
     tests start: a test never reads entries left by an older grader, nor writes into the user's ~/.cache."""
     config.gptkit_cache = tempfile.mkdtemp(prefix="gptkit-test-cache-")
     os.environ["GPTKIT_CACHE"] = config.gptkit_cache
+
+
+@pytest.fixture(scope="session")
+def grader():
+    """The session's warm Grader: a test that grades in this process uses it (helpers.grade does)."""
+    return shared_grader()
+
+
+def pytest_sessionfinish(session):
+    close_shared_grader()  # its fork server and scratch folder end with the session, not at exit
 
 
 def pytest_unconfigure(config):

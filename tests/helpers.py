@@ -1,4 +1,5 @@
-"""Build submissions from the reference and grade them through the real command line."""
+"""Build submissions from the reference and grade them as the command line does: in this process on the session's
+warm Grader (``grade``), or through the command itself (``grade_cli``, ``cli``)."""
 
 from __future__ import annotations
 
@@ -123,7 +124,87 @@ def cli(
     )
 
 
+# What `grade check` options ``grade`` takes in this process; any other (-j, --paper, -v, --format) is the command's.
+IN_PROCESS_OPTIONS = {
+    "-m": "milestones",
+    "--milestone": "milestones",
+    "--timeout": "timeout",
+    "--memory-mb": "memory_mb",
+}
+_warm_grader = None  # the session's Grader (shared_grader): one warm fork server for every in-process grading
+
+
+def shared_grader():
+    """The test session's warm Grader (grader/grading.py), started on first use and closed when pytest ends
+    (conftest.py): the one `grade check` uses, minus the start-up of a process, torch and a fork server."""
+    global _warm_grader
+    if _warm_grader is None:
+        from grader.grading import Grader
+
+        _warm_grader = Grader()
+    return _warm_grader
+
+
+def close_shared_grader() -> None:
+    global _warm_grader
+    if _warm_grader is not None:
+        _warm_grader.close()
+        _warm_grader = None
+
+
 def grade(submission: Path, *args: str, timeout: float = 600) -> Graded:
+    """``grade check SUBMISSION --format json ARGS``: what the command gives, graded in this process on the session's
+    warm Grader (the command's own Grader, runner, suites and sandbox; `grade_cli` runs the command itself). The
+    options are the command's: -m/--milestone, --timeout, --memory-mb and --public are read here, any other
+    makes it run the command. ``timeout``: the grading is stopped after it, and the test fails."""
+    options: dict[str, list[str]] = {"milestones": []}
+    public, rest = False, list(args)
+    while rest:
+        arg = rest.pop(0)
+        if arg == "--public":
+            public = True
+        elif arg in IN_PROCESS_OPTIONS and rest:
+            options.setdefault(IN_PROCESS_OPTIONS[arg], []).append(rest.pop(0))
+        else:
+            return grade_cli(submission, *args, timeout=timeout)
+    return _grade_here(submission, options, public, timeout)
+
+
+def _grade_here(submission: Path, options: dict[str, list[str]], public: bool, timeout: float) -> Graded:
+    from grader.grading import Request, grader_failed, internal_errors_line
+    from grader.milestones import MILESTONES
+    from grader.options import limits
+    from grader.submission import SubmissionError
+
+    def number(name: str) -> float | None:
+        return float(options[name][-1]) if options.get(name) else None
+
+    memory = number("memory_mb")
+    chosen = limits(number("timeout"), int(memory) if memory is not None else None, None)
+    request = Request(submission, tuple(options["milestones"] or MILESTONES), public=public, name=str(submission))
+    started = time.monotonic()
+    previous = signal.signal(signal.SIGALRM, _hang_guard)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        report = shared_grader().grade(request, chosen)
+    except SubmissionError as e:  # the command's usage error (exit 2)
+        return Graded(2, time.monotonic() - started, f"Error: {e}", {})
+    except subprocess.TimeoutExpired:
+        raise
+    except Exception as e:  # noqa: BLE001 - the grader's own failure: the command says it and exits 1
+        return Graded(1, time.monotonic() - started, grader_failed(e), {})
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    line = internal_errors_line(report)
+    return Graded(1 if line else 0, time.monotonic() - started, line or "", report.to_json())
+
+
+def _hang_guard(signum, frame):
+    raise subprocess.TimeoutExpired("grade check (in this process)", 0)
+
+
+def grade_cli(submission: Path, *args: str, timeout: float = 600) -> Graded:
     """``grade check SUBMISSION --format json`` in a fresh process, as a user would run it."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "report.json"

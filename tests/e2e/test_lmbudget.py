@@ -30,12 +30,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from grader.grading import Request
 from grader.lmbudget.corpus import load_splits
 from grader.lmbudget.evaluate import deal, evaluate, plan
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
-from grader.runner import grade
 from grader.sandbox.client import Limits
-from helpers import cli
+from helpers import cli, shared_grader
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET, WALL, MARGIN, EVAL_CPU = 6.0, 20.0, 3.0, 3.0
@@ -92,7 +92,7 @@ def graded(tmp_path: Path, source: str) -> tuple[dict, dict]:
     folder = tmp_path / "submission"
     folder.mkdir()
     (folder / "lmbudget.py").write_text(source)
-    report = grade(folder, ["lmbudget"], Limits()).to_json()
+    report = shared_grader().grade(Request(folder, ("lmbudget",)), Limits()).to_json()
     (milestone,) = report["milestones"]
     a, b = milestone["checks"]
     assert a["name"].startswith("loss on split A") and b["name"].startswith("loss on split B")

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from grader.grading import Request as Grading
 from grader.milestones import MILESTONES
-from grader.runner import grade
 from grader.sandbox.client import ForkServer, Limits
 from grader.sandbox.common.agreement import Request
 from grader.sandbox.session import RETIRE_AT_CPU_SHARE, MilestoneView, NotebookRun, SharedWorker
@@ -51,8 +51,8 @@ def shared() -> SharedWorker:
     return SharedWorker(FakeForkServer(), Path("."), trusted=(), notebook=NotebookRun())
 
 
-def test_the_reference_needs_one_worker_per_set_of_trusted_files():
-    report = grade(SOLUTIONS, list(MILESTONES))
+def test_the_reference_needs_one_worker_per_set_of_trusted_files(grader):
+    report = grader.grade(Grading(SOLUTIONS))
     groups = {m.trusted for m in MILESTONES.values()}
     assert report.workers == len(groups), f"{report.workers} workers started for {len(groups)} groups"
     assert all(c.passed for c in report.checks), "the reference lost points with shared workers"
