@@ -20,7 +20,7 @@ from grader.files import atomic_path
 PROJECT = Path(__file__).resolve().parents[2]
 # What holds answers, hidden checks or held-out text, dropped whole: the hidden suites and their helpers, the
 # trusted earlier milestones, and lmbudget's default corpus (its held-out splits; no public check reads it).
-HIDDEN = ("grader/suites/hidden", "grader/sandbox/worker/trusted", "grader/lmbudget/grader-corpus.txt.gz")
+HIDDEN = ("grader/suites/hidden", "grader/sandbox/worker/trusted", "grader/lmbudget/heldout")
 # The student-facing contract, named one by one so that nothing else put in docs/ ships by accident. The
 # release's README (grader/templates/release-README.md) and these pages link to one another (tests/e2e/test_links.py
 # checks every link resolves).
