@@ -1,10 +1,20 @@
 """The student release: the stubs, the contract pages, the public checks and a grader that runs them; no reference,
 no hidden test.
 
-The grader in the release is this one, minus every file that holds an answer or
-a hidden check: the hidden suites and their helpers that recompute known bugs
-(which embed correct code), the trusted earlier milestones, and ``solutions/``.
-Without the hidden suites the grader runs the public checks, and says so.
+What ships is decided by where a file lives, and the release is built from that list alone (an allow-list, never
+a full copy with parts deleted):
+
+* ``exercises/`` and ``grader/``, walked, minus every **never-ships folder**: one that holds a file named
+  ``NEVER_SHIPS`` (``MARKER``), left out with everything under it. The hidden suites and their helpers that
+  recompute known bugs (which embed correct code), the trusted earlier milestones and lmbudget's default corpus
+  (its held-out splits) each live in one. A file added to such a folder stays out with no change here; a new
+  secret belongs in one (tests/unit/test_release_layout.py names the folders that must be marked).
+* the student-facing contract pages, named one by one (``DOCS``);
+* the release's own ``pyproject.toml`` and ``README.md``, from the grader's templates (``OWN``).
+
+``solutions/``, ``tests/``, ``stretch/`` and the rest of ``docs/`` are outside the list. ``__pycache__`` and
+dot-files never ship. Without the hidden suites the grader runs the public checks, and says so. A text scan of
+the built release for every reference body and hidden check's text (tests/e2e/test_release.py) is the second check.
 """
 
 from __future__ import annotations
@@ -18,33 +28,63 @@ from grader import templates
 from grader.files import atomic_path
 
 PROJECT = Path(__file__).resolve().parents[2]
-# What holds answers, hidden checks or held-out text, dropped whole: the hidden suites and their helpers, the
-# trusted earlier milestones, and lmbudget's default corpus (its held-out splits; no public check reads it).
-HIDDEN = ("grader/suites/hidden", "grader/sandbox/worker/trusted", "grader/lmbudget/grader-corpus.txt.gz")
+MARKER = "NEVER_SHIPS"  # a folder holding a file of this name never ships, nor anything under it
+ROOTS = ("exercises", "grader")  # walked: every file ships but those in a never-ships folder
 # The student-facing contract, named one by one so that nothing else put in docs/ ships by accident. The
 # release's README (grader/templates/release-README.md) and these pages link to one another (tests/e2e/test_links.py
 # checks every link resolves).
 DOCS = ("docs/contract.md", "docs/exercises.md")
+# The release's own files (its name: the template it is written from): the `grade` command and the grader package
+# (stretch/ and its `gptkit` do not ship).
+OWN = {"pyproject.toml": "release-pyproject.toml", "README.md": "release-README.md"}
+
+
+def shipped(project: Path = PROJECT) -> list[str]:
+    """The project's files that ship (relative paths, sorted): ``ROOTS`` walked, then ``DOCS``; not ``OWN``."""
+    names: list[str] = []
+    for root in ROOTS:
+        names += _walk(project, project / root)
+    return sorted(names + list(DOCS))
+
+
+def never_ships(project: Path = PROJECT) -> list[str]:
+    """The never-ships folders under ``ROOTS`` (relative paths, sorted): each that holds ``MARKER``."""
+    return sorted(
+        p.parent.relative_to(project).as_posix()
+        for root in ROOTS
+        for p in (project / root).rglob(MARKER)
+        if p.is_file()
+    )
+
+
+def _walk(project: Path, folder: Path) -> list[str]:
+    if (folder / MARKER).exists():
+        return []
+    names: list[str] = []
+    for path in sorted(folder.iterdir()):
+        if path.name == "__pycache__" or path.name.startswith("."):
+            continue
+        if path.is_dir():
+            names += _walk(project, path)
+        elif path.is_file():
+            names.append(path.relative_to(project).as_posix())
+    return names
 
 
 def build(out: Path, project: Path = PROJECT) -> list[str]:
     """Write the release to ``out`` (a folder, or a zip if it ends in .zip); returns the files it holds."""
+    files = {name: project / name for name in shipped(project)}
+    missing = [name for name in DOCS if not files[name].is_file()]
+    if missing:
+        raise FileNotFoundError(f"no {', '.join(missing)} in {project}: build from a checkout of the kit")
     with tempfile.TemporaryDirectory() as tmp:
         stage = Path(tmp) / "release"
-        for top in ("exercises", "grader"):
-            shutil.copytree(project / top, stage / top, ignore=shutil.ignore_patterns("__pycache__", ".*"))
-        for doc in DOCS:
-            (stage / doc).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy(project / doc, stage / doc)
-        for hidden in HIDDEN:
-            if (stage / hidden).is_dir():
-                shutil.rmtree(stage / hidden)
-            elif (stage / hidden).exists():
-                (stage / hidden).unlink()
-        # The release's own: the `grade` command and the grader package (stretch/ and its `gptkit` do not ship).
-        (stage / "pyproject.toml").write_text(templates.text("release-pyproject.toml"))
-        (stage / "README.md").write_text(templates.text("release-README.md"))
-        names = sorted(p.relative_to(stage).as_posix() for p in stage.rglob("*") if p.is_file())
+        for name, source in files.items():
+            (stage / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(source, stage / name)
+        for name, template in OWN.items():
+            (stage / name).write_text(templates.text(template))
+        names = sorted([*files, *OWN])
         if out.suffix == ".zip":
             _zip(stage, names, out)
         else:

@@ -10,11 +10,12 @@ text is either, ``grade check`` warns. The corpora (``corpus`` in the task file)
 * ``grader`` (the default, for practice and the kit's own tests): a frozen snapshot of this grader package's
   own Python sources (``grader/**/*.py`` sorted by their path, pure-ASCII files only, up to 1,000,000
   characters, each after a ``# file: PATH`` line), shipped gzipped inside the package (``FROZEN``, made by
-  ``freeze()`` once). The sandbox hides the file from the worker (``private-root``, ``grader-files-hidden``)
-  and the student release leaves it out, but the sources it was made from ship in the release (its
-  ``grader/``): students have this text, so it is public (``public_reason``). It is on every machine that
-  grades, so tests and CI download nothing, and it does not change when the kit's code does, so the
-  calibration holds (``python -m grader.lmbudget.corpus --freeze`` makes a new one: then recalibrate).
+  ``freeze()`` once, in ``grader/lmbudget/heldout/``). The sandbox hides the file from the worker
+  (``private-root``, ``grader-files-hidden``) and the student release leaves it out (``heldout/`` is a
+  never-ships folder: it holds a ``NEVER_SHIPS`` marker, see grader/bundles/release.py), but the sources it was
+  made from ship in the release (its ``grader/``): students have this text, so it is public (``public_reason``).
+  It is on every machine that grades, so tests and CI download nothing, and it does not change when the kit's
+  code does, so the calibration holds (``python -m grader.lmbudget.corpus --freeze`` makes a new one: then recalibrate).
 * ``file:PATH``: a text file of the coach's own (UTF-8; a relative PATH is the task file's folder's). The
   one choice for a contest: a text students have not seen, kept outside the kit's folder (a file inside it,
   as the release or a clone of the kit holds it, is public) and outside what the sandbox shows a worker.
@@ -49,7 +50,8 @@ UNK = "\ufffd"  # the vocabulary's last entry: any character the train split lac
 CYCLE, A_SLOT, B_SLOT = 10, 8, 9
 GRADER_DIR = Path(__file__).resolve().parents[1]  # the grader package: hidden from every worker
 PROJECT_DIR = GRADER_DIR.parent  # the kit's folder, which the student release is built from
-FROZEN = Path(__file__).with_name("grader-corpus.txt.gz")  # the ``grader`` corpus, frozen (``freeze``)
+# The ``grader`` corpus, frozen (``freeze``), in a never-ships folder (its NEVER_SHIPS marker: not in the release).
+FROZEN = Path(__file__).with_name("heldout") / "grader-corpus.txt.gz"
 CORPUS_CHARS = 1_000_000  # about the size of tiny Shakespeare, so the corpora train alike
 FILE_PREFIX = "file:"
 CORPORA = ("grader", "shakespeare", "python", f"{FILE_PREFIX}PATH")

@@ -48,7 +48,8 @@ def release_text(release) -> str:
 def test_no_reference_file_and_no_hidden_suite(release):
     names = {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
     assert not any(n.startswith(("solutions/", "tests/")) for n in names), names
-    assert not any(n.startswith(("grader/suites/hidden/", "grader/sandbox/worker/trusted/")) for n in names), names
+    never = ("grader/suites/hidden/", "grader/sandbox/worker/trusted/", "grader/lmbudget/heldout/")
+    assert not any(n.startswith(never) or n.endswith(("NEVER_SHIPS", "grader-corpus.txt.gz")) for n in names), names
     assert {
         "README.md",
         "pyproject.toml",
