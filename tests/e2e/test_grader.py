@@ -1,0 +1,111 @@
+"""The Grader (grader/grading.py): one warm fork server for many gradings, replaced when it dies, each grading
+under its own limits, and a grader failure that never sticks to the next grading."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+import attacks as A
+from grader.batch.run import grade_one
+from grader.grading import Grader, Request
+from grader.options import limits
+from helpers import SOLUTIONS, Variant
+
+pytestmark = pytest.mark.slow  # each test grades, on servers of its own
+
+
+FIRST_CALL_SLEEPS = """
+if not globals().get("_slept"):  # each worker's first call only
+    globals()["_slept"] = True
+    import time
+    time.sleep(3)
+"""
+
+
+def slow_first_call(folder: Path) -> Path:
+    """The reference whose causal_attention sleeps 3 s on a worker's first call: over a 1 s limit on one call,
+    well inside the default 20 s."""
+    return Variant("sleeps", edits={A.M1: [A.in_call(FIRST_CALL_SLEEPS)]}).build(folder)
+
+
+def slow_calls(folder: Path) -> Path:
+    """The reference whose causal_attention sleeps 1 s on every call: m1's checks make dozens of calls."""
+    return Variant("sleeps", edits={A.M1: [A.in_call("import time\ntime.sleep(1)")]}).build(folder)
+
+
+def full(report, milestone: str) -> bool:
+    """Every point of the milestone won, none set aside as the grader's failure (a dead server's checks are)."""
+    got, most = report.score(milestone)
+    return got == most > 0 and not report.internal_errors
+
+
+def test_one_server_serves_many_gradings(tmp_path):
+    with Grader() as grader:
+        first = grader.grade(Request(SOLUTIONS, ("m1",)))
+        second = grader.grade(Request(SOLUTIONS, ("m2",)))
+    assert full(first, "m1") and full(second, "m2")
+    assert grader.started == 1, f"{grader.started} fork servers started for two gradings"
+
+
+def test_a_server_that_died_is_replaced_before_the_next_grading():
+    with Grader() as grader:
+        assert full(grader.grade(Request(SOLUTIONS, ("m1",))), "m1")
+        server = grader._server
+        assert server is not None and server.proc is not None
+        os.killpg(server.proc.pid, signal.SIGKILL)  # the machine's OOM killer, a stray kill
+        server.proc.wait()
+        assert grader.server_died
+        again = grader.grade(Request(SOLUTIONS, ("m1",)))
+    assert full(again, "m1"), "the grading after the server died lost points: it met the dead server"
+    assert grader.started == 2 and not again.internal_errors
+
+
+def test_each_grading_runs_under_its_own_limits(tmp_path):
+    """The warm server was started under one set of limits; a grading asked under others gets those."""
+    folder = slow_first_call(tmp_path / "sleeps")
+    with Grader() as grader:
+        tight = grader.grade(Request(folder, ("m1",)), limits(timeout=1))
+        roomy = grader.grade(Request(folder, ("m1",)))
+    assert not full(tight, "m1"), "a 3 s call passed under a 1 s limit"
+    assert full(roomy, "m1"), "the default limits were not restored for the next grading"
+    assert grader.started == 1
+
+
+def test_a_grading_is_bounded_as_a_whole(tmp_path):
+    """Every call sleeps 1 s; with 5 s for the whole submission, the checks left once it is up fail at once."""
+    folder = slow_calls(tmp_path / "sleeps")
+    with Grader() as grader:
+        report = grader.grade(Request(folder, ("m1",)), limits(submission_timeout=5))
+    assert report.seconds < 60, f"graded in {report.seconds:.0f} s"
+    assert any("time limit" in c.message for c in report.checks if not c.passed), [c.message for c in report.checks]
+
+
+def test_side_by_side_gradings_get_a_server_each_and_leave_the_warm_one():
+    with Grader(jobs=2) as grader:
+        report = grader.grade(Request(SOLUTIONS, ("m1", "m2")))
+        assert grader._server is None, "a side-by-side grading started the warm server too"
+    assert full(report, "m1") and full(report, "m2")
+    assert [c.milestone for c in report.checks] == sorted((c.milestone for c in report.checks), key=["m1", "m2"].index)
+
+
+def test_a_pool_process_replaces_its_dead_server(tmp_path):
+    """grade batch's and the contest's worker processes keep one Grader each: its server, killed between two
+    submissions, is replaced (before the Grader, a pool process kept the dead one and failed every later one)."""
+    from grader import grading
+
+    first = grade_one(str(SOLUTIONS), ["m1"], limits())
+    grader = grading._process_grader
+    assert grader is not None and grader._server is not None and grader._server.proc is not None
+    try:
+        os.killpg(grader._server.proc.pid, signal.SIGKILL)
+        grader._server.proc.wait()
+        second = grade_one(str(SOLUTIONS), ["m1"], limits())
+    finally:
+        grader.close()
+        grading._process_grader = None
+    assert "error" not in first and "error" not in second, second.get("error")
+    assert second["score"] == second["max_score"]
