@@ -19,8 +19,8 @@ without a terminal, a sandbox or a sleep; the click command is a thin loop over 
 * ``signals.py``: Ctrl-C during a session (``interrupts``);
 * ``stdin.py``: the student's commands, a line at a time (``Commands``);
 * ``loop.py``: the terminal loop (``run_session``);
-* ``command.py``: the click command, ``grade practice``, which grades with grader.grading's
-  ``grade_submission`` on one warm fork server.
+* ``command.py``: the click command, ``grade practice``, which grades with a grader.grading ``Grader`` (one
+  warm fork server for the session).
 
 The practice sits above the paper (grader/paper/) and the contest (grader/contest/): a paper sat as a contest of
 one.

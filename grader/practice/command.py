@@ -1,4 +1,4 @@
-"""`grade practice`: the click command, which sets a session up, grades with ``grade_submission`` and runs the loop."""
+"""`grade practice`: the click command, which sets a session up, grades with a ``Grader`` and runs the loop."""
 
 from __future__ import annotations
 
