@@ -159,5 +159,7 @@ def test_the_fork_server_loads_the_worker_side_as_a_package_without_grader():
     handler |= {"ops_calls", "ops_state", "ops_probes", "request_handler"}
     assert {f"_gradekit.worker.{name}" for name in handler} <= loaded, sorted(loaded)
     assert {"_gradekit.common.agreement", "_gradekit.common.wire", "_gradekit.worker.jail"} <= loaded
+    jail = {f"_gradekit.worker.{p.stem}" for p in (SANDBOX / "worker").glob("jail*.py")}  # every protection's file
+    assert len(jail) > 1 and jail <= loaded, sorted(jail - loaded)
     assert not [name for name in loaded if name == "grader" or name.startswith("grader.")]
     assert result["refused"] == ["grader", "_gradekit.client", "_gradekit.session"]
