@@ -73,8 +73,8 @@ def room(folder: Path, clock: Clock):
     from fastapi.testclient import TestClient
 
     from grader.contest.commands import contest as contest_group
-    from grader.contest.server import create_app
     from grader.contest.store import Store
+    from grader.contest.web.app import create_app
 
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "contest.toml").write_text(CONTEST)
@@ -129,7 +129,7 @@ def paper_round(folder: Path, clock: Clock):
     from click.testing import CliRunner
 
     from grader.contest.commands import contest as contest_group
-    from grader.contest.server import create_app
+    from grader.contest.web.app import create_app
 
     (folder / "paper1").mkdir(parents=True)
     (folder / "paper1" / "paper.toml").write_text(

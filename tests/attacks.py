@@ -532,7 +532,7 @@ for _fd in (1, 2):
 # in the submission's process, so the submission can rewrite how it marks errors.
 FORGE_GRADER_FAULTS = """
 import sys as _sys
-_handler = _sys.modules.get("_gradekit_request_handler")
+_handler = _sys.modules.get("_gradekit.worker.request_handler")
 if _handler is not None:
     _handler.grader_fault = lambda error: True
 """
@@ -540,7 +540,7 @@ if _handler is not None:
 # Every input-gradient probe answers "I saw nothing" (a probe that cannot observe used to be set aside).
 FORGE_UNOBSERVED = """
 import gc as _gc, sys as _sys
-_handler = _sys.modules.get("_gradekit_request_handler")
+_handler = _sys.modules.get("_gradekit.worker.request_handler")
 for _serving in [o for o in _gc.get_objects() if _handler and isinstance(o, _handler.RequestHandler)]:
     _serving.menu["input_grad"] = lambda request, blobs: {"unobserved": "nothing to see here"}
 """

@@ -25,6 +25,7 @@ from grader.batch.gradebook import Gradebook
 from grader.clierrors import GraderGroup
 from grader.contest.config import Board, Contest, load
 from grader.contest.feedback import guarded_tasks
+from grader.contest.layout import ADMIN_TOKEN, CONTEST_FILE, ROSTER, SERVE_LOCK, TOKENS, read_tokens
 from grader.contest.metric import is_metric
 from grader.contest.policy import contest_end
 from grader.errors import InputError
@@ -41,12 +42,6 @@ from grader.options import (
 from grader.roster import read_roster
 from grader.sandbox.client import Limits
 from grader.sandbox.visibility import probe_protections, worker_view
-
-CONTEST_FILE = "contest.toml"
-ROSTER = "roster.csv"
-TOKENS = "tokens.csv"
-ADMIN_TOKEN = "admin.token"
-SERVE_LOCK = "serve.lock"  # held (flock) by the one `grade contest serve` of the folder while it runs
 
 
 class ContestCommandError(InputError):
@@ -318,7 +313,7 @@ def serve(
     try:
         import uvicorn
 
-        from grader.contest.server import create_app
+        from grader.contest.web.app import create_app
     except ImportError as e:
         raise ContestCommandError(
             f"the contest server needs {e.name}: pip install 'gptkit' with its dependencies"
@@ -424,10 +419,9 @@ def export_results(
     task, in contest points), for `grade export` and `grade report`; with --csv, --gradescope or --png, run them.
 
     The server need not be stopped: the gradebook is rebuilt from FOLDER/contest.sqlite each time."""
-    # Imported here, to keep `grade` quick to start: the export and the store (sqlite), and the server (FastAPI).
+    # Imported here, to keep `grade` quick to start: the export and the store (sqlite).
     from grader.contest.export import results_csv, write_gradebook
     from grader.contest.store import DATABASE, Store
-    from grader.contest.web.tokens import read_tokens
 
     _folder(folder)
     if not (folder / DATABASE).exists():

@@ -106,7 +106,7 @@ def test_forged_faults_in_a_contest(tmp_path, honest_m1, full_m1):
     """Uploaded to the contest server: the task's points are the share of m1's full points the code passes."""
     from fastapi.testclient import TestClient
 
-    from grader.contest.server import create_app
+    from grader.contest.web.app import create_app
     from helpers import ContestClock, auth, contest_folder, upload
 
     contest_folder(

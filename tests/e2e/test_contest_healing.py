@@ -12,8 +12,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from grader.contest.grading import GradingQueue
-from grader.contest.server import create_app
 from grader.contest.store import Store
+from grader.contest.web.app import create_app
 from helpers import SOLUTIONS, ContestClock, contest_folder, open_contest, upload
 
 pytestmark = pytest.mark.slow  # real grading processes, killed and replaced

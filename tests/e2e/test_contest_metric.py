@@ -15,8 +15,8 @@ from fastapi.testclient import TestClient
 
 from grader.contest.commands import contest as contest_group
 from grader.contest.metric import points_for
-from grader.contest.server import create_app
 from grader.contest.store import Store
+from grader.contest.web.app import create_app
 from grader.lmbudget.task import LOSS_FORMAT, load_task
 from helpers import SOLUTIONS, auth, upload
 

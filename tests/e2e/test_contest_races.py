@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.contest.server import create_app
 from grader.contest.store import Store
+from grader.contest.web.app import create_app
 from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, contest_folder, free_port
 
 START = CONTEST_START

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from grader.contest.server import create_app
 from grader.contest.store import Store
+from grader.contest.web.app import create_app
 from helpers import SOLUTIONS, ContestClock, auth, contest_folder, open_contest, upload
 
 CONTEST = open_contest("Room test", "[tasks.m1]\npoints = 30\n[tasks.m2]\npoints = 20\n")

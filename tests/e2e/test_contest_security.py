@@ -25,9 +25,9 @@ import pytest
 from fastapi.routing import APIRoute
 from fastapi.testclient import TestClient
 
-from grader.contest.server import create_app
 from grader.contest.uploads import MAX_FILES, MAX_NOTEBOOK_DEPTH, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES, json_depth
 from grader.contest.web import tokens as server_module
+from grader.contest.web.app import create_app
 from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, contest_folder, tokens, upload
 
 START = CONTEST_START

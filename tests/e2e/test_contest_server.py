@@ -1,4 +1,4 @@
-"""The contest server (grader/contest/server.py) through FastAPI's TestClient, with a clock the tests set.
+"""The contest server (grader/contest/web/) through FastAPI's TestClient, with a clock the tests set.
 
 A TestClient used outside ``with`` runs no lifespan, so no grading: those tests check logins, uploads and
 refusals, fast. The slow ones start the grading queue (the sandboxed batch path) and grade real uploads.
@@ -27,10 +27,10 @@ from fastapi.testclient import TestClient
 from grader.batch.gradebook import Gradebook
 from grader.batch.summary import NOT_SUBMITTED, failure_rates, milestone_means, set_aside
 from grader.contest.commands import contest as contest_group
-from grader.contest.server import create_app
 from grader.contest.store import Store
 from grader.contest.submit import feedback_lines
 from grader.contest.uploads import UploadError, check_upload
+from grader.contest.web.app import create_app
 from grader.milestones import MILESTONES
 from helpers import (
     CONTEST_START,
@@ -829,7 +829,7 @@ def test_every_table_scrolls_in_its_own_box_and_times_are_short(folder):
 
 
 def test_a_time_on_another_day_shows_its_date():
-    from grader.contest.web.views import short_time as _clock
+    from grader.contest.web.pages import short_time as _clock
 
     now = datetime(2026, 12, 1, 13, 40, tzinfo=timezone.utc)
     assert ">13:40:00 UTC<" in _clock("2026-12-01T13:40:00+00:00", now)

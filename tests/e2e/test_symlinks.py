@@ -26,8 +26,8 @@ from fastapi.testclient import TestClient
 from grader import nofollow
 from grader.batch.discover import FoundSubmission, discover
 from grader.batch.gradebook import EMPTY
-from grader.contest.server import create_app
 from grader.contest.uploads import MAX_ZIP_DEPTH, MAX_ZIP_MEMBERS, UploadError, check_upload
+from grader.contest.web.app import create_app
 from grader.sandbox.client import copy_submission
 from helpers import REPO, SOLUTIONS, ContestClock, auth, cli, contest_folder, grade, open_contest
 

@@ -1,10 +1,18 @@
-"""grader's packages import one way: no cycle among grader's direct children, no private name across them.
+"""grader's packages and modules import one way: no cycle among grader's direct children, none among its
+modules, and no private name across packages.
 
 Each direct child of ``grader/`` (a subpackage such as ``contest`` or ``paper``, or a top-level module such as
 ``runner``) is a node; an import anywhere in a module of one node (at the top or inside a function: a lazy
 import is still a dependency) of a name in another node is an edge. The graph must have no cycle, so that
 every package can be read, tested and changed on top of the ones below it. And a package does not reach into
 another's private names (``from grader.batch.run import _context``): what others use is public there.
+
+Inside the packages too: every module under ``grader/`` is a node (a package's ``__init__`` is one, named as
+the package), and an import anywhere in it of another grader module is an edge: ``import pkg.mod`` and
+``from pkg.mod import name`` to ``pkg.mod``; ``from pkg import name`` to ``pkg`` (its ``__init__`` runs) and to
+``pkg.name`` where that is a submodule. (The packages above an imported module, which Python runs first, are
+not counted.) No strongly connected component may have more than one module: two modules that reach each
+other cannot be read, tested or loaded one without the other.
 """
 
 from __future__ import annotations
@@ -102,6 +110,106 @@ def find_cycle(edges: dict[str, dict[str, list[str]]]) -> list[str] | None:
             if found:
                 return found
     return None
+
+
+def known_modules() -> set[str]:
+    return {module_name(path) for path in modules()}
+
+
+def module_graph() -> dict[str, dict[str, list[str]]]:
+    """module -> imported grader module -> where (``path:line``); every grader module a key."""
+    known = known_modules()
+    edges: dict[str, dict[str, list[str]]] = {}
+    for path in modules():
+        source = module_name(path)
+        edges.setdefault(source, {})
+        for target, names, line in imports(path):
+            # ``from target import names`` runs ``target`` and loads each name that is a submodule of it
+            reached = {target} | {f"{target}.{name}" for name in names}
+            for to in reached & known - {source}:
+                edges[source].setdefault(to, []).append(f"{path.relative_to(ROOT.parent)}:{line}")
+    return edges
+
+
+def components(edges: dict[str, dict[str, list[str]]]) -> list[list[str]]:
+    """The strongly connected components of more than one node, each sorted (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in sorted(edges):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(edges.get(root, {}))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(edges.get(child, {})))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    members.append(member)
+                    if member == node:
+                        break
+                if len(members) > 1:
+                    found.append(sorted(members))
+    return sorted(found)
+
+
+def test_no_cycle_among_grader_modules() -> None:
+    edges = module_graph()
+    found = components(edges)
+    if found:
+        text = []
+        for members in found:
+            inside = set(members)
+            hops = [
+                f"    {a} -> {b}: {', '.join(edges[a][b][:2])}"
+                for a in members
+                for b in sorted(edges[a])
+                if b in inside
+            ]
+            text.append(f"  {len(members)} modules that import one another: {', '.join(members)}\n" + "\n".join(hops))
+        raise AssertionError(f"{len(found)} import cycle(s) among grader's modules:\n" + "\n".join(text))
+
+
+def test_the_module_graph_reads_submodules_and_lazy_imports() -> None:
+    """``from pkg import sub`` is an edge to the submodule and to the package, a lazy import one too, and a
+    package's ``__init__`` is a node: read from this very tree (grader/contest/web/app.py, .../commands.py)."""
+    edges = module_graph()
+    from_web = edges["grader.contest.web.app"]  # ``from grader.contest.web import views``
+    assert {"grader.contest.web", "grader.contest.web.views", "grader.contest.web.routes.coach"} <= set(from_web)
+    assert "grader.contest.store" in edges["grader.contest.commands"]  # imported inside a function
+
+
+def test_the_checker_sees_a_component() -> None:
+    edges: dict[str, dict[str, list[str]]] = {
+        "a": {"b": ["x"]},
+        "b": {"c": ["y"], "d": ["w"]},
+        "c": {"a": ["z"]},
+        "d": {"e": ["v"]},
+        "e": {"d": ["u"]},
+        "f": {"a": ["t"]},
+    }
+    assert components(edges) == [["a", "b", "c"], ["d", "e"]]
+    assert components({"a": {"b": ["x"]}, "b": {}}) == []
 
 
 def test_no_cycle_between_grader_packages() -> None:

@@ -149,7 +149,7 @@ def test_the_coach_sees_each_lane_on_the_page_and_in_the_api(tmp_path: Path):
     """No lifespan (nothing grades): an lmbudget upload waits in the metric lane, the quick lane is empty."""
     from fastapi.testclient import TestClient
 
-    from grader.contest.server import create_app
+    from grader.contest.web.app import create_app
     from helpers import SOLUTIONS, auth, upload
 
     folder = contest_folder(tmp_path / "round", CONTEST)

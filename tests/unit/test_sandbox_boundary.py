@@ -8,6 +8,9 @@ only inside the sandbox. This test finds one by reading the files.
 from __future__ import annotations
 
 import ast
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -82,25 +85,81 @@ def test_the_check_finds_an_import_of_grader(source):
     assert grader_imports("from ..common.agreement import Request", here) == []
 
 
-def sibling_imports(path: Path) -> set[str]:
-    """The worker files ``path`` imports from its own folder (``from .name import ...``)."""
-    found = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
-        if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module:
-            found.add(node.module.split(".")[0])
+def worker_side_imports(source: str, location: Path) -> list[str]:
+    """What in ``source``, the text of the file at ``location``, is not the one way the worker side imports
+    itself: a name of the fork server's old loading (``_gradekit_<name>``) or of its package (``_gradekit``), an
+    import fallback (``except ImportError``), or a relative import inside a function (the fork server imports
+    every file before the grader's files are hidden; one imported later would not be found)."""
+    found = []
+    for node in ast.walk(ast.parse(source, str(location))):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            modules = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
+            found += [f"line {node.lineno}: {m}" for m in modules if m.split(".")[0].startswith("_gradekit")]
+        elif isinstance(node, ast.ExceptHandler) and "ImportError" in ast.unparse(node.type or ast.Name("")):
+            found.append(f"line {node.lineno}: except ImportError")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found += [
+                f"line {inner.lineno}: a relative import inside {node.name}()"
+                for inner in ast.walk(node)
+                if isinstance(inner, ast.ImportFrom) and inner.level
+            ]
     return found
 
 
-def test_the_request_handler_files_load_in_the_order_they_import_one_another():
-    """The fork server loads the handler's files by path, each as ``_gradekit_<name>``: a file must come after
-    every sibling it imports (it finds them in ``sys.modules``), so the imports point one way, without a cycle,
-    and every sibling the handler needs is in the list (the grader's files are hidden once the sandbox is up)."""
-    from grader.sandbox.worker.fork_server import HANDLER_FILES
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.relative_to(SANDBOX).as_posix())
+def test_the_worker_side_imports_itself_one_way(path):
+    """Relative imports, the same in the grading process (``grader.sandbox.worker``) and in the fork server
+    (``_gradekit.worker``): no second name, no fallback."""
+    assert worker_side_imports(path.read_text(), path) == [], f"{path.relative_to(REPO)}"
 
-    assert HANDLER_FILES[-1] == "request_handler"
-    assert len(set(HANDLER_FILES)) == len(HANDLER_FILES)
-    for i, name in enumerate(HANDLER_FILES):
-        imported = sibling_imports(SANDBOX / "worker" / f"{name}.py")
-        assert imported <= set(HANDLER_FILES[:i]), (
-            f"{name}.py imports {imported - set(HANDLER_FILES[:i])} before it is loaded"
-        )
+
+def test_the_check_finds_a_second_way():
+    here = SANDBOX / "worker" / "probes.py"
+    fallback = "try:\n    from .faults import blame\nexcept ImportError:\n    from _gradekit_faults import blame\n"
+    lazy = "def f():\n    from .faults import blame\n"
+    for source in (fallback, lazy, "import _gradekit.worker.faults\n"):
+        assert worker_side_imports(source, here), f"{source!r} was not caught"
+    assert worker_side_imports("from .faults import blame\nfrom ..common.agreement import Reply\n", here) == []
+
+
+FORK_SERVER_LOADS = """
+import importlib, importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("fork_server", sys.argv[1])
+fork_server = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(fork_server)
+for name in ("worker.request_handler", "worker.jail", "worker.hugepages", "worker.shared_server", "common.wire"):
+    fork_server._load(name)
+refused = []
+for name in ("grader", "_gradekit.client", "_gradekit.session"):
+    try:
+        importlib.import_module(name)
+    except ImportError:
+        refused.append(name)
+print(json.dumps({"loaded": sorted(sys.modules), "refused": refused}))
+"""
+
+
+def test_the_fork_server_loads_the_worker_side_as_a_package_without_grader():
+    """In the fork server's interpreter (``python -I -S``, the script run by path), the request handler is
+    imported with every sibling it needs, as ``_gradekit.worker.*`` and ``_gradekit.common.*``; neither the
+    ``grader`` package nor the grading process's files beside ``worker/`` can be imported. (The files that
+    need torch, ``protocol`` and ``standin``, are left out: torch is not on this bare interpreter's path.)"""
+    script = SANDBOX / "worker" / "fork_server.py"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", FORK_SERVER_LOADS, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=REPO,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    loaded = set(result["loaded"])
+    handler = {"faults", "handles", "naming", "op_counter", "student_imports", "trusted_code", "probes"}
+    handler |= {"ops_calls", "ops_state", "ops_probes", "request_handler"}
+    assert {f"_gradekit.worker.{name}" for name in handler} <= loaded, sorted(loaded)
+    assert {"_gradekit.common.agreement", "_gradekit.common.wire", "_gradekit.worker.jail"} <= loaded
+    jail = {f"_gradekit.worker.{p.stem}" for p in (SANDBOX / "worker").glob("jail*.py")}  # every protection's file
+    assert len(jail) > 1 and jail <= loaded, sorted(jail - loaded)
+    assert not [name for name in loaded if name == "grader" or name.startswith("grader.")]
+    assert result["refused"] == ["grader", "_gradekit.client", "_gradekit.session"]

@@ -17,17 +17,17 @@ from pathlib import Path
 from typing import Any
 
 from grader.contest import policy
-from grader.contest.commands import CONTEST_FILE, ROSTER
 from grader.contest.config import Contest, load
 from grader.contest.grading import METRIC, QUICK, GradingQueue, lane_of, lane_slots, queue_slots
+from grader.contest.layout import CONTEST_FILE, ROSTER
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Submission, WindowState, window_state
 from grader.contest.reaper import end_leftovers
 from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
 from grader.contest.store import GRADED, QUEUED, Row, Store
 from grader.contest.web.limits import BODY_SECONDS, Limiter
+from grader.contest.web.pages import templates
 from grader.contest.web.tokens import Tokens, Who
-from grader.contest.web.views import templates
 from grader.paper.config import SECRET_FILE
 from grader.roster import read_roster
 from grader.variants import read_or_make_secret, seed_of

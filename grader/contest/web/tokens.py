@@ -1,4 +1,5 @@
-"""Who a token names: the students' tokens and the coach's, read from the files `grade contest tokens` writes.
+"""Who a token names: the students' tokens and the coach's, from the files `grade contest tokens` writes
+(``grader.contest.layout.read_tokens`` reads them).
 
 Tokens are secrets: each is compared in constant time (``hmac.compare_digest``), every known one on every check
 (no early exit that a stopwatch could read), never with ``==``, ``in`` or a dict lookup, and never logged.
@@ -6,12 +7,11 @@ Tokens are secrets: each is compared in constant time (``hmac.compare_digest``),
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import hmac
 from pathlib import Path
 
-from grader.contest.commands import ADMIN_TOKEN, TOKENS
+from grader.contest.layout import read_tokens
 
 COACH = "coach"
 
@@ -20,21 +20,6 @@ COACH = "coach"
 class Who:
     name: str  # the student's name; COACH for the coach
     coach: bool = False
-
-
-def read_tokens(folder: Path) -> tuple[dict[str, str], str | None]:
-    """The students' tokens (token -> student) and the coach's token, from the files `grade contest tokens`
-    writes; a missing file is no tokens."""
-    students: dict[str, str] = {}
-    path = folder / TOKENS
-    if path.exists():
-        for row in csv.DictReader(path.read_text(encoding="utf-8").splitlines()):
-            token, student = (row.get("token") or "").strip(), (row.get("student") or "").strip()
-            if token and student:
-                students[token] = student
-    admin = folder / ADMIN_TOKEN
-    coach = admin.read_text(encoding="utf-8").strip() if admin.exists() else None
-    return students, coach or None
 
 
 class Tokens:

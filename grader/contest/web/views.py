@@ -1,19 +1,16 @@
 """What the pages and the API show: the contest's records shaped for a viewer (a submission as its student may
-see it, the board, the coach's lists), the times as the pages print them, and the answer to a browser (a page,
-a redirect back) or to a script (JSON). No decision is taken here: what a student may see of a report is
+see it, the board, the coach's lists), and the answer to a browser (a page, rendered from ``pages``' templates,
+or a redirect back) or to a script (JSON). No decision is taken here: what a student may see of a report is
 ``feedback``'s, the board's freeze ``scoreboard``'s.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from jinja2 import Environment, PackageLoader, select_autoescape
-from markupsafe import Markup
 
 from grader.contest.config import Contest
 from grader.contest.export import set_aside_of
@@ -35,33 +32,8 @@ def iso(moment: datetime | None) -> str | None:
     return None if moment is None else moment.isoformat(timespec="seconds")
 
 
-def short_time(moment: str | datetime | None, now: datetime) -> Markup | str:
-    """A time as the pages show it: short, in UTC ("13:40:00 UTC"; "12-02 09:00 UTC" on another day than
-    ``now``'s), the full ISO time on hover; "" for None. A value that is not a time is shown as it is."""
-    if not moment:
-        return ""
-    try:
-        at = moment if isinstance(moment, datetime) else datetime.fromisoformat(moment)
-        utc = at.astimezone(timezone.utc)
-    except (TypeError, ValueError):
-        return str(moment)
-    short = (
-        utc.strftime("%H:%M:%S UTC")
-        if utc.date() == now.astimezone(timezone.utc).date()
-        else utc.strftime("%m-%d %H:%M UTC")
-    )
-    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(at.isoformat(timespec="seconds"), short)
-
-
 def wants_html(request: Request) -> bool:
     return "text/html" in request.headers.get("accept", "")
-
-
-def templates(clock: Callable[[], datetime]) -> Environment:
-    """The contest's page templates, their times printed by ``short_time`` against ``clock``'s day."""
-    env = Environment(loader=PackageLoader("grader.templates", "contest"), autoescape=select_autoescape(["html"]))
-    env.filters["clock"] = lambda moment: short_time(moment, clock())
-    return env
 
 
 def render(state: ContestState, name: str, status: int = 200, **values: Any) -> HTMLResponse:

@@ -18,10 +18,7 @@ from typing import Any
 
 import torch
 
-try:
-    from .wire import ProtocolError
-except ImportError:  # loaded by path in the worker, next to wire.py
-    from _gradekit_wire import ProtocolError  # type: ignore[no-redef]
+from .wire import ProtocolError
 
 MAX_DEPTH = 32
 # The product of a shape's sizes, a 0 counted as 1: an empty tensor still gets strides from the other sizes,

@@ -16,10 +16,7 @@ import os
 import traceback
 import types
 
-try:
-    from ..common.agreement import ErrorKind
-except ImportError:  # loaded by path in the worker, after ../common/agreement.py
-    from _gradekit_agreement import ErrorKind  # type: ignore[no-redef]
+from ..common.agreement import ErrorKind
 
 
 class StudentFault(TypeError):

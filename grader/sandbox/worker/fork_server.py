@@ -1,13 +1,15 @@
 """The fork server: the program the grading process starts to run student code.
 
 Started as ``python -I -S fork_server.py CONFIG_JSON`` with the control socket on a
-file descriptor named in the config. It loads its sibling files by path (this folder
-and ``../common``: nothing here imports the ``grader`` package), isolates itself where
-the machine allows it (``jail.py``: no network, a private root without the grader, a
-user id and a cgroup per worker), imports torch once, then forks one worker per
-``ServerRequest.SPAWN``. Each worker answers the grading process's requests with
-``request_handler.RequestHandler``, whose files (``HANDLER_FILES``) are loaded here in the
-order they import one another.
+file descriptor named in the config. It loads its sibling files (this folder and
+``../common``: nothing here imports the ``grader`` package, which is not importable
+here) as the private package ``_gradekit``: ``_gradekit.worker`` and ``_gradekit.common``,
+the layout of ``grader.sandbox``, so that they import one another by the same relative
+imports in both processes. It isolates itself where the machine allows it (``jail.py``:
+no network, a private root without the grader, a user id and a cgroup per worker),
+imports torch once, then forks one worker per ``ServerRequest.SPAWN``. Each worker answers
+the grading process's requests with ``request_handler.RequestHandler``, which is imported
+here with every file it imports, before the grader's files are hidden.
 
 Nothing here decides a grade: the grading process checks every value it gets.
 """
@@ -23,51 +25,54 @@ import signal
 import socket
 import sys
 import time
+import types
 from typing import Any
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 COMMON = os.path.join(os.path.dirname(HERE), "common")
 OWN_UIDS = False  # whether each worker gets a user id of its own (as root); set by start_server()
 PLACES: dict | None = None  # jail.private_places's arguments but a worker's own copy; None: not possible here
-# jail.py (loaded by path) and this server's cgroups, set up by main()
+# jail.py (``_gradekit.worker.jail``) and this server's cgroups, set up by main()
 jail: Any = None
 CGROUPS: Any = None
 NAMES: dict[int, str] = {}  # worker pid -> its cgroup name
-# The request handler's files, each after the files it imports (they import one another one way only).
-HANDLER_FILES = (
-    "faults",
-    "handles",
-    "naming",
-    "op_counter",
-    "student_imports",
-    "trusted_code",
-    "probes",
-    "ops_calls",
-    "ops_state",
-    "ops_probes",
-    "request_handler",
-)
+PACKAGE = "_gradekit"  # the worker side's package here: never ``grader``, which the grading process alone imports
 
 
-def _load(folder: str, name: str):
-    """A sibling file, loaded by path as ``_gradekit_<name>`` (the names the files import one another by)."""
-    spec = importlib.util.spec_from_file_location(f"_gradekit_{name}", os.path.join(folder, f"{name}.py"))
-    assert spec and spec.loader, name
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module
-    spec.loader.exec_module(module)
-    return module
+def _package() -> None:
+    """Register the package ``_gradekit``: ``../common`` as ``_gradekit.common`` and this folder as
+    ``_gradekit.worker``, each run from its ``__init__.py``. Nothing else of grader/sandbox/ (the grading
+    process's files) is found under it: its own path is empty."""
+    if PACKAGE in sys.modules:
+        return
+    root = types.ModuleType(PACKAGE, "The worker side of grader/sandbox/, loaded by the fork server.")
+    root.__path__ = []
+    sys.modules[PACKAGE] = root
+    for name, folder in (("common", COMMON), ("worker", HERE)):
+        init = os.path.join(folder, "__init__.py")
+        spec = importlib.util.spec_from_file_location(f"{PACKAGE}.{name}", init, submodule_search_locations=[folder])
+        assert spec and spec.loader, name
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+        setattr(root, name, module)
+
+
+def _load(name: str) -> Any:
+    """``_gradekit.<name>`` (``worker.jail``, ``common.wire``), with every file it imports."""
+    _package()
+    return importlib.import_module(f"{PACKAGE}.{name}")
 
 
 class Loaded:
     """The files a worker uses, loaded once by the fork server before it hides the grader's files."""
 
     def __init__(self) -> None:
-        self.agreement = _load(COMMON, "agreement")
-        self.wire = _load(COMMON, "wire")
-        self.protocol = _load(COMMON, "protocol")
-        self.standin = _load(HERE, "standin")
-        self.request_handler = [_load(HERE, name) for name in HANDLER_FILES][-1]
+        self.agreement = _load("common.agreement")
+        self.wire = _load("common.wire")
+        self.protocol = _load("common.protocol")
+        self.standin = _load("worker.standin")
+        self.request_handler = _load("worker.request_handler")
 
 
 def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None:
@@ -181,8 +186,8 @@ def main() -> None:
     control = socket.socket(fileno=config["control_fd"])
     sys.path[:] = [p for p in sys.path if p] + config["sys_path"]
     # Load every file now: once the sandbox is entered, the grader's files are gone.
-    files, jail = Loaded(), _load(HERE, "jail")
-    hugepages, shared_server = _load(HERE, "hugepages"), _load(HERE, "shared_server")
+    files, jail = Loaded(), _load("worker.jail")
+    hugepages, shared_server = _load("worker.hugepages"), _load("worker.shared_server")
     wire, ops = files.wire, files.agreement.ServerRequest
     jail.die_with_parent()
     protections = start_server(config)

@@ -10,18 +10,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-try:
-    from .faults import blame, missing
-    from .handles import Handles
-    from .op_counter import op_counter_class
-    from .student_imports import import_student_module
-    from .trusted_code import load_trusted, override_notebook, take_trusted
-except ImportError:  # loaded by path in the worker, after those files
-    from _gradekit_faults import blame, missing  # type: ignore[no-redef]
-    from _gradekit_handles import Handles  # type: ignore[no-redef]
-    from _gradekit_op_counter import op_counter_class  # type: ignore[no-redef]
-    from _gradekit_student_imports import import_student_module  # type: ignore[no-redef]
-    from _gradekit_trusted_code import load_trusted, override_notebook, take_trusted  # type: ignore[no-redef]
+from .faults import blame, missing
+from .handles import Handles
+from .op_counter import op_counter_class
+from .student_imports import import_student_module
+from .trusted_code import load_trusted, override_notebook, take_trusted
 
 
 class CallOps(Handles):

@@ -7,18 +7,11 @@ that cannot see what it looks for says so (``Reply.UNOBSERVED``) and the grading
 
 from __future__ import annotations
 
-try:
-    from ..common.agreement import Reply
-    from .faults import blame
-    from .handles import Handles
-    from .naming import submodule
-    from .probes import PositionCounter, TableProbe, model_output, position_gradients
-except ImportError:  # loaded by path in the worker, after ../common/agreement.py and those files
-    from _gradekit_agreement import Reply  # type: ignore[no-redef]
-    from _gradekit_faults import blame  # type: ignore[no-redef]
-    from _gradekit_handles import Handles  # type: ignore[no-redef]
-    from _gradekit_naming import submodule  # type: ignore[no-redef]
-    from _gradekit_probes import PositionCounter, TableProbe, model_output, position_gradients  # type: ignore[no-redef]
+from ..common.agreement import Reply
+from .faults import blame
+from .handles import Handles
+from .naming import submodule
+from .probes import PositionCounter, TableProbe, model_output, position_gradients
 
 
 class ProbeOps(Handles):

@@ -8,12 +8,8 @@ Every exception here is the student's (their model's code runs in each of these)
 
 from __future__ import annotations
 
-try:
-    from .handles import Handles
-    from .naming import ListNames
-except ImportError:  # loaded by path in the worker, after those files
-    from _gradekit_handles import Handles  # type: ignore[no-redef]
-    from _gradekit_naming import ListNames  # type: ignore[no-redef]
+from .handles import Handles
+from .naming import ListNames
 
 
 class StateOps(Handles):

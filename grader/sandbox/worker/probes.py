@@ -8,10 +8,7 @@ value is the student's ``StudentFault``. Every value a probe returns is compared
 
 from __future__ import annotations
 
-try:
-    from .faults import StudentFault, blame
-except ImportError:  # loaded by path in the worker, after faults.py
-    from _gradekit_faults import StudentFault, blame  # type: ignore[no-redef]
+from .faults import StudentFault, blame
 
 
 def model_output(out, x):

@@ -8,8 +8,8 @@ input_grad, grads, count_positions, standin, count_ops, save, restore) with plai
 This file is the dispatch: the menu, the serve loop, and each reply's shape (a value, a
 handle, or an error marked as the student's or the grader's). The requests themselves live
 by what they do in ``ops_calls.py``, ``ops_state.py`` and ``ops_probes.py``; whose fault an
-error is, in ``faults.py``. The sibling files import one another one way only, in the order
-``fork_server.HANDLER_FILES`` loads them, and this one last.
+error is, in ``faults.py``. The sibling files import one another one way only, by relative
+imports; the fork server imports this one, and with it all of them.
 
 Nothing here decides a grade: the grading process checks every value it gets.
 Loaded by path by the fork server, so it imports nothing from the ``grader`` package.
@@ -17,18 +17,11 @@ Loaded by path by the fork server, so it imports nothing from the ``grader`` pac
 
 from __future__ import annotations
 
-try:
-    from ..common.agreement import Reply, Request
-    from .faults import BLAME, describe, grader_fault, grader_trace
-    from .ops_calls import CallOps
-    from .ops_probes import ProbeOps
-    from .ops_state import StateOps
-except ImportError:  # loaded by path in the worker, after ../common/agreement.py and those files
-    from _gradekit_agreement import Reply, Request  # type: ignore[no-redef]
-    from _gradekit_faults import BLAME, describe, grader_fault, grader_trace  # type: ignore[no-redef]
-    from _gradekit_ops_calls import CallOps  # type: ignore[no-redef]
-    from _gradekit_ops_probes import ProbeOps  # type: ignore[no-redef]
-    from _gradekit_ops_state import StateOps  # type: ignore[no-redef]
+from ..common.agreement import Reply, Request
+from .faults import BLAME, describe, grader_fault, grader_trace
+from .ops_calls import CallOps
+from .ops_probes import ProbeOps
+from .ops_state import StateOps
 
 
 class RequestHandler(CallOps, StateOps, ProbeOps):
