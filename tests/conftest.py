@@ -1,6 +1,8 @@
+import fcntl
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -27,9 +29,42 @@ def one_torch_thread():
     torch.set_num_threads(threads)
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Side by side (pytest-xdist's ``-n``), a test marked ``serial`` runs with the machine to itself: it holds a
+    lock every other test shares, so it waits for the test running beside it and none starts meanwhile. Such a test
+    counts the processes of the machine's workers, or bounds a time that a second busy core would stretch."""
+    lock = _machine_lock()
+    if lock is None:
+        yield
+        return
+    fcntl.flock(lock, fcntl.LOCK_EX if item.get_closest_marker("serial") else fcntl.LOCK_SH)
+    try:
+        yield
+    finally:
+        fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+_lock: list[int] = []
+
+
+def _machine_lock() -> int | None:
+    """The run's lock file, shared by its xdist workers (None: not run side by side)."""
+    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+    if run is None:
+        return None
+    if not _lock:
+        _lock.append(os.open(Path(tempfile.gettempdir()) / f"gptkit-tests-{run}.lock", os.O_RDWR | os.O_CREAT, 0o600))
+    return _lock[0]
+
+
 def pytest_configure(config):
     """The grader's disk cache (grader/cache.py) in a folder of this run's own, for every grading process the
-    tests start: a test never reads entries left by an older grader, nor writes into the user's ~/.cache."""
+    tests start: a test never reads entries left by an older grader, nor writes into the user's ~/.cache. Side by
+    side, xdist's workers share the one their controller made (they inherit its environment): the reference's
+    answers are computed once per run, not once per worker."""
+    if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("GPTKIT_CACHE"):
+        return
     config.gptkit_cache = tempfile.mkdtemp(prefix="gptkit-test-cache-")
     os.environ["GPTKIT_CACHE"] = config.gptkit_cache
 

@@ -61,7 +61,7 @@ def runs(tmp_path_factory) -> dict:
 
     def grade(name: str) -> None:
         (root / name).mkdir()
-        graded = grade_many([(buggy, MILESTONES), (SOLUTIONS, MILESTONES)], root / name)
+        graded = grade_many([(buggy, MILESTONES), (SOLUTIONS, MILESTONES)], root / name, new_process=True)
         assert all(g.report for g in graded), "\n".join(g.stderr for g in graded)
         out["reports"][name] = [g.report for g in graded]
 

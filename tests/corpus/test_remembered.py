@@ -39,8 +39,8 @@ def reports(tmp_path_factory) -> tuple[dict, dict]:
     buggy = combined().build(root / "buggy")
     (root / "alone").mkdir()
     (root / "after").mkdir()
-    (alone,) = grade_many([(buggy, MILESTONES)], root / "alone")
-    _, after = grade_many([(SOLUTIONS, MILESTONES), (buggy, MILESTONES)], root / "after")
+    (alone,) = grade_many([(buggy, MILESTONES)], root / "alone", new_process=True)
+    _, after = grade_many([(SOLUTIONS, MILESTONES), (buggy, MILESTONES)], root / "after", new_process=True)
     assert alone.report and after.report, alone.stderr + after.stderr
     return alone.report, after.report
 

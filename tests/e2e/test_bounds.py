@@ -30,7 +30,8 @@ import pytest
 from attacks import at_import, in_call
 from helpers import REPO, SOLUTIONS
 
-pytestmark = pytest.mark.slow  # every test here grades whole submissions
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # every test here grades whole submissions
+# serial: bounds each grading's wall time: a second busy core would stretch it
 
 M1 = "m1_attention.py"
 MASK_BODY = "    return torch.tril(torch.ones(T, T, device=device))\n"  # causal_mask's body

@@ -20,6 +20,10 @@ from grader.contest.web.app import create_app
 from grader.lmbudget.task import LOSS_FORMAT, load_task
 from helpers import SOLUTIONS, auth, upload
 
+pytestmark = (
+    pytest.mark.serial
+)  # lmbudget's training runs within a CPU budget and a wall limit: a second busy core would stretch them
+
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 CONTEST = """
 title = "Metric"

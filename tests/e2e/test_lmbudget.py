@@ -37,6 +37,10 @@ from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
 from grader.sandbox.client import Limits
 from helpers import cli, shared_grader
 
+pytestmark = (
+    pytest.mark.serial
+)  # a training run within a CPU budget and a wall limit: a second busy core would stretch it
+
 REPO = Path(__file__).resolve().parents[2]
 BUDGET, WALL, MARGIN, EVAL_CPU = 6.0, 20.0, 3.0, 3.0
 GAIN = 0.1  # the reference's gain over the baseline in BUDGET CPU seconds (0.085), and a little more

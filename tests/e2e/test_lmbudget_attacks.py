@@ -30,6 +30,10 @@ from grader.lmbudget.corpus import corpus_files
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
 from helpers import REPO, cli, contest_folder, free_port
 
+pytestmark = (
+    pytest.mark.serial
+)  # training runs within a CPU budget and a wall limit: a second busy core would stretch them
+
 BUDGET, WALL, MARGIN, EVAL_CPU = 2.0, 12.0, 1.0, 1.0
 BURN = 7.0  # CPU seconds each cheat spends, against a budget of 2 (+ 1)
 SHAKESPEARE = Path(__file__).resolve().parents[3] / "shared" / "datasets" / "tinyshakespeare.txt"

@@ -22,7 +22,8 @@ import pytest
 import attacks as A
 from helpers import REPO, SOLUTIONS, Variant, cli
 
-pytestmark = pytest.mark.slow  # every test here grades whole submissions
+pytestmark = [pytest.mark.slow, pytest.mark.serial]  # every test here grades whole submissions
+# serial: counts the processes left under a worker's user id, any test's
 
 WORKER_UIDS = range(2_000_000, 3_000_000)  # jail.WORKER_UID_BASE and up: the ids workers run under as root
 GUARDED = [REPO / "grader", REPO / "solutions", REPO / "exercises", REPO / "tests"]
