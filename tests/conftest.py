@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from helpers import Variant, close_shared_grader, grade, shared_grader
+from helpers import SOLUTIONS, Variant, close_shared_grader, grade, shared_grader
 
 
 @pytest.fixture
@@ -73,6 +73,12 @@ def pytest_configure(config):
 def grader():
     """The session's warm Grader: a test that grades in this process uses it (helpers.grade does)."""
     return shared_grader()
+
+
+@pytest.fixture(scope="session")
+def reference():
+    """The reference graded on every milestone, once per session (``helpers.Graded``): what a test compares with."""
+    return grade(SOLUTIONS)
 
 
 def pytest_sessionfinish(session):

@@ -164,7 +164,6 @@ class GradingQueue:
     ):
         self.store = store
         self.clock = clock
-        self.workers = workers
         self.limits = limits or default_limits()
         self.on_done = on_done
         self.options = options  # a student's extra arguments to grade_one for a task: a paper's seed and rules
@@ -179,11 +178,6 @@ class GradingQueue:
         self._retries: dict[int, int] = defaultdict(int)  # sid -> times graded again after its process died
         self._lock = threading.Lock()
         self._closed = False
-
-    @property
-    def slots(self) -> int:
-        """Submissions graded at once, every lane's together."""
-        return sum(lane.slots for lane in self.lanes.values())
 
     @property
     def replaced(self) -> int:
@@ -232,11 +226,6 @@ class GradingQueue:
                 return
             lane.waiting[sid] = (row.student, path, row.task)
         self._dispatch(lane)
-
-    def used(self, student: str, now: float, lane: str = QUICK) -> float:
-        """The seconds of grading ``student``'s submissions took in ``lane`` in the last ``share_window``, those
-        being graded included (called with the lock held)."""
-        return self.lanes[lane].used(student, now, self.share_window)
 
     def _dispatch(self, lane: Lane) -> None:
         """Hand ``lane``'s executor the lane's next submissions while it has free slots."""
@@ -306,10 +295,6 @@ class GradingQueue:
             return lane.slots
         processes = getattr(lane.executor, "_processes", None) or {}  # private, as stop_workers reads it
         return sum(1 for process in list(processes.values()) if process.is_alive())
-
-    def alive(self) -> int:
-        """Grading processes alive now, every lane's (the coach's page shows it)."""
-        return sum(self.lane_alive(lane) for lane in self.lanes.values())
 
     def lane_health(self) -> dict[str, dict[str, Any]]:
         """Each lane's size (``workers``: its processes; on an executor not the queue's own, its slots), its

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import attacks as A
-from helpers import SOLUTIONS, Variant, cli, grade
+from helpers import Variant, cli, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
@@ -38,9 +38,8 @@ def honest_m1(tmp_path_factory) -> dict:
 
 
 @pytest.fixture(scope="module")
-def full_m1() -> float:
-    (m1,) = grade(SOLUTIONS, "-m", "m1").report["milestones"]
-    return m1["max_score"]
+def full_m1(reference) -> float:
+    return reference.milestone("m1")["max_score"]
 
 
 def test_forged_grader_faults_earn_only_what_the_code_passes(tmp_path, honest_m1, full_m1):

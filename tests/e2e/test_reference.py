@@ -3,13 +3,13 @@
 import pytest
 
 from grader.milestones import MILESTONES
-from helpers import EXERCISES, SOLUTIONS, explain, grade
+from helpers import EXERCISES, explain, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
 
-def test_reference_scores_full_marks():
-    result = grade(SOLUTIONS)
+def test_reference_scores_full_marks(reference):
+    result = reference
     assert result.returncode == 0, explain(result)
     assert result.report["score"] == result.report["max_score"] > 0, explain(result)
     worth = {m["id"]: m["max_score"] for m in result.report["milestones"]}
