@@ -168,6 +168,7 @@ def parse(paper: object, where: str = "gptkit.paper") -> Sitting:
 
 
 def _bad(where: str, key: str, what: str) -> SittingError:
+    """The error for the metadata's ``key`` (found at ``where``): it should be ``what``."""
     return SittingError(f"{where}.{key} should be {what}")
 
 
