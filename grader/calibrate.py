@@ -21,12 +21,14 @@ import os
 import platform
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
 from grader.reference import SOLUTIONS
 
 BASELINE = Path(__file__).resolve().parent / "lmbudget" / "baseline.py"
+Losses = tuple[float | None, float | None, str]  # (loss on A, loss on B, why there is none)
 
 
 def submissions(root: Path, runs: int) -> dict[str, Path]:
@@ -44,7 +46,7 @@ def submissions(root: Path, runs: int) -> dict[str, Path]:
     return folders
 
 
-def losses(report_json: dict) -> tuple[float | None, float | None, str]:
+def losses(report_json: dict) -> Losses:
     """(loss on A, loss on B, why there is none) from a report's lmbudget checks."""
     (milestone,) = [m for m in report_json["milestones"] if m["id"] == "lmbudget"]
     a, b = milestone["checks"]
@@ -52,23 +54,12 @@ def losses(report_json: dict) -> tuple[float | None, float | None, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m grader.calibrate", description=__doc__.splitlines()[0])
-    parser.add_argument("--task", type=Path, default=None, help=f"the task file (default: {ENV_VAR} or {TASK_FILE})")
-    parser.add_argument("--budget", type=float, default=None, help="CPU seconds (default: the task file's)")
-    parser.add_argument("--runs", type=int, default=2, help="runs of the reference recipe (default 2)")
-    parser.add_argument(
-        "--slack", type=float, default=0.05, help="bits/char added to the reference's worst loss (default 0.05)"
-    )
-    parser.add_argument("--write", action="store_true", help="record the new baseline and best in the task file")
-    args = parser.parse_args(argv)
-    if args.write and args.budget is not None and (args.task or os.environ.get(ENV_VAR)) is None:
-        parser.error(f"--write with --budget would change the shipped task's budget: edit {TASK_FILE} instead")
+    """The command: grade the recipes, print their losses and points under the new calibration; with ``--write``,
+    record it. 0, or 1 where the calibration failed or was not written."""
+    args = _arguments(argv)
 
     # Imported once the arguments are checked: torch, and the runner (pytest), take seconds to load.
     import torch
-
-    from grader.grading import Grader, Request
-    from grader.sandbox.client import Limits
 
     path = args.task or Path(os.environ.get(ENV_VAR) or TASK_FILE)
     task = load_task(path)
@@ -83,7 +74,40 @@ def main(argv: list[str] | None = None) -> int:
         f"Python {platform.python_version()}, torch {torch.__version__}",
         flush=True,
     )
-    results: dict[str, tuple[float | None, float | None, str]] = {}
+    results = grade_recipes(task, args.runs)
+    new = calibrated(task, results, args.slack, args.budget, capability)
+    if new is None:
+        print("calibration failed: the baseline or the reference has no loss", file=sys.stderr)
+        return 1
+    for line in table_lines(new, results):
+        print(line)
+    return _record(new, path) if args.write else 0
+
+
+def _arguments(argv: list[str] | None) -> argparse.Namespace:
+    """The command line, checked: --write with --budget only for a task file other than the shipped one."""
+    parser = argparse.ArgumentParser(prog="python -m grader.calibrate", description=__doc__.splitlines()[0])
+    parser.add_argument("--task", type=Path, default=None, help=f"the task file (default: {ENV_VAR} or {TASK_FILE})")
+    parser.add_argument("--budget", type=float, default=None, help="CPU seconds (default: the task file's)")
+    parser.add_argument("--runs", type=int, default=2, help="runs of the reference recipe (default 2)")
+    parser.add_argument(
+        "--slack", type=float, default=0.05, help="bits/char added to the reference's worst loss (default 0.05)"
+    )
+    parser.add_argument("--write", action="store_true", help="record the new baseline and best in the task file")
+    args = parser.parse_args(argv)
+    if args.write and args.budget is not None and (args.task or os.environ.get(ENV_VAR)) is None:
+        parser.error(f"--write with --budget would change the shipped task's budget: edit {TASK_FILE} instead")
+    return args
+
+
+def grade_recipes(task: Task, runs: int) -> dict[str, Losses]:
+    """Each recipe's losses (see :func:`submissions`), graded through the real grader under ``task``, written to a
+    task file of the run's own (``ENV_VAR`` names it while they are graded, then is as it was); each one printed as
+    it is graded."""
+    from grader.grading import Grader, Request
+    from grader.sandbox.client import Limits
+
+    results: dict[str, Losses] = {}
     limits = Limits(cpu_seconds=max(Limits().cpu_seconds, int(task.budget_cpu_seconds + task.margin_seconds) + 60))
     with tempfile.TemporaryDirectory(prefix="lmbudget-calibrate-") as tmp, Grader(limits) as grader:
         run_task = Path(tmp) / "task.toml"
@@ -91,7 +115,7 @@ def main(argv: list[str] | None = None) -> int:
         saved = os.environ.get(ENV_VAR)
         os.environ[ENV_VAR] = str(run_task)
         try:
-            for name, folder in submissions(Path(tmp), args.runs).items():
+            for name, folder in submissions(Path(tmp), runs).items():
                 results[name] = losses(grader.grade(Request(folder, ("lmbudget",))).to_json())
                 a, b, why = results[name]
                 print(f"  {name}: " + (f"A {a:.4f}, B {b:.4f} bits/char" if a is not None else why), flush=True)
@@ -100,13 +124,20 @@ def main(argv: list[str] | None = None) -> int:
                 os.environ.pop(ENV_VAR, None)
             else:
                 os.environ[ENV_VAR] = saved
+    return results
+
+
+def calibrated(
+    task: Task, results: dict[str, Losses], slack: float, budget: float | None, capability: str
+) -> Task | None:
+    """``task`` with the new baseline and best (the reference's worst loss on A plus ``slack``), and how they were
+    measured; None where the baseline or a run of the reference has no loss."""
     baseline = results["baseline"][0]
     reference = [r[0] for n, r in results.items() if n.startswith("reference")]
     if baseline is None or any(r is None for r in reference):
-        print("calibration failed: the baseline or the reference has no loss", file=sys.stderr)
-        return 1
-    best = max(r for r in reference if r is not None) + args.slack
-    new = dataclasses.replace(
+        return None
+    best = max(r for r in reference if r is not None) + slack
+    return dataclasses.replace(
         task,
         baseline=round(baseline, 4),
         best=round(best, 4),
@@ -114,25 +145,32 @@ def main(argv: list[str] | None = None) -> int:
         python=platform.python_version(),
         date=datetime.date.today().isoformat(),
         command="python -m grader.calibrate --write"
-        + (f" --budget {args.budget:g}" if args.budget is not None else "")
-        + (f" --slack {args.slack:g}" if args.slack != 0.05 else ""),
+        + (f" --budget {budget:g}" if budget is not None else "")
+        + (f" --slack {slack:g}" if slack != 0.05 else ""),
     )
-    print(f"\nbaseline {new.baseline:.4f}, best {new.best:.4f} bits/char (split A); points out of {new.points:g}:")
-    print(f"  {'recipe':<14} {'loss A':>8} {'loss B':>8} {'points A':>9} {'points B':>9}")
+
+
+def table_lines(new: Task, results: dict[str, Losses]) -> Iterator[str]:
+    """The new calibration, then each recipe's losses and its points under it."""
+    yield f"\nbaseline {new.baseline:.4f}, best {new.best:.4f} bits/char (split A); points out of {new.points:g}:"
+    yield f"  {'recipe':<14} {'loss A':>8} {'loss B':>8} {'points A':>9} {'points B':>9}"
     for name, (a, b, why) in results.items():
         if a is None or b is None:
-            print(f"  {name:<14} {why}")
+            yield f"  {name:<14} {why}"
         else:
-            print(f"  {name:<14} {a:8.4f} {b:8.4f} {new.score(a):9.2f} {new.score(b):9.2f}")
-    if args.write:
-        if new.baseline <= new.best:
-            print("not written: the reference does not beat the baseline under this budget", file=sys.stderr)
-            return 1
-        if path == TASK_FILE:
-            _update(path, new)
-        else:
-            write_task(new, path)
-        print(f"written to {path}")
+            yield f"  {name:<14} {a:8.4f} {b:8.4f} {new.score(a):9.2f} {new.score(b):9.2f}"
+
+
+def _record(new: Task, path: Path) -> int:
+    """``--write``: the new calibration into the task file at ``path`` (the shipped one keeps its comments)."""
+    if new.baseline <= new.best:
+        print("not written: the reference does not beat the baseline under this budget", file=sys.stderr)
+        return 1
+    if path == TASK_FILE:
+        _update(path, new)
+    else:
+        write_task(new, path)
+    print(f"written to {path}")
     return 0
 
 

@@ -119,6 +119,24 @@ def walk(root: Path, skip: Callable[[PurePosixPath], bool] = not_submitted) -> I
 
 
 def _walk(fd: int, rel: PurePosixPath, skip: Callable[[PurePosixPath], bool], seen: list[int]) -> Iterator[Entry]:
+    """What the folder open as ``fd`` (``rel`` below the walk's root) holds, in sorted order, folders entered."""
+    for e in sorted(_listed(fd, seen), key=lambda e: e.name):
+        path = rel / e.name
+        if skip(path):
+            continue
+        if e.is_symlink():
+            yield Entry(path, LINKED, fd)
+        elif e.is_dir(follow_symlinks=False):
+            yield from _enter(fd, e.name, path, skip, seen)
+        elif e.is_file(follow_symlinks=False):
+            yield Entry(path, FILE, fd)
+        else:
+            yield Entry(path, OTHER, fd)
+
+
+def _listed(fd: int, seen: list[int]) -> list[os.DirEntry[str]]:
+    """The entries of the folder open as ``fd``, each counted in ``seen`` (the walk's count so far) as it is
+    listed: TreeTooLarge past MAX_ENTRIES, before the rest of a huge folder is read."""
     listed = []
     with os.scandir(fd) as it:
         for e in it:
@@ -126,31 +144,29 @@ def _walk(fd: int, rel: PurePosixPath, skip: Callable[[PurePosixPath], bool], se
             if seen[0] > MAX_ENTRIES:
                 raise TreeTooLarge(f"the submission holds more than {MAX_ENTRIES} files and folders")
             listed.append(e)
-    for e in sorted(listed, key=lambda e: e.name):
-        path = rel / e.name
-        if skip(path):
-            continue
-        if e.is_symlink():
-            yield Entry(path, LINKED, fd)
-        elif e.is_dir(follow_symlinks=False):
-            if len(path.parts) > MAX_DEPTH:
-                raise TreeTooLarge(f"the submission's folders nest more than {MAX_DEPTH} deep ({path.parts[0]}/...)")
-            try:
-                sub = os.open(e.name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
-            except OSError as err:
-                if err.errno in (errno.ELOOP, errno.ENOTDIR):  # replaced by a link (or a file) since it was listed
-                    yield Entry(path, LINKED if err.errno == errno.ELOOP else OTHER, fd)
-                    continue
-                raise
-            try:
-                yield Entry(path, FOLDER, fd)
-                yield from _walk(sub, path, skip, seen)
-            finally:
-                os.close(sub)
-        elif e.is_file(follow_symlinks=False):
-            yield Entry(path, FILE, fd)
-        else:
-            yield Entry(path, OTHER, fd)
+    return listed
+
+
+def _enter(
+    fd: int, name: str, path: PurePosixPath, skip: Callable[[PurePosixPath], bool], seen: list[int]
+) -> Iterator[Entry]:
+    """The folder ``name`` of the folder open as ``fd`` (listed as one), then what it holds: opened relative to
+    ``fd`` with O_NOFOLLOW, so a link swapped in since it was listed is listed as LINKED and never entered (a
+    file swapped in, as OTHER). TreeTooLarge past MAX_DEPTH."""
+    if len(path.parts) > MAX_DEPTH:
+        raise TreeTooLarge(f"the submission's folders nest more than {MAX_DEPTH} deep ({path.parts[0]}/...)")
+    try:
+        sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+    except OSError as err:
+        if err.errno in (errno.ELOOP, errno.ENOTDIR):  # replaced by a link (or a file) since it was listed
+            yield Entry(path, LINKED if err.errno == errno.ELOOP else OTHER, fd)
+            return
+        raise
+    try:
+        yield Entry(path, FOLDER, fd)
+        yield from _walk(sub, path, skip, seen)
+    finally:
+        os.close(sub)
 
 
 def links_in(root: Path) -> list[str]:

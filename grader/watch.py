@@ -13,6 +13,7 @@ watching goes on; a fork server that died is replaced. Ctrl-C closes everything.
 from __future__ import annotations
 
 import contextlib
+import enum
 import re
 import signal
 import sys
@@ -22,6 +23,7 @@ import time
 import warnings
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -42,6 +44,15 @@ IMPORT = re.compile(r"^\s*(?:from\s+(\w+)|import\s+([\w\s,]+))", re.MULTILINE)
 IGNORED_SUFFIXES = ("~", ".swp", ".swx", ".tmp")  # editors' backups and swap files: nothing the worker reads
 
 Snapshot = dict[str, tuple[int, int]]  # relative path -> (mtime in ns, size)
+
+
+class Again(enum.Enum):
+    """A grading to do again (``Watcher.attempt``): the files were torn as they were read, or the server lost."""
+
+    AGAIN = "again"
+
+
+AGAIN = Again.AGAIN
 
 
 class Stop:
@@ -150,44 +161,66 @@ class Watcher:
 
     def grade(self, milestones: list[str]) -> Report | None:
         """Grade and print the table (and first failures) as ``grade check`` does; None if nothing was graded."""
-        from grader.table import render_text  # rich: `grade` starts without it
-
         for attempt in range(2):  # a second time only if the fork server died while grading
             if self.grader.server_died:  # the Grader replaces it; the student hears why this grading starts slowly
                 click.echo("grade watch: the grading workers' fork server stopped; starting a new one", err=True)
-            try:
-                with self.copy() as copied, self.stopped_by_a_save():
-                    request = Request(copied, tuple(milestones), public=self.public, name=str(self.submission))
-                    report = self.grader.grade(request)
-                    torn = digest(copied) != digest(self.submission)
-                if NewerSave.seen:
-                    self.superseded()
-                    return None
-                if torn and attempt == 0:  # a file caught mid-write: its verdict would stay until another save
-                    click.echo("the files changed while they were read: grading them again")
-                    continue
-                if Stop.asked:
-                    raise KeyboardInterrupt
-            except SubmissionError as e:  # a notebook that is mid-write or not valid JSON: the student's to fix
-                click.echo(f"grade: {e}")
-                return None
-            except (GraderError, OSError, EOFError) as e:
-                if Stop.asked:
-                    raise KeyboardInterrupt from None
-                if NewerSave.seen:  # pytest, stopped by the save, says the suites did not run
-                    self.superseded()
-                    return None
-                if self.grader.lost and attempt == 0:
-                    continue
-                click.echo(grader_failed(e), err=True)  # the Grader starts a fresh server for the next save
-                return None
-            if self.grader.lost and attempt == 0:
-                continue  # its checks were set aside as the grader's failures: grade again on a new server
-            click.echo(render_text(report, verbose=self.verbose, color=self.color))
-            if faults := internal_errors_line(report):
-                click.echo(faults, err=True)
-            return report
+            report = self.attempt(milestones, first=attempt == 0)
+            if report is not AGAIN:
+                return report
         return None
+
+    def attempt(self, milestones: list[str], first: bool) -> Report | None | Again:
+        """One grading of the files as they are now, printed; AGAIN where the ``first`` one must be done again (the
+        files were torn as they were read, or the grader lost its server), None where nothing was graded."""
+        try:
+            report, torn = self.graded(milestones)
+            if NewerSave.seen:
+                self.superseded()
+                return None
+            if torn and first:  # a file caught mid-write: its verdict would stay until another save
+                click.echo("the files changed while they were read: grading them again")
+                return AGAIN
+            if Stop.asked:
+                raise KeyboardInterrupt
+        except SubmissionError as e:  # a notebook that is mid-write or not valid JSON: the student's to fix
+            click.echo(f"grade: {e}")
+            return None
+        except (GraderError, OSError, EOFError) as e:
+            return self.failed(e, first)
+        if self.grader.lost and first:
+            return AGAIN  # its checks were set aside as the grader's failures: grade again on a new server
+        self.show(report)
+        return report
+
+    def graded(self, milestones: list[str]) -> tuple[Report, bool]:
+        """The report on a copy of the files, graded unless a save stops it; and whether the files changed while
+        they were read (torn)."""
+        with self.copy() as copied, self.stopped_by_a_save():
+            request = Request(copied, tuple(milestones), public=self.public, name=str(self.submission))
+            report = self.grader.grade(request)
+            torn = digest(copied) != digest(self.submission)
+        return report, torn
+
+    def failed(self, e: Exception, first: bool) -> None | Again:
+        """A grading the grader failed (``e``): Ctrl-C's if asked, a save's if one stopped it, AGAIN where the
+        ``first`` one lost its server; else said, and None."""
+        if Stop.asked:
+            raise KeyboardInterrupt from None
+        if NewerSave.seen:  # pytest, stopped by the save, says the suites did not run
+            self.superseded()
+            return None
+        if self.grader.lost and first:
+            return AGAIN
+        click.echo(grader_failed(e), err=True)  # the Grader starts a fresh server for the next save
+        return None
+
+    def show(self, report: Report) -> None:
+        """The report's table, as ``grade check`` prints it; a line on stderr for the grader's own faults."""
+        from grader.table import render_text  # rich: `grade` starts without it
+
+        click.echo(render_text(report, verbose=self.verbose, color=self.color))
+        if faults := internal_errors_line(report):
+            click.echo(faults, err=True)
 
     def superseded(self) -> None:
         click.echo("saved again while grading: stopped; grading the newer files")
@@ -292,6 +325,17 @@ def watch(
     Ctrl-C stops watching.
     """
     warnings.filterwarnings("ignore", message="Failed to initialize NumPy")
+    check_watchable(submission)
+    chosen = list(milestones or MILESTONES)
+    watcher = Watcher(submission, limits(timeout, memory_mb), public, verbose, once)
+    code = run_watch(watcher, submission, chosen, once)
+    if not once:
+        click.echo("\ngrade watch: stopped; goodbye")
+    sys.exit(code)
+
+
+def check_watchable(submission: Path) -> None:
+    """Refuse what is not watched: a link (SubmissionError), a paper's notebook (a usage error)."""
     if nofollow.is_link(submission):
         raise SubmissionError(nofollow.refused(submission.name))
     if submission.suffix == ".ipynb":
@@ -299,17 +343,17 @@ def watch(
 
         if sitting_of(submission):  # its own SittingError is a usage error too (grader/errors.py)
             raise BadUsage("a paper's notebook is graded with `grade check`, not watched")
-    chosen = list(milestones or MILESTONES)
-    watcher = Watcher(submission, limits(timeout, memory_mb), public, verbose, once)
+
+
+def run_watch(watcher: Watcher, submission: Path, chosen: list[str], once: bool) -> int:
+    """Grade ``chosen``, then, unless ``once``, regrade on every save until Ctrl-C or SIGTERM; the exit code. The
+    signals' handlers are this function's: a second Ctrl-C is ignored while the watcher closes, then the previous
+    handlers are back."""
     previous = {s: signal.signal(s, _stop) for s in (signal.SIGINT, signal.SIGTERM)}
     previous[NewerSave.SIGNAL] = signal.signal(NewerSave.SIGNAL, _newer_save)
     code = 0
     try:
-        if submission.is_dir():
-            files = sorted({f for m in chosen for f in dependencies(submission, m)})
-            what = f"{', '.join(files)} in {submission}"
-        else:
-            what = str(submission)
+        what = watched(submission, chosen)
         if not once:
             click.echo(f"grade watch: watching {what} for milestones {', '.join(chosen)}; Ctrl-C to stop")
         seen = snapshot(submission)
@@ -319,25 +363,7 @@ def watch(
         if not once:
             click.echo(f"{VERDICT_LINE} for changes (Ctrl-C to stop)")
             code = 0  # from now on, only Ctrl-C ends it: a clean exit
-        while not once:
-            time.sleep(POLL_SECONDS)
-            now = snapshot(submission)
-            if now == seen:
-                continue
-            now = settle(submission, now)
-            changed = changes(seen, now)
-            seen = now
-            if not changed:
-                continue
-            stamp = time.strftime("%H:%M:%S")
-            listed = ", ".join(f"{p} ({how})" if how != "changed" else p for p, how in changed.items())
-            todo = affected(submission, chosen, changed)
-            if not todo:
-                click.echo(f"\n[{stamp}] {listed} saved: no chosen milestone reads it; nothing to regrade")
-                continue
-            click.echo(f"\n[{stamp}] {listed} saved: regrading {', '.join(todo)}")
-            watcher.grade(todo)
-            click.echo(f"{VERDICT_LINE} for changes (Ctrl-C to stop)")
+            regrade_on_saves(watcher, submission, chosen, seen)
     except KeyboardInterrupt:
         code = 130 if once else 0
     finally:
@@ -346,6 +372,40 @@ def watch(
         watcher.close()
         for s, handler in previous.items():
             signal.signal(s, handler)
-    if not once:
-        click.echo("\ngrade watch: stopped; goodbye")
-    sys.exit(code)
+    return code
+
+
+def watched(submission: Path, chosen: list[str]) -> str:
+    """What is watched, in words: a folder's files that the ``chosen`` milestones read, or the notebook."""
+    if submission.is_dir():
+        files = sorted({f for m in chosen for f in dependencies(submission, m)})
+        return f"{', '.join(files)} in {submission}"
+    return str(submission)
+
+
+def regrade_on_saves(watcher: Watcher, submission: Path, chosen: list[str], seen: Snapshot) -> NoReturn:
+    """Look at the files every POLL_SECONDS (``seen``: how they were last graded); once a save has settled,
+    regrade what it changed. Ends only by an exception: Ctrl-C's KeyboardInterrupt."""
+    while True:
+        time.sleep(POLL_SECONDS)
+        now = snapshot(submission)
+        if now == seen:
+            continue
+        now = settle(submission, now)
+        changed = changes(seen, now)
+        seen = now
+        if changed:
+            regrade(watcher, submission, chosen, changed)
+
+
+def regrade(watcher: Watcher, submission: Path, chosen: list[str], changed: dict[str, str]) -> None:
+    """Say what was saved, and regrade the ``chosen`` milestones that read it (or say that none does)."""
+    stamp = time.strftime("%H:%M:%S")
+    listed = ", ".join(f"{p} ({how})" if how != "changed" else p for p, how in changed.items())
+    todo = affected(submission, chosen, changed)
+    if not todo:
+        click.echo(f"\n[{stamp}] {listed} saved: no chosen milestone reads it; nothing to regrade")
+        return
+    click.echo(f"\n[{stamp}] {listed} saved: regrading {', '.join(todo)}")
+    watcher.grade(todo)
+    click.echo(f"{VERDICT_LINE} for changes (Ctrl-C to stop)")

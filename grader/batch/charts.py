@@ -5,8 +5,12 @@ from __future__ import annotations
 import statistics
 import textwrap
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .summary import failure_causes, failure_rates, fraction, milestone_shares, stubs, untouched_counts
+
+if TYPE_CHECKING:  # matplotlib loads only when a chart is drawn
+    from matplotlib.figure import Figure
 
 HEATMAP = "milestone-heatmap.png"
 CAUSES = "failure-causes.png"
@@ -32,25 +36,35 @@ def best_first(rows: list[dict], students: set[str]) -> list[str]:
 def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     """Write the four charts into ``folder``; returns their paths."""
     # matplotlib here, not at the top: it takes a second to load, its backend is chosen before pyplot loads, and
-    # only `grade report --png` and the coach's charts page draw.
+    # only `grade report --png` and the coach's charts page draw. The charts' functions import pyplot after this.
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     folder.mkdir(parents=True, exist_ok=True)
     written = []
 
-    def save(fig, name: str) -> None:
+    def save(fig: Figure, name: str) -> None:
         fig.savefig(folder / name, dpi=100, bbox_inches="tight")  # bbox: no label is ever clipped
         plt.close(fig)
         written.append(folder / name)
 
     stub = stubs(checks)
     graded = [r for r in rows if fraction(r) is not None]
+    save(heatmap(rows, checks, stub), HEATMAP)
+    considered = len([r for r in graded if r["student"] not in stub])
+    apart = _apart(checks, stub)
+    save(causes_chart(checks, considered, apart, bool(graded)), CAUSES)
+    save(histogram(graded, stub), HISTOGRAM)
+    save(rates_chart(checks, stub, considered, apart, bool(graded)), RATES)
+    return written
 
-    # Students x milestones: each cell the share of that milestone's points.
+
+def heatmap(rows: list[dict], checks: list[dict], stub: set[str]) -> Figure:
+    """Students x milestones: each cell the share of that milestone's points, best students first."""
+    import matplotlib.pyplot as plt
+
     shares = milestone_shares(checks)
     ids = list(shares)
     students = best_first(rows, {s for m in ids for s in shares[m]})
@@ -74,9 +88,22 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     ax.set_title("Score per milestone (%), best students first", pad=24)
     if not grid:
         nothing(ax, NOTHING_GRADED)
-    save(fig, HEATMAP)
+    return fig
 
-    # Failures by likely cause: how many students hit each.
+
+def _apart(checks: list[dict], stub: set[str]) -> str:
+    """What the failure charts leave out, as the end of their axis label: untouched stubs and exercises."""
+    apart = f", {len(stub)} untouched stub{'s' * (len(stub) != 1)} not counted" if stub else ""
+    if left := sum(untouched_counts(checks).values()):
+        apart += f"; {left} untouched exercise{'s' * (left != 1)} left out"
+    return apart
+
+
+def causes_chart(checks: list[dict], considered: int, apart: str, graded: bool) -> Figure:
+    """Failures by likely cause: how many students hit each (``considered``: the graded students counted)."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
     causes = failure_causes(checks)[:SHOWN]
     fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(causes), 1)))
     labels = [wrap(f"{m}: {cause}") for m, cause, _ in causes][::-1]
@@ -85,19 +112,20 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     ax.set_yticks(range(len(causes)), labels, fontsize=8)
     for y, n in enumerate(counts):
         ax.text(n, y, f" {n}", va="center", fontsize=8)
-    considered = len([r for r in graded if r["student"] not in stub])
     ax.set_xlim(0, max([*counts, 1]) * 1.12)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    apart = f", {len(stub)} untouched stub{'s' * (len(stub) != 1)} not counted" if stub else ""
-    if left := sum(untouched_counts(checks).values()):
-        apart += f"; {left} untouched exercise{'s' * (left != 1)} left out"
     ax.set_xlabel(f"students (of {considered} graded{apart})")
     ax.set_title("Failures by likely cause")
     if not causes:
         nothing(ax, "no failure with a known cause" if graded else NOTHING_GRADED)
-    save(fig, CAUSES)
+    return fig
 
-    # The score histogram: integer counts, mean and median marked.
+
+def histogram(graded: list[dict], stub: set[str]) -> Figure:
+    """The score histogram of the ``graded`` rows: integer counts, mean and median marked."""
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
     scores = [100 * share for r in graded if (share := fraction(r)) is not None]
     among = f", {len(stub)} of them untouched stub{'s' * (len(stub) != 1)}" if stub else ""
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -115,9 +143,13 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     ax.set(
         xlabel="score (%)", ylabel="students", xlim=(0, 100), title=f"Score distribution ({len(scores)} graded{among})"
     )
-    save(fig, HISTOGRAM)
+    return fig
 
-    # The most failed checks, stubs left out.
+
+def rates_chart(checks: list[dict], stub: set[str], considered: int, apart: str, graded: bool) -> Figure:
+    """The most failed checks, stubs left out."""
+    import matplotlib.pyplot as plt
+
     rates = failure_rates([c for c in checks if c["student"] not in stub])[:SHOWN]
     fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(rates), 1)))
     failing = [100 * r for _, r in rates][::-1]
@@ -133,8 +165,7 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
     )
     if not rates:
         nothing(ax, "no check failed" if graded else NOTHING_GRADED)
-    save(fig, RATES)
-    return written
+    return fig
 
 
 NOTHING_GRADED = "nothing graded yet"

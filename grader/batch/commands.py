@@ -6,7 +6,9 @@ import json
 import os
 import shlex
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 
@@ -38,6 +40,13 @@ from grader.options import (
 )
 from grader.results import CLAIM_COUNTED
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
+
+if TYPE_CHECKING:  # loaded by the commands that use them: `grade` starts without them
+    from distributed import Client
+
+    from grader.batch.discover import FoundSubmission
+    from grader.batch.run import Outcome
+    from grader.sandbox.client import Limits
 
 __all__ = ["batch", "export", "report", "failure_rates"]
 
@@ -81,12 +90,8 @@ def batch(
     Graded on some milestones (-m), a student keeps the others' results from the same
     files and grader. A student's folder with nothing to grade is recorded as such.
     """
-    # Imported here, to keep `grade` quick to start: rich, finding submissions (zipfile) and the pool.
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
-
+    # Imported here, to keep `grade` quick to start: finding submissions (zipfile); rich and the pool in grade_batch.
     from grader.batch.discover import discover
-    from grader.batch.run import grade_all
 
     db = db or submissions / "grades.sqlite"
     found = discover(submissions, skip=(db,), empty=True)
@@ -95,6 +100,36 @@ def batch(
     chosen = limits(timeout, memory_mb, submission_timeout)
     book = _open(db, create=True)  # before the cluster: a wrong --db stops here, with nothing to close
     client = dask_client(scheduler) if scheduler else None
+    outcome = grade_batch(found, book, db, milestones, chosen, workers, regrade, client)
+    try:
+        students = {f.student for f in found}
+        everyone = book.rows()
+        rows = [r for r in everyone if r["student"] in students]
+        checks = [c for c in book.checks() if c["student"] in students]
+    finally:
+        book.close()
+    gone = sorted(r["student"] for r in everyone if r["student"] not in students)
+    for line in batch_lines(submissions, milestones, db, outcome, rows, checks, gone):
+        click.echo(line, err=True)
+
+
+def grade_batch(
+    found: list[FoundSubmission],
+    book: Gradebook,
+    db: Path,
+    milestones: list[str],
+    chosen: Limits,
+    workers: int,
+    regrade: bool,
+    client: Client | None,
+) -> Outcome:
+    """Grade ``found`` into ``book`` (the gradebook at ``db``) under a progress bar on stderr, on ``client``'s
+    cluster if any (closed at the end). Ctrl-C says what this run saved and exits with 130."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from grader.batch.run import grade_all
+
     columns = (
         TextColumn("grading"),
         BarColumn(),
@@ -120,7 +155,7 @@ def batch(
             bar.update(task, rate=f"{60 * done.completed / max(done.elapsed or 0, 1e-9):.1f}/min")
 
         try:
-            outcome = grade_all(
+            return grade_all(
                 found,
                 book,
                 milestones,
@@ -144,23 +179,28 @@ def batch(
         finally:
             if client:
                 client.close()
-    try:
-        students = {f.student for f in found}
-        everyone = book.rows()
-        rows = [r for r in everyone if r["student"] in students]
-        checks = [c for c in book.checks() if c["student"] in students]
-    finally:
-        book.close()
-    click.echo(f"{outcome.graded} graded, {outcome.skipped} already in {db} (unchanged)", err=True)
+
+
+def batch_lines(
+    submissions: Path,
+    milestones: list[str],
+    db: Path,
+    outcome: Outcome,
+    rows: list[dict],
+    checks: list[dict],
+    gone: list[str],
+) -> Iterator[str]:
+    """What `grade batch` says once it is done (on stderr): the counts, the class's summary, and notes on the
+    students whose grades now cover only ``milestones`` and on those in the gradebook no longer submitted."""
+    yield f"{outcome.graded} graded, {outcome.skipped} already in {db} (unchanged)"
     lines = class_lines(rows, checks)
     if outcome.empty:
         lines.insert(1, _empty_line(outcome.empty))
-    for line in lines:
-        click.echo(line, err=True)
+    yield from lines
     if outcome.narrowed:
-        click.echo(f"note: {_narrowed_note(submissions, milestones, outcome.narrowed)}", err=True)
-    if gone := sorted(r["student"] for r in everyone if r["student"] not in students):
-        click.echo(f"note: {_gone_note(submissions, gone)}", err=True)
+        yield f"note: {_narrowed_note(submissions, milestones, outcome.narrowed)}"
+    if gone:
+        yield f"note: {_gone_note(submissions, gone)}"
 
 
 def _empty_line(empty: list) -> str:
@@ -253,57 +293,75 @@ def report(db: Path, png_dir: Path | None, top: int) -> None:
     out of the failure rates and causes; each student's milestone counts once among the causes, under the
     cause its first failing check names."""
     rows, checks = _load(db)
-    click.echo(counts_line(rows, checks=checks))
-    graded = [r for r in rows if r["status"] == "graded"]
-    if older := _older(rows):
-        click.echo(_older_note(db, rows, older))
-    if broken := [c for c in checks if c["internal_error"]]:
-        first = f" (the first {top})" if len(broken) > top else ""
-        click.echo(
-            f"{len(broken)} check{'s' * (len(broken) != 1)} could not be graded (grader errors, not the "
-            f"students'), left out of the shares and failure rates below{first}:"
-        )
-        for c in broken[:top]:
-            first_line = (c["message"].strip().splitlines() or [""])[0]
-            click.echo(f"  {c['student']}  {c['milestone']}: {c['name']}: {first_line[:160]}")
-    if aside := [c for c in checks if not c["internal_error"] and not c["counted"]]:
-        click.echo(
-            f"{len(aside)} check{'s' * (len(aside) != 1)} not counted (set aside: neither won nor lost), "
-            "left out of the shares and failure rates below"
-        )
-    if claimed := Counter(c["student"] for c in checks if c["message"].startswith(CLAIM_COUNTED)):
-        who = ", ".join(f"{s} ({n})" for s, n in sorted(claimed.items())[:top])
-        click.echo(
-            f"{sum(claimed.values())} check{'s' * (sum(claimed.values()) != 1)} reported a grader fault that the "
-            f"reference does not have, counted as failed (see docs/sandbox.md): {who}"
-        )
-    if mean := mean_line(rows):
-        click.echo(mean)
-    for m, share in milestone_means(checks).items():
-        click.echo(f"  {m:<9} {100 * share:5.1f}%  {GRADABLE[m].title}")
-    stub = stubs(checks)
-    if stub:
-        click.echo(
-            f'{len(stub)} untouched stub{"s" * (len(stub) != 1)} (every check "{NOT_IMPLEMENTED_MESSAGE}"), '
-            f"left out of the failure rates: {', '.join(sorted(stub))}"
-        )
-    if left := untouched_line(checks):
-        click.echo(left)
-    counted = [c for c in checks if c["student"] not in stub]
-    rates = failure_rates(counted)
-    considered = len([r for r in graded if r["student"] not in stub])
-    click.echo(f"most often failed checks (of the {considered} graded, those who worked on the milestone):")
-    for (milestone, name), rate in rates[:top]:
-        click.echo(f"  {100 * rate:5.1f}%  {milestone}: {name}")
-    if causes := failure_causes(checks):
-        click.echo("most common likely causes (students):")
-        for milestone, cause, n in causes[:top]:
-            click.echo(f"  {n:4d}  {milestone}: {cause}")
+    for line in report_lines(db, rows, checks, top):
+        click.echo(line)
     if png_dir:
         from grader.batch.charts import draw  # matplotlib's helpers: `grade` starts without them
 
         for path in draw(rows, checks, png_dir):
             click.echo(f"wrote {path}", err=True)
+
+
+def report_lines(db: Path, rows: list[dict], checks: list[dict], top: int) -> Iterator[str]:
+    """`grade report`'s text for the gradebook ``db``'s ``rows`` and ``checks``, line by line as it is worked out
+    (``top``: how many of the most failed checks and likely causes)."""
+    yield counts_line(rows, checks=checks)
+    if older := _older(rows):
+        yield _older_note(db, rows, older)
+    yield from _set_apart_lines(checks, top)
+    if mean := mean_line(rows):
+        yield mean
+    for m, share in milestone_means(checks).items():
+        yield f"  {m:<9} {100 * share:5.1f}%  {GRADABLE[m].title}"
+    yield from _failure_lines(rows, checks, top)
+
+
+def _set_apart_lines(checks: list[dict], top: int) -> Iterator[str]:
+    """The checks that are not the students' plain results: the grader's errors (the first ``top`` listed), those
+    set aside, and those that claimed a grader fault the reference does not have."""
+    if broken := [c for c in checks if c["internal_error"]]:
+        first = f" (the first {top})" if len(broken) > top else ""
+        yield (
+            f"{len(broken)} check{'s' * (len(broken) != 1)} could not be graded (grader errors, not the "
+            f"students'), left out of the shares and failure rates below{first}:"
+        )
+        for c in broken[:top]:
+            first_line = (c["message"].strip().splitlines() or [""])[0]
+            yield f"  {c['student']}  {c['milestone']}: {c['name']}: {first_line[:160]}"
+    if aside := [c for c in checks if not c["internal_error"] and not c["counted"]]:
+        yield (
+            f"{len(aside)} check{'s' * (len(aside) != 1)} not counted (set aside: neither won nor lost), "
+            "left out of the shares and failure rates below"
+        )
+    if claimed := Counter(c["student"] for c in checks if c["message"].startswith(CLAIM_COUNTED)):
+        who = ", ".join(f"{s} ({n})" for s, n in sorted(claimed.items())[:top])
+        yield (
+            f"{sum(claimed.values())} check{'s' * (sum(claimed.values()) != 1)} reported a grader fault that the "
+            f"reference does not have, counted as failed (see docs/sandbox.md): {who}"
+        )
+
+
+def _failure_lines(rows: list[dict], checks: list[dict], top: int) -> Iterator[str]:
+    """The untouched stubs and exercises (counted apart), then the ``top`` most failed checks and likely causes."""
+    stub = stubs(checks)
+    if stub:
+        yield (
+            f'{len(stub)} untouched stub{"s" * (len(stub) != 1)} (every check "{NOT_IMPLEMENTED_MESSAGE}"), '
+            f"left out of the failure rates: {', '.join(sorted(stub))}"
+        )
+    if left := untouched_line(checks):
+        yield left
+    counted = [c for c in checks if c["student"] not in stub]
+    rates = failure_rates(counted)
+    graded = [r for r in rows if r["status"] == "graded"]
+    considered = len([r for r in graded if r["student"] not in stub])
+    yield f"most often failed checks (of the {considered} graded, those who worked on the milestone):"
+    for (milestone, name), rate in rates[:top]:
+        yield f"  {100 * rate:5.1f}%  {milestone}: {name}"
+    if causes := failure_causes(checks):
+        yield "most common likely causes (students):"
+        for milestone, cause, n in causes[:top]:
+            yield f"  {n:4d}  {milestone}: {cause}"
 
 
 def _older(rows: list[dict]) -> list[dict]:

@@ -70,6 +70,8 @@ def _directory_size(data: bytes) -> int | None:
 
 
 def _unzip(data: bytes, allowed: tuple[str, ...]) -> list[tuple[str, bytes]]:
+    """The exercise files and notebooks a zip upload holds, (name, bytes), once the whole zip is checked: its
+    directory's size before zipfile parses it, then every entry (count, names, links, depth, unpacked size)."""
     size = _directory_size(data)
     if size is not None and size > MAX_ZIP_DIRECTORY:  # zip64's 0xFFFFFFFF too: no student's zip needs it
         raise UploadError(
@@ -80,36 +82,49 @@ def _unzip(data: bytes, allowed: tuple[str, ...]) -> list[tuple[str, bytes]]:
     except zipfile.BadZipFile:
         raise UploadError("the .zip file is not a valid zip archive") from None
     with archive:
-        entries = archive.infolist()
-        if len(entries) > MAX_ZIP_MEMBERS:
-            raise UploadError(f"the zip holds {len(entries)} files and folders; at most {MAX_ZIP_MEMBERS}")
-        for m in entries:
-            if _unsafe(m.filename):
-                raise UploadError(f"the zip holds a file with an unsafe path, {m.filename!r}: no absolute paths or ..")
-            if stat.S_ISLNK(m.external_attr >> 16):
-                raise UploadError(
-                    f"the zip holds {m.filename!r}, a symbolic link, not a file: zip the file itself "
-                    "(without zip's -y, which stores links)"
-                )
-            if m.filename.replace("\\", "/").strip("/").count("/") > MAX_ZIP_DEPTH:
-                raise UploadError(f"the zip's folders nest more than {MAX_ZIP_DEPTH} deep, at {m.filename[:80]!r}")
-        members = [m for m in entries if not m.is_dir()]
-        if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
-            raise UploadError(f"the zip unpacks to more than {MAX_ZIP_BYTES >> 20} MB")
-        kept: dict[str, bytes] = {}
-        for m in members:
-            base = _base(m.filename)
-            if "__MACOSX" in m.filename or base.startswith(".") or not (base in allowed or base.endswith(".ipynb")):
-                continue  # the rest of a student's folder: other exercises, data, editor files
-            if base in kept:
-                raise UploadError(f"the zip holds two files named {base}: keep one")
-            try:
-                kept[base] = archive.read(m)
-            except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as e:
-                raise UploadError(f"cannot unpack {m.filename!r} from the zip: {e}") from None
+        members = _checked_members(archive.infolist())
+        kept = _kept(archive, members, allowed)
     if not kept:
         raise UploadError(f"the zip holds none of {', '.join(allowed)} and no notebook")
     return list(kept.items())
+
+
+def _checked_members(entries: list[zipfile.ZipInfo]) -> list[zipfile.ZipInfo]:
+    """The zip's files (its folders left out), once every entry passed: no more than MAX_ZIP_MEMBERS, no unsafe
+    name, no symbolic link, no deeper than MAX_ZIP_DEPTH, and MAX_ZIP_BYTES unpacked at most."""
+    if len(entries) > MAX_ZIP_MEMBERS:
+        raise UploadError(f"the zip holds {len(entries)} files and folders; at most {MAX_ZIP_MEMBERS}")
+    for m in entries:
+        if _unsafe(m.filename):
+            raise UploadError(f"the zip holds a file with an unsafe path, {m.filename!r}: no absolute paths or ..")
+        if stat.S_ISLNK(m.external_attr >> 16):
+            raise UploadError(
+                f"the zip holds {m.filename!r}, a symbolic link, not a file: zip the file itself "
+                "(without zip's -y, which stores links)"
+            )
+        if m.filename.replace("\\", "/").strip("/").count("/") > MAX_ZIP_DEPTH:
+            raise UploadError(f"the zip's folders nest more than {MAX_ZIP_DEPTH} deep, at {m.filename[:80]!r}")
+    members = [m for m in entries if not m.is_dir()]
+    if sum(m.file_size for m in members) > MAX_ZIP_BYTES:
+        raise UploadError(f"the zip unpacks to more than {MAX_ZIP_BYTES >> 20} MB")
+    return members
+
+
+def _kept(archive: zipfile.ZipFile, members: list[zipfile.ZipInfo], allowed: tuple[str, ...]) -> dict[str, bytes]:
+    """The bytes of the checked ``members`` that are ``allowed`` exercise files or notebooks, by base name (two
+    of one name refused); the rest of a student's folder is left in the zip."""
+    kept: dict[str, bytes] = {}
+    for m in members:
+        base = _base(m.filename)
+        if "__MACOSX" in m.filename or base.startswith(".") or not (base in allowed or base.endswith(".ipynb")):
+            continue  # the rest of a student's folder: other exercises, data, editor files
+        if base in kept:
+            raise UploadError(f"the zip holds two files named {base}: keep one")
+        try:
+            kept[base] = archive.read(m)
+        except (zipfile.BadZipFile, OSError, RuntimeError, NotImplementedError) as e:
+            raise UploadError(f"cannot unpack {m.filename!r} from the zip: {e}") from None
+    return kept
 
 
 def json_depth(data: bytes) -> int:
@@ -164,6 +179,12 @@ def check_upload(task: str, files: list[tuple[str, bytes]]) -> dict[str, bytes]:
             raise UploadError("upload one notebook on its own, or exercise files without a notebook")
         _notebook(*notebooks[0])
         return {NOTEBOOK: notebooks[0][1]}
+    return _sources(task, sources, allowed)
+
+
+def _sources(task: str, sources: list[tuple[str, bytes]], allowed: tuple[str, ...]) -> dict[str, bytes]:
+    """The exercise files of an upload without a notebook, by name: each one of ``allowed``, once, not empty, and
+    UTF-8 text."""
     kept: dict[str, bytes] = {}
     for name, data in sources:
         if name not in allowed:

@@ -146,35 +146,42 @@ def paper_of(report: Report) -> Sitting | None:
 
 
 def parse(paper: object, where: str = "gptkit.paper") -> Sitting:
-    def bad(key: str, what: str) -> SittingError:
-        return SittingError(f"{where}.{key} should be {what}")
-
+    """The sitting a notebook's paper metadata (``paper``, found at ``where``) describes, every key checked:
+    SittingError names the first that cannot be used, and why."""
     if not isinstance(paper, dict):
         raise SittingError(f"{where} should be an object")
     for key in ("id", "title"):
         if not isinstance(paper.get(key), str):
-            raise bad(key, "a string")
+            raise _bad(where, key, "a string")
     student, seed = paper.get("student"), paper.get("seed")
     if student is not None and not isinstance(student, str):
-        raise bad("student", "a string or null")
+        raise _bad(where, "student", "a string or null")
     if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-        raise bad("seed", "a non-negative integer or null")
+        raise _bad(where, "seed", "a non-negative integer or null")
     raw = paper.get("parts")
     if not isinstance(raw, list) or not raw:
-        raise bad("parts", "a non-empty list")
-    parts = []
-    for i, part in enumerate(raw):
-        if not isinstance(part, dict) or part.get("id") not in GRADABLE:
-            raise bad(f"parts[{i}].id", f"an exercise id ({', '.join(GRADABLE)})")
-        points = part.get("points")
-        if isinstance(points, bool) or not isinstance(points, int | float) or not points > 0:
-            raise bad(f"parts[{i}].points", "a positive number")
-        rules = part.get("rules", [])
-        if not isinstance(rules, list) or any(
-            not isinstance(r, str) or r not in RULES or RULES[r][0] != part["id"] for r in rules
-        ):
-            raise bad(f"parts[{i}].rules", f"a list of {part['id']}'s rules")
-        parts.append(Part(part["id"], float(points), tuple(rules)))
+        raise _bad(where, "parts", "a non-empty list")
+    parts = [_part(part, f"{where}.parts[{i}]") for i, part in enumerate(raw)]
     if len({p.id for p in parts}) != len(parts):
-        raise bad("parts", "a list of different exercises")
+        raise _bad(where, "parts", "a list of different exercises")
     return Sitting(paper["id"], paper["title"], student, seed, tuple(parts))
+
+
+def _bad(where: str, key: str, what: str) -> SittingError:
+    """The error for the metadata's ``key`` (found at ``where``): it should be ``what``."""
+    return SittingError(f"{where}.{key} should be {what}")
+
+
+def _part(part: object, where: str) -> Part:
+    """One of the paper's parts (found at ``where``): an exercise id, positive points, and rules of that exercise."""
+    if not isinstance(part, dict) or part.get("id") not in GRADABLE:
+        raise _bad(where, "id", f"an exercise id ({', '.join(GRADABLE)})")
+    points = part.get("points")
+    if isinstance(points, bool) or not isinstance(points, int | float) or not points > 0:
+        raise _bad(where, "points", "a positive number")
+    rules = part.get("rules", [])
+    if not isinstance(rules, list) or any(
+        not isinstance(r, str) or r not in RULES or RULES[r][0] != part["id"] for r in rules
+    ):
+        raise _bad(where, "rules", f"a list of {part['id']}'s rules")
+    return Part(part["id"], float(points), tuple(rules))

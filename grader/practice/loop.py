@@ -24,19 +24,10 @@ def run_session(session: Session, echo: Callable[..., None], commands: Commands)
             if command is None:
                 reason = "end of input"
                 break
-            if command in ("", "g"):
-                echo("grading...")
-                attempt = session.attempt()
-                echo("\n".join(session.attempt_lines(attempt)))
-            elif command == "s":
-                echo("\n".join(session.status()))
-            elif command == "q":
+            if command == "q":
                 reason = "quit"
                 break
-            elif command in ("h", "?", "help"):
-                echo(HELP)
-            else:
-                echo(f"unknown command {command!r}; {HELP}")
+            answer(session, echo, command)
     except KeyboardInterrupt:
         reason = "interrupted"
         echo("")
@@ -45,6 +36,20 @@ def run_session(session: Session, echo: Callable[..., None], commands: Commands)
         reason = "time"
     hand_in(session, echo)
     session.finish(reason)
+
+
+def answer(session: Session, echo: Callable[..., None], command: str) -> None:
+    """Do what a command other than ``q`` asks: grade (Enter or ``g``), the status, the help; or say it is unknown."""
+    if command in ("", "g"):
+        echo("grading...")
+        attempt = session.attempt()
+        echo("\n".join(session.attempt_lines(attempt)))
+    elif command == "s":
+        echo("\n".join(session.status()))
+    elif command in ("h", "?", "help"):
+        echo(HELP)
+    else:
+        echo(f"unknown command {command!r}; {HELP}")
 
 
 def hand_in(session: Session, echo: Callable[..., None]) -> None:

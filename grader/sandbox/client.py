@@ -437,37 +437,23 @@ def _open_dir(name: str, dir_fd: int | None) -> int:
 
 
 def _remove_tree(path: str) -> None:
-    try:
-        fd = _open_dir(path, None)
-    except FileNotFoundError:
+    """remove_tree's walk (see there); OSError where some of ``path`` stays."""
+    fd = _open_top(path)
+    if fd is None:
         return
-    except (NotADirectoryError, OSError) as e:
-        if isinstance(e, NotADirectoryError) or os.path.islink(path) or os.path.isfile(path):
-            os.unlink(path)
-            return
-        raise
     # One frame per folder on the way down: (its name in its parent, its identity, its subfolders left to visit).
-    info = os.fstat(fd)
-    frames: list[tuple[str, tuple[int, int], list[str]]] = [(path, (info.st_dev, info.st_ino), [])]
+    frames: list[tuple[str, tuple[int, int], list[str]]] = [(path, _identity(fd), [])]
     try:
         fresh = True  # the current folder has not been listed yet
         while True:
             if fresh:
-                subfolders = frames[-1][2]
-                with os.scandir(fd) as entries:
-                    for entry in entries:
-                        if entry.is_dir(follow_symlinks=False):
-                            subfolders.append(entry.name)
-                        else:
-                            with contextlib.suppress(FileNotFoundError):  # gone already: what was wanted
-                                os.unlink(entry.name, dir_fd=fd)
+                _list_folder(fd, frames[-1][2])
             if frames[-1][2]:  # down into the next subfolder
                 name = frames[-1][2].pop()
                 child = _open_dir(name, fd)
                 os.close(fd)
                 fd = child
-                info = os.fstat(fd)
-                frames.append((name, (info.st_dev, info.st_ino), []))
+                frames.append((name, _identity(fd), []))
                 fresh = True
                 continue
             name, _, _ = frames.pop()  # empty now: up, and remove it
@@ -480,14 +466,45 @@ def _remove_tree(path: str) -> None:
             parent = os.open("..", _DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = parent
-            info = os.fstat(fd)
-            if (info.st_dev, info.st_ino) != frames[-1][1]:
+            if _identity(fd) != frames[-1][1]:
                 raise OSError(f"{path} changed while it was being deleted")
             os.rmdir(name, dir_fd=fd)
             fresh = False
     finally:
         if fd >= 0:
             os.close(fd)
+
+
+def _open_top(path: str) -> int | None:
+    """A descriptor of the folder ``path``, where the walk starts; None where there is no folder to walk: ``path``
+    is gone, or was a file or a link, unlinked here (a link itself, never what it points to)."""
+    try:
+        return _open_dir(path, None)
+    except FileNotFoundError:
+        return None
+    except (NotADirectoryError, OSError) as e:
+        if isinstance(e, NotADirectoryError) or os.path.islink(path) or os.path.isfile(path):
+            os.unlink(path)
+            return None
+        raise
+
+
+def _identity(fd: int) -> tuple[int, int]:
+    """The folder open as ``fd``, as (device, inode): what going up by ".." must arrive at again."""
+    info = os.fstat(fd)
+    return info.st_dev, info.st_ino
+
+
+def _list_folder(fd: int, subfolders: list[str]) -> None:
+    """List the folder open as ``fd`` once: its subfolders into ``subfolders``, everything else (files, links,
+    anything that is not a folder) unlinked by name relative to ``fd``, never followed."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False):
+                subfolders.append(entry.name)
+            else:
+                with contextlib.suppress(FileNotFoundError):  # gone already: what was wanted
+                    os.unlink(entry.name, dir_fd=fd)
 
 
 # ------------------------------------------------------------------ one worker

@@ -141,19 +141,13 @@ def components(edges: dict[str, dict[str, list[str]]]) -> list[list[str]]:
     for root in sorted(edges):
         if root in index:
             continue
-        work = [(root, iter(sorted(edges.get(root, {}))))]
-        index[root] = low[root] = len(index)
-        stack.append(root)
-        on_stack.add(root)
+        work = [_visit(root, edges, index, low, stack, on_stack)]
         while work:
             node, children = work[-1]
             child = next(children, None)
             if child is not None:
                 if child not in index:
-                    index[child] = low[child] = len(index)
-                    stack.append(child)
-                    on_stack.add(child)
-                    work.append((child, iter(sorted(edges.get(child, {})))))
+                    work.append(_visit(child, edges, index, low, stack, on_stack))
                 elif child in on_stack:
                     low[node] = min(low[node], index[child])
                 continue
@@ -161,16 +155,36 @@ def components(edges: dict[str, dict[str, list[str]]]) -> list[list[str]]:
             if work:
                 low[work[-1][0]] = min(low[work[-1][0]], low[node])
             if low[node] == index[node]:
-                members = []
-                while True:
-                    member = stack.pop()
-                    on_stack.discard(member)
-                    members.append(member)
-                    if member == node:
-                        break
+                members = _pop_component(node, stack, on_stack)
                 if len(members) > 1:
                     found.append(sorted(members))
     return sorted(found)
+
+
+def _visit(
+    node: str,
+    edges: dict[str, dict[str, list[str]]],
+    index: dict[str, int],
+    low: dict[str, int],
+    stack: list[str],
+    on_stack: set[str],
+) -> tuple[str, Iterator[str]]:
+    """Number ``node`` and push it on the stack; its frame of the walk: the node and its children left to visit."""
+    index[node] = low[node] = len(index)
+    stack.append(node)
+    on_stack.add(node)
+    return node, iter(sorted(edges.get(node, {})))
+
+
+def _pop_component(node: str, stack: list[str], on_stack: set[str]) -> list[str]:
+    """The component whose root is ``node``: the stack's nodes down to it, popped."""
+    members = []
+    while True:
+        member = stack.pop()
+        on_stack.discard(member)
+        members.append(member)
+        if member == node:
+            return members
 
 
 def test_no_cycle_among_grader_modules() -> None:

@@ -100,24 +100,16 @@ def decode(
         raise ProtocolError("malformed value")
     tag = enc.get("t")
     if tag == "py":
-        value = enc.get("v")
-        if value is not None and type(value) not in (bool, int, float, str):
-            raise ProtocolError("malformed plain value")
-        return value
+        return _decode_plain(enc)
     if tag == "tensor":
         return _decode_tensor(enc, blobs)
     if tag == "info":
         return make_info(TensorInfo(str(enc.get("dtype")), _shape(enc.get("shape")), str(enc.get("device"))))
     if tag in ("list", "tuple"):
-        items = enc.get("items")
-        if not isinstance(items, list):
-            raise ProtocolError("malformed sequence")
-        seq = [decode(x, blobs, make_handle, depth + 1, make_info) for x in items]
+        seq = [decode(x, blobs, make_handle, depth + 1, make_info) for x in _items(enc, list, "malformed sequence")]
         return seq if tag == "list" else tuple(seq)
     if tag == "dict":
-        items = enc.get("items")
-        if not isinstance(items, dict):
-            raise ProtocolError("malformed mapping")
+        items = _items(enc, dict, "malformed mapping")
         return {str(k): decode(v, blobs, make_handle, depth + 1, make_info) for k, v in items.items()}
     # manual_seed takes any int64 or uint64; outside that range it raises ValueError, not ours to raise
     if tag == "generator" and type(enc.get("seed")) is int and -(2**63) <= enc["seed"] < 2**64:
@@ -125,6 +117,22 @@ def decode(
     if tag == "handle" and type(enc.get("id")) is int:
         return make_handle(enc["id"], str(enc.get("type")))
     raise ProtocolError(f"unknown value tag {tag!r}")
+
+
+def _decode_plain(enc: dict) -> Any:
+    """A plain value: None, a bool, an int, a float or a str, nothing else."""
+    value = enc.get("v")
+    if value is not None and type(value) not in (bool, int, float, str):
+        raise ProtocolError("malformed plain value")
+    return value
+
+
+def _items(enc: dict, kind: type, malformed: str) -> Any:
+    """A sequence's or a mapping's encoded items, which must be a ``kind`` (a list, a dict)."""
+    items = enc.get("items")
+    if not isinstance(items, kind):
+        raise ProtocolError(malformed)
+    return items
 
 
 def _shape(shape: Any) -> tuple[int, ...]:

@@ -246,20 +246,8 @@ def _evaluate(view: MilestoneView, worker: WorkerConnection, model: Remote, task
         forwards = [functools.partial(copy.__call__, grad=False) for copy in copies]
         hands = deal(rows, len(copies), seed)
         losses = evaluate(forwards, rows, len(splits.vocab), hands, allowance)
-    except BadOutput as e:
-        return run.fail(f"no model: {e}", None)
-    except NotCausal:
-        return run.fail(NOT_CAUSAL, None)
-    except _OverAllowance:
-        return run.fail(over, "time")
-    except WorkerCrash as e:
-        if e.limit == "time":
-            return run.fail(over, "time")
-        return run.fail(EVAL_MEMORY if e.limit == "memory" else EVAL_ERROR, e.limit)
-    except StudentError as e:
-        if e.type == ErrorKind.MEMORY_ERROR:
-            return run.fail(EVAL_MEMORY, "")
-        return run.fail(EVAL_SAVE if not copies else EVAL_ERROR, "")
+    except (BadOutput, NotCausal, _OverAllowance, WorkerCrash, StudentError) as e:
+        return run.fail(*_eval_failure(e, over, copied=bool(copies)))
     finally:
         view.shared.close()  # reaped: its CPU count is final, children included
         for copy in copies:
@@ -267,6 +255,24 @@ def _evaluate(view: MilestoneView, worker: WorkerConnection, model: Remote, task
     if spent() > task.eval_cpu_seconds:
         return run.fail(over, "time")
     run.losses = losses
+
+
+def _eval_failure(e: Exception, over: str, copied: bool) -> tuple[str, str | None]:
+    """The evaluation's failure ``e`` (one of those ``_evaluate`` catches) as run's (message, limit), in fixed words:
+    ``over`` for its time, nothing the model chose (``copied``: the model's copies were restored before it)."""
+    if isinstance(e, BadOutput):
+        return f"no model: {e}", None
+    if isinstance(e, NotCausal):
+        return NOT_CAUSAL, None
+    if isinstance(e, _OverAllowance):
+        return over, "time"
+    if isinstance(e, WorkerCrash):
+        if e.limit == "time":
+            return over, "time"
+        return EVAL_MEMORY if e.limit == "memory" else EVAL_ERROR, e.limit
+    if isinstance(e, StudentError) and e.type == ErrorKind.MEMORY_ERROR:
+        return EVAL_MEMORY, ""
+    return EVAL_SAVE if not copied else EVAL_ERROR, ""
 
 
 @pytest.fixture(scope="module")
