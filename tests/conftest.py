@@ -87,3 +87,16 @@ def pytest_sessionfinish(session):
 
 def pytest_unconfigure(config):
     shutil.rmtree(getattr(config, "gptkit_cache", ""), ignore_errors=True)
+
+
+@pytest.fixture
+def contest(tmp_path):
+    """The tests' one way to make a contest folder (contest.toml, roster, tokens), under the test's tmp_path:
+    ``contest(tasks, title=, name=, students=, paper=, start=, personal=, duration=, hard_end=, feedback=,
+    scoreboard=, freeze_minutes=, more=)`` -> the folder (helpers.make_contest says what each one is)."""
+    from helpers import make_contest
+
+    def make(*args, **kwargs):
+        return make_contest(tmp_path, *args, **kwargs)
+
+    return make

@@ -404,23 +404,129 @@ class ContestClock:
         return self.now
 
 
-def open_contest(title: str, tasks: str = "[tasks.m1]\npoints = 30\n") -> str:
-    """A contest.toml: a fixed hour from CONTEST_START, full feedback, a public board, and ``tasks``."""
+def opened_a_minute_ago() -> datetime:
+    """A window's start for a contest on the real clock (`grade contest serve`, ``serve_contest``): open now."""
+    return (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0)
+
+
+def _utc(moment: datetime) -> str:
+    return f"{moment.astimezone(timezone.utc):%Y-%m-%dT%H:%M:%SZ}"
+
+
+def open_contest(
+    title: str = "Contest",
+    tasks: str = "[tasks.m1]\npoints = 30\n",
+    *,
+    start: datetime = CONTEST_START,
+    personal: bool = False,
+    duration: float = 60,
+    hard_end: datetime | None = None,
+    feedback: str = "full",
+    scoreboard: str | None = "public",
+    freeze_minutes: float | None = None,
+    paper: str | None = None,
+    more: str = "",
+) -> str:
+    """A contest.toml, the tests' one way to write one: a window of ``duration`` minutes from ``start`` (by default
+    CONTEST_START, the hour ContestClock counts from), or with ``personal`` each student's own from their first
+    visit, until ``hard_end`` if given; ``feedback`` during the window; the ``scoreboard`` mode (None: no
+    [scoreboard] table, the file's default, public), frozen ``freeze_minutes`` before the end; on the ``paper``
+    folder of that name if given; ``more`` tables (``[extra_time]``, ``[defaults]``); then ``tasks``."""
+    window = "personal = true\n" if personal else f"start = {_utc(start)}\n"
+    window += f"duration = {duration:g}\n" + (f"hard_end = {_utc(hard_end)}\n" if hard_end else "")
+    board = ""
+    if scoreboard is not None:
+        board = f'[scoreboard]\nmode = "{scoreboard}"\n'
+        board += f"freeze_minutes = {freeze_minutes:g}\n" if freeze_minutes is not None else ""
     return (
-        f'title = "{title}"\n[window]\nstart = {CONTEST_START:%Y-%m-%dT%H:%M:%SZ}\nduration = 60\n'
-        '[feedback]\nduring = "full"\n[scoreboard]\nmode = "public"\n' + tasks
+        f'title = "{title}"\n'
+        + (f'paper = "{paper}"\n' if paper else "")
+        + f'[window]\n{window}[feedback]\nduring = "{feedback}"\n{board}{more}{tasks}'
     )
 
 
-def contest_folder(folder: Path, contest_toml: str, students: tuple[str, ...] = ("ada", "alan", "grace")) -> Path:
-    """A contest folder: its contest.toml, a roster of ``students`` and their tokens (`grade contest tokens`)."""
+STUDENTS = ("ada", "alan", "grace")
+PAPER = "paper1"  # the folder of a contest's paper, as contest_folder writes it
+
+
+def contest_folder(
+    folder: Path, contest_toml: str, students: tuple[str, ...] = STUDENTS, paper: str | None = None
+) -> Path:
+    """A contest folder: its contest.toml, a roster of ``students`` and their tokens (`grade contest tokens`);
+    ``paper``: the text of the paper.toml it names (``open_contest(paper=PAPER)``), written to FOLDER/paper1/."""
     from click.testing import CliRunner
 
     from grader.contest.commands import contest as contest_group
 
     folder.mkdir(parents=True, exist_ok=True)
+    if paper is not None:
+        (folder / PAPER).mkdir()
+        (folder / PAPER / "paper.toml").write_text(paper)
     (folder / "contest.toml").write_text(contest_toml)
     (folder / "roster.csv").write_text("student\n" + "".join(f"{s}\n" for s in students))
     result = CliRunner().invoke(contest_group, ["tokens", str(folder)])
     assert result.exit_code == 0, result.output
     return folder
+
+
+def make_contest(
+    parent: Path,
+    tasks: str = "[tasks.m1]\npoints = 30\n",
+    *,
+    name: str = "contest",
+    title: str = "Contest",
+    students: tuple[str, ...] = STUDENTS,
+    paper: str | None = None,
+    **options,
+) -> Path:
+    """What the ``contest`` and ``module_contest`` fixtures call (the tests' conftest.py files): the contest
+    folder PARENT/``name``, a new one, of ``tasks`` (none but the paper's: ""), on a ``paper`` (a paper.toml's
+    text) if given, with open_contest's ``options`` (start, personal, duration, hard_end, feedback, scoreboard,
+    freeze_minutes, more)."""
+    folder = parent / name
+    assert not folder.exists(), f"{folder} is made already: give each contest of a test its own name"
+    text = open_contest(title, tasks, paper=PAPER if paper is not None else None, **options)
+    return contest_folder(folder, text, students, paper=paper)
+
+
+def forget_counts(app) -> None:
+    """A shared app's in-memory counts of uploads, refusals and messages per token and address made new, as a
+    fresh app's (grader/contest/web/limits.py: a restart forgets them): one test's refusals never count against
+    the next test's."""
+    from grader.contest.web.limits import Limiter
+
+    state = app.state.contest
+    for name in ("failures", "uploads", "messages"):
+        old = getattr(state, name)
+        setattr(state, name, Limiter(old.most, old.span))
+
+
+class ServedInThread:
+    """An app on loopback, uvicorn in a thread of this process (no lifespan: no grading), on a free port, for as
+    long as the ``with`` block: where a real socket is needed (`grade submit`, a body that stalls)."""
+
+    def __init__(self, app):
+        import uvicorn
+
+        self.port = free_port()
+        config = uvicorn.Config(app, host="127.0.0.1", port=self.port, lifespan="off", log_level="warning")
+        self.server = uvicorn.Server(config)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def __enter__(self) -> ServedInThread:
+        import threading
+
+        self.thread = threading.Thread(target=self.server.run, daemon=True)
+        self.thread.start()
+        deadline = time.monotonic() + 10
+        while not self.server.started and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert self.server.started, "the test server did not start"
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)

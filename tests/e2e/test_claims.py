@@ -101,24 +101,19 @@ def test_a_forged_unobserved_gradient_is_still_decided(tmp_path, leaks):
         assert "depends on a later position" in check["message"] or "changes by" in check["message"], check
 
 
-def test_forged_faults_in_a_contest(tmp_path, honest_m1, full_m1):
+def test_forged_faults_in_a_contest(contest, honest_m1, full_m1):
     """Uploaded to the contest server: the task's points are the share of m1's full points the code passes."""
     from fastapi.testclient import TestClient
 
     from grader.contest.web.app import create_app
-    from helpers import ContestClock, auth, contest_folder, upload
+    from helpers import ContestClock, auth, upload
 
-    contest_folder(
-        tmp_path,
-        'title = "Claims"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
-        '[scoreboard]\nmode = "public"\n[tasks.m1]\npoints = 30\n',
-        students=("mallory",),
-    )
+    folder = contest(title="Claims", students=("mallory",))
     forged = A.m1_stub_with_only_causal_mask(A.FORGE_GRADER_FAULTS).encode()
-    with TestClient(create_app(tmp_path, ContestClock(minutes=5))) as client:
-        sid = upload(client, tmp_path, "mallory", "m1", [(A.M1, forged)]).json()["id"]
+    with TestClient(create_app(folder, ContestClock(minutes=5))) as client:
+        sid = upload(client, folder, "mallory", "m1", [(A.M1, forged)]).json()["id"]
         for _ in range(400):
-            entry = client.get(f"/api/submissions/{sid}", headers=auth(tmp_path, "mallory")).json()
+            entry = client.get(f"/api/submissions/{sid}", headers=auth(folder, "mallory")).json()
             if entry["status"] != "queued":
                 break
             time.sleep(0.3)

@@ -11,14 +11,11 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from grader.contest.commands import contest as contest_group
-from helpers import SOLUTIONS, free_port, serve_contest
+from helpers import SOLUTIONS, free_port, opened_a_minute_ago, serve_contest, tokens
 
 pytestmark = pytest.mark.slow
 webdriver = pytest.importorskip("selenium.webdriver", reason="the browser test needs selenium (the dev extra)")
@@ -27,17 +24,6 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 DRIVER = shutil.which("chromedriver")
-
-
-def contest_open_now(folder: Path) -> None:
-    start = (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0).isoformat()
-    (folder / "contest.toml").write_text(
-        f'title = "Browser practice"\n[window]\nstart = {start}\nduration = 60\n'
-        '[feedback]\nduring = "full"\n[scoreboard]\nmode = "public"\n[tasks.m1]\npoints = 30\n'
-    )
-    (folder / "roster.csv").write_text("student\nada\ngrace\n")
-    result = CliRunner().invoke(contest_group, ["tokens", str(folder)])
-    assert result.exit_code == 0, result.output
 
 
 def right_edge(element) -> float:
@@ -59,11 +45,9 @@ def browser():
     driver.quit()
 
 
-def test_a_student_uploads_and_appears_on_the_scoreboard_and_the_coach_sees_the_charts(tmp_path, browser):
-    folder = tmp_path / "round"
-    folder.mkdir()
-    contest_open_now(folder)
-    token = dict(line.split(",", 1) for line in (folder / "tokens.csv").read_text().splitlines()[1:])["ada"]
+def test_a_student_uploads_and_appears_on_the_scoreboard_and_the_coach_sees_the_charts(tmp_path, contest, browser):
+    folder = contest(title="Browser practice", start=opened_a_minute_ago(), students=("ada", "grace"))
+    token = tokens(folder)["ada"]
     shots = Path(os.environ.get("GPTKIT_SCREENSHOTS") or tmp_path)
     shots.mkdir(parents=True, exist_ok=True)
     port = free_port()

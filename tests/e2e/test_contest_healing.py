@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import signal
 import time
-from pathlib import Path
 
 import pytest
 from fastapi.testclient import TestClient
@@ -14,11 +13,10 @@ from fastapi.testclient import TestClient
 from grader.contest.grading import GradingQueue
 from grader.contest.store import Store
 from grader.contest.web.app import create_app
-from helpers import SOLUTIONS, ContestClock, contest_folder, open_contest, upload
+from helpers import SOLUTIONS, ContestClock, upload
 
 pytestmark = pytest.mark.slow  # real grading processes, killed and replaced
 
-CONTEST = open_contest("Healing test")
 M1 = (SOLUTIONS / "m1_attention.py").read_bytes()
 
 
@@ -39,8 +37,8 @@ def wait_for(condition, seconds: float = 300) -> None:
     raise AssertionError(f"not within {seconds} s")
 
 
-def test_a_killed_grading_process_is_replaced_and_its_submissions_graded(tmp_path: Path):
-    folder = contest_folder(tmp_path / "round", CONTEST)
+def test_a_killed_grading_process_is_replaced_and_its_submissions_graded(contest):
+    folder = contest(title="Healing test")
     store = Store(folder)
     queue = GradingQueue(store, ContestClock())
     queue.start()
@@ -58,8 +56,8 @@ def test_a_killed_grading_process_is_replaced_and_its_submissions_graded(tmp_pat
     assert queue.replaced >= 1
 
 
-def test_uploads_after_the_grading_process_died_are_accepted_and_graded(tmp_path: Path):
-    folder = contest_folder(tmp_path / "round", CONTEST)
+def test_uploads_after_the_grading_process_died_are_accepted_and_graded(contest):
+    folder = contest(title="Healing test")
     with TestClient(create_app(folder, ContestClock(), workers=1)) as client:
         queue = client.app.state.contest.queue
         first = upload(client, folder, "ada", "m1", [("m1_attention.py", M1)])

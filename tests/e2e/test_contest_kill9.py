@@ -8,13 +8,12 @@ import json
 import os
 import signal
 import time
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from grader.contest.reaper import PIDFILE
-from helpers import SOLUTIONS, auth, contest_folder, free_port, serve_contest
+from helpers import SOLUTIONS, auth, free_port, opened_a_minute_ago, serve_contest
 
 pytestmark = pytest.mark.slow
 
@@ -53,15 +52,10 @@ def alive(pids: set[int]) -> set[int]:
     return left
 
 
-def test_kill_9_of_the_server_leaves_no_process_and_a_restart_serves(tmp_path):
+def test_kill_9_of_the_server_leaves_no_process_and_a_restart_serves(contest):
     import urllib.request
 
-    start = (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0).isoformat()
-    toml = (
-        f'title = "Kill"\n[window]\nstart = {start}\nduration = 60\n'
-        '[feedback]\nduring = "full"\n[tasks.m1]\npoints = 30\n'
-    )
-    folder = contest_folder(tmp_path / "round", toml)
+    folder = contest(title="Kill", start=opened_a_minute_ago(), scoreboard=None)
     port = free_port()
     server = serve_contest(folder, port)
     try:

@@ -13,16 +13,17 @@ import random
 import signal
 import time
 import urllib.request
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from grader.contest.submit import multipart
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
-from helpers import SOLUTIONS, contest_folder, free_port, serve_contest, stop_server, tokens
+from helpers import SOLUTIONS, free_port, opened_a_minute_ago, serve_contest, stop_server, tokens
 
 pytestmark = pytest.mark.slow  # a real server, real grading processes
+
+TASKS = "[tasks.m1]\npoints = 30\n[tasks.lmbudget]\npoints = 10\n"
 
 # Slept out to its wall-clock limit: max(budget_wall_seconds, wall_factor x budget_cpu_seconds) + margin = 62 s,
 # far longer than two m1 gradings even on a busy machine.
@@ -65,14 +66,9 @@ def call(port: int, token: str, path: str, files: list[Path] | None = None) -> d
         return json.loads(answer.read())
 
 
-def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp_path: Path, monkeypatch):
+def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp_path: Path, contest, monkeypatch):
     monkeypatch.setenv(ENV_VAR, str(task_file(tmp_path / "lmbudget")))  # the server's grading reads it
-    start = (datetime.now(timezone.utc) - timedelta(minutes=1)).replace(microsecond=0).isoformat()
-    toml = (
-        f'title = "Lanes"\n[window]\nstart = {start}\nduration = 60\n[feedback]\nduring = "full"\n'
-        "[tasks.m1]\npoints = 30\n[tasks.lmbudget]\npoints = 10\n"
-    )
-    folder = contest_folder(tmp_path / "round", toml)
+    folder = contest(TASKS, title="Lanes", start=opened_a_minute_ago(), scoreboard=None)
     (tmp_path / "run").mkdir()
     (tmp_path / "run" / "lmbudget.py").write_text(SLEEPER)
     (tmp_path / "m1").mkdir()
@@ -108,14 +104,14 @@ def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp
         stop_server(server)
 
 
-def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(tmp_path: Path):
+def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(contest):
     """The quick lane's process killed under an m1 grading (the OOM killer): its pool is replaced and the upload
     graded again; the metric lane's pool, and a training run it may be holding, are left alone."""
     from grader.contest.grading import METRIC, QUICK, GradingQueue
     from grader.contest.store import Store
-    from helpers import ContestClock, open_contest
+    from helpers import ContestClock
 
-    folder = contest_folder(tmp_path / "round", open_contest("Lanes", "[tasks.m1]\npoints = 30\n[tasks.lmbudget]\n"))
+    folder = contest("[tasks.m1]\npoints = 30\n[tasks.lmbudget]\n", title="Lanes")
     store = Store(folder)
     queue = GradingQueue(store, ContestClock(), workers=1)
     queue.start()

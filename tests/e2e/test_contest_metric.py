@@ -6,44 +6,21 @@ with reports made here: no model is trained."""
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
-from pathlib import Path
+from datetime import timedelta
 
 import pytest
-from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from grader.contest.commands import contest as contest_group
 from grader.contest.metric import points_for
 from grader.contest.store import Store
 from grader.contest.web.app import create_app
 from grader.lmbudget.task import LOSS_FORMAT, load_task
-from helpers import SOLUTIONS, auth, upload
+from helpers import SOLUTIONS, ContestClock, auth, upload
 
-pytestmark = (
-    pytest.mark.serial
-)  # lmbudget's training runs within a CPU budget and a wall limit: a second busy core would stretch them
+# serial: lmbudget's training runs within a CPU budget and a wall limit; a second busy core would stretch them
+pytestmark = pytest.mark.serial
 
-START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
-CONTEST = """
-title = "Metric"
-[window]
-start = 2026-03-14T09:00:00Z
-duration = 60
-[feedback]
-during = "full"
-[tasks.lmbudget]
-points = 10
-max_submissions = 3
-"""
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = START + timedelta(minutes=5)
-
-    def __call__(self) -> datetime:
-        return self.now
+TASKS = "[tasks.lmbudget]\npoints = 10\nmax_submissions = 3\n"
 
 
 def report(a: float | None, b: float | None, why: str = "") -> dict:
@@ -91,23 +68,21 @@ def report(a: float | None, b: float | None, why: str = "") -> dict:
 
 
 @pytest.fixture
-def session(tmp_path: Path):
-    (tmp_path / "contest.toml").write_text(CONTEST)
-    (tmp_path / "roster.csv").write_text("student\nada\nalan\n")
-    assert CliRunner().invoke(contest_group, ["tokens", str(tmp_path)]).exit_code == 0
-    clock = Clock()
-    client = TestClient(create_app(tmp_path, clock))
+def session(contest):
+    folder = contest(TASKS, title="Metric", students=("ada", "alan"), scoreboard=None)
+    clock = ContestClock(minutes=5)
+    client = TestClient(create_app(folder, clock))
     files = [("lmbudget.py", (SOLUTIONS / "lmbudget.py").read_bytes())]
 
     def submit(who: str, result: dict) -> int:
         clock.now += timedelta(minutes=1)
-        response = upload(client, tmp_path, who, "lmbudget", files)
+        response = upload(client, folder, who, "lmbudget", files)
         assert response.status_code == 202, response.text
         sid = response.json()["id"]
-        assert Store(tmp_path).finish(sid, clock.now, result)
+        assert Store(folder).finish(sid, clock.now, result)
         return sid
 
-    return tmp_path, client, submit
+    return folder, client, submit
 
 
 def board(client, folder, who: str) -> dict:

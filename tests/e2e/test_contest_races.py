@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 import socket
 import threading
-import time
 from collections.abc import Iterator
 from concurrent.futures import Future
 from datetime import timedelta
@@ -23,22 +22,11 @@ from fastapi.testclient import TestClient
 
 from grader.contest.store import Store
 from grader.contest.web.app import create_app
-from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, contest_folder, free_port
+from helpers import CONTEST_START, SOLUTIONS, ContestClock, ServedInThread, auth
 
 START = CONTEST_START
-CONTEST = """
-title = "Race test"
-[window]
-start = 2026-03-14T09:00:00Z
-duration = 60
-[feedback]
-during = "full"
-[scoreboard]
-mode = "public"
-[tasks.m1]
-points = 30
-max_submissions = 3
-"""
+M1 = "[tasks.m1]\npoints = 30\n"
+CAPPED = M1 + "max_submissions = 3\n"
 BOUNDARY = "race-boundary"
 
 
@@ -46,8 +34,8 @@ Clock = ContestClock
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return contest_folder(tmp_path, CONTEST)
+def folder(contest) -> Path:
+    return contest(CAPPED, title="Race test")
 
 
 def body_parts() -> tuple[bytes, bytes]:
@@ -142,21 +130,9 @@ def test_an_accepted_upload_is_received_when_its_body_has_arrived(folder):
 
 @pytest.fixture
 def live(folder):
-    """The app on loopback (uvicorn in a thread, no grading), a body allowed 0.5 s to arrive."""
-    import uvicorn
-
-    port = free_port()
-    app = create_app(folder, Clock(), body_seconds=0.5)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, lifespan="off", log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the test server did not start"
-    yield port
-    server.should_exit = True
-    thread.join(timeout=10)
+    """The app on loopback (uvicorn in a thread, no grading), a body allowed 0.5 s to arrive: its port."""
+    with ServedInThread(create_app(folder, Clock(), body_seconds=0.5)) as served:
+        yield served.port
 
 
 def test_a_body_that_stalls_past_the_deadline_is_408_and_nothing_is_recorded(folder, live):
@@ -201,9 +177,9 @@ class Manual:
         return sid
 
 
-def test_a_student_who_queues_five_does_not_push_anothers_one_to_sixth(folder):
+def test_a_student_who_queues_five_does_not_push_anothers_one_to_sixth(contest):
     """ada queues 5, alan 1 after them, one grading slot: alan's is graded second, then ada's other four."""
-    (folder / "contest.toml").write_text(CONTEST.replace("max_submissions = 3\n", ""))
+    folder = contest(M1, title="Race test")  # no cap: ada's five are all taken
     manual = Manual()
     head, rest = body_parts()
     with TestClient(create_app(folder, Clock(), executor=manual, slots=1)) as client:

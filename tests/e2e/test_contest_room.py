@@ -14,16 +14,16 @@ from fastapi.testclient import TestClient
 
 from grader.contest.store import Store
 from grader.contest.web.app import create_app
-from helpers import SOLUTIONS, ContestClock, auth, contest_folder, open_contest, upload
+from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, upload
 
-CONTEST = open_contest("Room test", "[tasks.m1]\npoints = 30\n[tasks.m2]\npoints = 20\n")
+TASKS = "[tasks.m1]\npoints = 30\n[tasks.m2]\npoints = 20\n"
 
 HTML = {"Accept": "text/html"}
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return contest_folder(tmp_path / "room", CONTEST)
+def folder(contest) -> Path:
+    return contest(TASKS, title="Room test")
 
 
 def reference() -> list[tuple[str, bytes]]:
@@ -155,9 +155,8 @@ def test_a_latecomer_starts_later_and_gets_the_full_duration(folder):
     assert client.post("/coach/start-delay", data={"student": "zed", "minutes": "5"}, headers=coach).status_code == 400
 
 
-def test_a_personal_contest_takes_no_start_delay(tmp_path):
-    personal = CONTEST.replace("start = 2026-03-14T09:00:00Z\n", "personal = true\n")
-    folder = contest_folder(tmp_path / "personal", personal)
+def test_a_personal_contest_takes_no_start_delay(contest):
+    folder = contest(TASKS, title="Room test", personal=True)
     client = TestClient(create_app(folder, ContestClock()))
     refused = client.post("/coach/start-delay", data={"student": "ada", "minutes": "5"}, headers=auth(folder, "coach"))
     assert refused.status_code == 400 and "personal" in refused.json()["detail"]
@@ -299,12 +298,17 @@ def test_a_refusal_banner_goes_once_a_later_upload_is_accepted(folder):
     assert "Refused at" not in client.get("/me", headers={**ada, **HTML}).text
 
 
-def test_with_personal_windows_each_students_board_freezes_before_their_own_end(tmp_path):
+def test_with_personal_windows_each_students_board_freezes_before_their_own_end(contest):
     """ada's window runs 9:00-10:00 and alan's 9:20-10:20, 30 frozen minutes each: at 9:41 grace's new points
     are hidden from ada (frozen since 9:30) and shown to alan (his freeze comes at 9:50); the coach is told."""
-    toml = CONTEST.replace("start = 2026-03-14T09:00:00Z\n", "personal = true\nhard_end = 2026-03-14T12:00:00Z\n")
-    toml = toml.replace('mode = "public"', 'mode = "frozen"\nfreeze_minutes = 30')
-    folder = contest_folder(tmp_path / "personal", toml)
+    folder = contest(
+        TASKS,
+        title="Room test",
+        personal=True,
+        hard_end=CONTEST_START.replace(hour=12),
+        scoreboard="frozen",
+        freeze_minutes=30,
+    )
     clock = ContestClock(minutes=0)
     client = TestClient(create_app(folder, clock))
     ada, alan, grace = (auth(folder, who) for who in ("ada", "alan", "grace"))

@@ -28,25 +28,10 @@ from fastapi.testclient import TestClient
 from grader.contest.uploads import MAX_FILES, MAX_NOTEBOOK_DEPTH, MAX_UPLOAD_BYTES, MAX_ZIP_BYTES, json_depth
 from grader.contest.web import tokens as server_module
 from grader.contest.web.app import create_app
-from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, contest_folder, tokens, upload
+from helpers import CONTEST_START, SOLUTIONS, ContestClock, auth, forget_counts, tokens, upload
 
 START = CONTEST_START
-CONTEST = """
-title = "Security test"
-[window]
-start = 2026-03-14T09:00:00Z
-duration = 60
-[feedback]
-during = "full"
-[scoreboard]
-mode = "public"
-[tasks.m1]
-points = 30
-[tasks.m2]
-points = 20
-scoring = "selected"
-select = 1
-"""
+TASKS = '[tasks.m1]\npoints = 30\n[tasks.m2]\npoints = 20\nscoring = "selected"\nselect = 1\n'
 TABLES = ("submissions", "events", "logins", "settings", "extra_time")
 
 
@@ -54,8 +39,26 @@ Clock = ContestClock
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return contest_folder(tmp_path / "contest", CONTEST)
+def folder(contest) -> Path:
+    return contest(TASKS, title="Security test")
+
+
+@pytest.fixture(scope="module")
+def refusals_app(module_contest):
+    """One contest and its app for the tests of an upload refused for what it is (its size, a file's name, a zip,
+    a notebook): each compares the gradebook before and after its own upload, and none is accepted, so that
+    ``uploads/`` stays empty. A test that has an upload accepted, or counts every event, has its own."""
+    folder = module_contest(TASKS, title="Security test", name="refusals")
+    return folder, create_app(folder, Clock())
+
+
+@pytest.fixture
+def shared(refusals_app):
+    """The shared folder and app, the app's counts per token and address as a fresh app's (a restart's): the
+    refusals of the tests before do not count against this one's."""
+    folder, app = refusals_app
+    forget_counts(app)
+    return folder, app
 
 
 def raw_upload(client: TestClient, folder: Path, who: str, task: str, filename: bytes, data: bytes):
@@ -146,8 +149,9 @@ def expect_only_a_rejection(before, after, student: str, task: str, status: int 
 # --- Size ---------------------------------------------------------------------------------------------------------
 
 
-def test_an_upload_over_the_size_cap_is_413_naming_the_cap(folder):
-    client = TestClient(create_app(folder, Clock()))
+def test_an_upload_over_the_size_cap_is_413_naming_the_cap(shared):
+    folder, app = shared
+    client = TestClient(app)
     before, files = snapshot(folder), files_under(folder.parent)
     big = [("m1_attention.py", b"#" * (MAX_UPLOAD_BYTES + 1))]
     refused = upload(client, folder, "ada", "m1", big)
@@ -156,9 +160,10 @@ def test_an_upload_over_the_size_cap_is_413_naming_the_cap(folder):
     assert files_under(folder.parent) == files and not any((folder / "uploads").iterdir())
 
 
-def test_an_upload_without_a_content_length_is_refused(folder):
+def test_an_upload_without_a_content_length_is_refused(shared):
     """A chunked body (no Content-Length) cannot be sized before it is read: the server asks for the length."""
-    client = TestClient(create_app(folder, Clock()))
+    folder, app = shared
+    client = TestClient(app)
     before = snapshot(folder)
 
     def chunks() -> Iterator[bytes]:
@@ -191,8 +196,9 @@ def test_an_upload_without_a_content_length_is_refused(folder):
         b"..",
     ],
 )
-def test_a_file_name_not_of_the_task_is_400(folder, name):
-    client = TestClient(create_app(folder, Clock()))
+def test_a_file_name_not_of_the_task_is_400(shared, name):
+    folder, app = shared
+    client = TestClient(app)
     before, files = snapshot(folder), files_under(folder.parent)
     refused = raw_upload(client, folder, "ada", "m1", name, b"x = 1\n")
     expect_refused(refused, 400)
@@ -200,8 +206,9 @@ def test_a_file_name_not_of_the_task_is_400(folder, name):
     assert files_under(folder.parent) == files and not any((folder / "uploads").iterdir())
 
 
-def test_too_many_files_in_one_upload_is_400(folder):
-    client = TestClient(create_app(folder, Clock()))
+def test_too_many_files_in_one_upload_is_400(shared):
+    folder, app = shared
+    client = TestClient(app)
     before = snapshot(folder)
     refused = upload(client, folder, "ada", "m1", [(f"f{i}.py", b"x = 1") for i in range(MAX_FILES + 1)])
     expect_refused(refused, 400, str(MAX_FILES))
@@ -227,8 +234,9 @@ def test_a_hostile_file_name_is_escaped_in_the_pages(folder):
     "member",
     ["/m1_attention.py", "/tmp/m1_attention.py", "../m1_attention.py", "work/../../m1_attention.py", "..\\evil.py"],
 )
-def test_a_zip_member_with_an_unsafe_path_is_400(folder, member):
-    client = TestClient(create_app(folder, Clock()))
+def test_a_zip_member_with_an_unsafe_path_is_400(shared, member):
+    folder, app = shared
+    client = TestClient(app)
     before, files = snapshot(folder), files_under(folder.parent)
     refused = upload(client, folder, "ada", "m1", [("work.zip", zipped({member: b"x = 1\n"}))])
     expect_refused(refused, 400, "unsafe path")
@@ -236,9 +244,10 @@ def test_a_zip_member_with_an_unsafe_path_is_400(folder, member):
     assert files_under(folder.parent) == files and not any((folder / "uploads").iterdir())
 
 
-def test_a_zip_bomb_is_400(folder):
+def test_a_zip_bomb_is_400(shared):
     """A member that unpacks past the cap from a small upload (zeros deflate about a thousandfold)."""
-    client = TestClient(create_app(folder, Clock()))
+    folder, app = shared
+    client = TestClient(app)
     bomb = zipped({"m1_attention.py": b"\0" * (MAX_ZIP_BYTES + 1)}, zipfile.ZIP_DEFLATED)
     assert len(bomb) < MAX_UPLOAD_BYTES // 100
     before, files = snapshot(folder), files_under(folder.parent)
@@ -248,10 +257,11 @@ def test_a_zip_bomb_is_400(folder):
     assert files_under(folder.parent) == files and not any((folder / "uploads").iterdir())
 
 
-def test_a_zip_bomb_that_lies_about_its_size_is_400(folder):
+def test_a_zip_bomb_that_lies_about_its_size_is_400(shared):
     """The same bomb with its headers claiming 10 bytes unpacked: the cap on the declared sizes passes, so the
     unpacking itself must stop at the declared size (and the CRC then fails)."""
-    client = TestClient(create_app(folder, Clock()))
+    folder, app = shared
+    client = TestClient(app)
     bomb = bytearray(zipped({"m1_attention.py": b"\0" * (MAX_ZIP_BYTES + 1)}, zipfile.ZIP_DEFLATED))
     assert bomb[:4] == b"PK\x03\x04"
     struct.pack_into("<I", bomb, 22, 10)  # the local header's uncompressed size
@@ -280,8 +290,9 @@ def test_a_zip_bomb_that_lies_about_its_size_is_400(folder):
         b'{"cells": [], "nbformat": 3}',
     ],
 )
-def test_a_notebook_that_is_not_one_is_400(folder, data):
-    client = TestClient(create_app(folder, Clock()))
+def test_a_notebook_that_is_not_one_is_400(shared, data):
+    folder, app = shared
+    client = TestClient(app)
     before = snapshot(folder)
     refused = upload(client, folder, "ada", "m1", [("mine.ipynb", data)])
     expect_refused(refused, 400, "mine.ipynb", "notebook")
@@ -289,9 +300,10 @@ def test_a_notebook_that_is_not_one_is_400(folder, data):
     assert not any((folder / "uploads").iterdir())
 
 
-def test_a_notebook_nested_200000_levels_deep_is_400_before_it_is_parsed(folder):
+def test_a_notebook_nested_200000_levels_deep_is_400_before_it_is_parsed(shared):
     """json.loads recurses once a level: this one would end in a RecursionError, a 500 and a traceback."""
-    client = TestClient(create_app(folder, Clock()))
+    folder, app = shared
+    client = TestClient(app)
     before = snapshot(folder)
     deep = b'{"cells": [], "nbformat": 4, "metadata": {"x": ' + b"[" * 200_000 + b"]" * 200_000 + b"}}"
     refused = upload(client, folder, "ada", "m1", [("mine.ipynb", deep)])
@@ -300,8 +312,9 @@ def test_a_notebook_nested_200000_levels_deep_is_400_before_it_is_parsed(folder)
     assert not any((folder / "uploads").iterdir())
 
 
-def test_a_notebook_in_a_zip_is_held_to_the_same_depth(folder):
-    client = TestClient(create_app(folder, Clock()))
+def test_a_notebook_in_a_zip_is_held_to_the_same_depth(shared):
+    folder, app = shared
+    client = TestClient(app)
     deep = b'{"cells": [' + b"{" * 5000 + b"}" * 5000 + b'], "nbformat": 4}'
     refused = upload(client, folder, "ada", "m1", [("work.zip", zipped({"mine.ipynb": deep}))])
     expect_refused(refused, 400, "levels deep")
@@ -578,8 +591,9 @@ def test_a_wrong_empty_or_long_token_is_401_and_no_token_is_ever_echoed_or_logge
                 assert token not in text
 
 
-def test_tokens_are_compared_with_hmac_compare_digest(folder, monkeypatch):
-    client = TestClient(create_app(folder, Clock()))
+def test_tokens_are_compared_with_hmac_compare_digest(shared, monkeypatch):
+    folder, app = shared
+    client = TestClient(app)
     secrets = tokens(folder)
     calls: list[tuple[bytes, bytes]] = []
     real = hmac.compare_digest
@@ -632,18 +646,13 @@ def test_an_upload_outside_the_window_is_403_and_recorded(folder, minutes, word)
 # --- The paper's notebook -----------------------------------------------------------------------------------------
 
 
-def on_a_paper(folder: Path, window: str) -> None:
-    """The contest on a paper of one part (m1), with ``window`` as its [window] table."""
-    (folder / "paper1").mkdir()
-    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
-    (folder / "contest.toml").write_text(
-        f'title = "Paper"\npaper = "paper1"\n[window]\n{window}\n[feedback]\nduring = "full"\n'
-        '[scoreboard]\nmode = "public"\n'
-    )
+def on_a_paper(contest, **window) -> Path:
+    """A contest on a paper of one part (m1), with open_contest's ``window`` options (start, personal)."""
+    return contest("", title="Paper", paper='title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n', **window)
 
 
-def test_the_papers_notebook_is_not_served_before_the_students_window_opens(folder):
-    on_a_paper(folder, "start = 2026-03-14T09:00:00Z\nduration = 60")
+def test_the_papers_notebook_is_not_served_before_the_students_window_opens(contest):
+    folder = on_a_paper(contest)
     clock = Clock(minutes=-5)
     client = TestClient(create_app(folder, clock))
     early = client.get("/paper.ipynb", headers=auth(folder, "ada"))
@@ -655,10 +664,10 @@ def test_the_papers_notebook_is_not_served_before_the_students_window_opens(fold
     assert client.get("/paper.ipynb", headers=auth(folder, "ada")).json()["cells"]
 
 
-def test_downloading_the_papers_notebook_starts_a_personal_window_and_records_it(folder):
+def test_downloading_the_papers_notebook_starts_a_personal_window_and_records_it(contest):
     """A personal window starts at the first login: the notebook's download is one, or a student could read
     the questions at leisure and only then start their clock."""
-    on_a_paper(folder, "personal = true\nduration = 60")
+    folder = on_a_paper(contest, personal=True)
     clock = Clock(minutes=10)
     client = TestClient(create_app(folder, clock))
     book = client.get("/paper.ipynb", headers=auth(folder, "ada"))

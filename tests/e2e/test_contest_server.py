@@ -38,42 +38,46 @@ from helpers import (
     REPO,
     SOLUTIONS,
     ContestClock,
+    ServedInThread,
     auth,
     cli,
-    contest_folder,
     fill_paper_notebook,
+    forget_counts,
     free_port,
+    opened_a_minute_ago,
     serve_contest,
     tokens,
     upload,
 )
 
 START = CONTEST_START
-CONTEST = """
-title = "Server test"
-[window]
-start = 2026-03-14T09:00:00Z
-duration = 60
-[feedback]
-during = "full"
-[scoreboard]
-mode = "public"
-[tasks.m1]
-points = 30
-[tasks.m2]
-points = 20
-max_submissions = 1
-scoring = "selected"
-select = 1
-"""
+TITLE = "Server test"
+TASKS = '[tasks.m1]\npoints = 30\n[tasks.m2]\npoints = 20\nmax_submissions = 1\nscoring = "selected"\nselect = 1\n'
+PAPER_M1 = 'title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n'  # a paper of one part, m1
 
 
 Clock = ContestClock
 
 
 @pytest.fixture
-def folder(tmp_path: Path) -> Path:
-    return contest_folder(tmp_path, CONTEST)
+def folder(contest) -> Path:
+    return contest(TASKS, title=TITLE)
+
+
+@pytest.fixture(scope="module")
+def shared_app(module_contest):
+    """One contest and its app for the tests that change nothing another of them reads: refusals, 404s, the pages
+    of a contest where nothing was submitted. A test that uploads, grades or changes a setting has its own."""
+    folder = module_contest(TASKS, title=TITLE, name="shared")
+    return folder, create_app(folder, Clock())
+
+
+@pytest.fixture
+def shared(shared_app):
+    """The shared contest folder and app, their in-memory counts as a fresh app's (helpers.forget_counts)."""
+    folder, app = shared_app
+    forget_counts(app)
+    return folder, app
 
 
 def reference() -> list[tuple[str, bytes]]:
@@ -117,8 +121,9 @@ def test_login_form_sets_a_cookie_and_me_records_the_first_login(folder):
     assert events[-1]["kind"] == "login refused" and "not-a-token" not in json.dumps(events)
 
 
-def test_no_token_is_401_and_a_student_token_on_coach_pages_is_403(folder):
-    client = TestClient(create_app(folder, Clock()))
+def test_no_token_is_401_and_a_student_token_on_coach_pages_is_403(shared):
+    folder, app = shared
+    client = TestClient(app)
     assert client.get("/me").status_code == 401
     assert client.get("/coach", headers=auth(folder, "ada")).status_code == 403
     assert client.post("/coach/freeze", headers=auth(folder, "ada")).status_code == 403
@@ -273,9 +278,8 @@ def test_a_browser_logs_in_uploads_and_sees_full_feedback(folder):
     assert client.get("/me").status_code == 401
 
 
-def test_a_personal_window_opens_at_the_first_visit(folder):
-    text = CONTEST.replace("start = 2026-03-14T09:00:00Z", "personal = true")
-    (folder / "contest.toml").write_text(text)
+def test_a_personal_window_opens_at_the_first_visit(contest):
+    folder = contest(TASKS, title=TITLE, personal=True)
     clock = Clock(minutes=500)
     client = TestClient(create_app(folder, clock))
     refused = upload(client, folder, "ada", "m1", reference())
@@ -323,13 +327,10 @@ def test_queued_upload_survives_a_restart_is_graded_once_and_scored(folder):
 
 
 @pytest.mark.slow
-def test_serve_and_grade_submit_survive_kill_9(folder):
+def test_serve_and_grade_submit_survive_kill_9(contest):
     """`grade contest serve` and `grade submit`, as run by a coach and a student: an upload accepted just
     before the server is killed with -9 is graded, once, by the next server."""
-    now = datetime.now(timezone.utc).replace(microsecond=0)
-    (folder / "contest.toml").write_text(
-        CONTEST.replace("2026-03-14T09:00:00Z", (now - timedelta(minutes=1)).isoformat())
-    )
+    folder = contest(TASKS, title=TITLE, start=opened_a_minute_ago())
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "GPTKIT_CONTEST_TOKEN": tokens(folder)["ada"]}
@@ -380,8 +381,7 @@ def m_report(task: str, passed: list[bool]) -> dict:
     return {**totals, "milestones": [milestone]}
 
 
-@pytest.fixture
-def session(folder):
+def recorded_session(folder: Path) -> tuple[Path, TestClient, dict[str, int]]:
     """ada: m1 at 2/4 then 4/4 (best counts), m2 twice, the first selected; alan: m1 at 4/4 voided, m2 failed;
     grace: nothing. Returns the folder, the TestClient and the submission ids."""
     clock = Clock()
@@ -406,8 +406,21 @@ def session(folder):
     return folder, client, ids
 
 
-def test_the_results_csv_holds_each_students_counted_points_as_on_the_scoreboard(session):
-    folder, client, _ = session
+@pytest.fixture
+def session(folder):
+    """The session (recorded_session) in a folder of the test's own: for a test that adds to it or regrades."""
+    return recorded_session(folder)
+
+
+@pytest.fixture(scope="module")
+def shared_session(module_contest):
+    """The session once for the module's tests that only read it: the gradebook, the CSV, the Gradescope zip and
+    the charts are each written anew from the store whenever asked (grader/contest/web/routes/exports.py)."""
+    return recorded_session(module_contest(TASKS, title=TITLE, name="session"))
+
+
+def test_the_results_csv_holds_each_students_counted_points_as_on_the_scoreboard(shared_session):
+    folder, client, _ = shared_session
     coach = auth(folder, "coach")
     response = client.get("/coach/results.csv", headers=coach)
     assert response.status_code == 200 and "attachment" in response.headers["content-disposition"]
@@ -422,8 +435,8 @@ def test_the_results_csv_holds_each_students_counted_points_as_on_the_scoreboard
         assert (rows[name]["status"], float(rows[name]["score"])) == ("nothing to grade", 0), rows[name]
 
 
-def test_the_gradescope_zip_has_one_results_json_per_student_in_contest_points(session):
-    folder, client, _ = session
+def test_the_gradescope_zip_has_one_results_json_per_student_in_contest_points(shared_session):
+    folder, client, _ = shared_session
     response = client.get("/coach/gradescope.zip", headers=auth(folder, "coach"))
     assert response.status_code == 200
     with zipfile.ZipFile(io.BytesIO(response.content)) as zf:
@@ -432,8 +445,8 @@ def test_the_gradescope_zip_has_one_results_json_per_student_in_contest_points(s
     assert ada["score"] == 40 and sum(t["max_score"] for t in ada["tests"]) == pytest.approx(50)
 
 
-def test_the_charts_page_draws_grade_reports_charts_for_the_coach_only(session):
-    folder, client, _ = session
+def test_the_charts_page_draws_grade_reports_charts_for_the_coach_only(shared_session):
+    folder, client, _ = shared_session
     page = client.get("/coach/charts", headers=auth(folder, "coach"))
     assert page.status_code == 200
     names = re.findall(r'src="/coach/charts/([a-z-]+\.png)"', page.text)
@@ -447,8 +460,8 @@ def test_the_charts_page_draws_grade_reports_charts_for_the_coach_only(session):
         assert client.get(f"/coach/charts/{name}", headers=auth(folder, "coach")).status_code == 404
 
 
-def test_grade_contest_export_writes_the_gradebook_then_grade_exports_files(session):
-    folder, _, _ = session
+def test_grade_contest_export_writes_the_gradebook_then_grade_exports_files(shared_session):
+    folder, _, _ = shared_session
     result = CliRunner().invoke(
         contest_group,
         ["export", str(folder), "--csv", str(folder / "out.csv"), "--gradescope", str(folder / "gs")],
@@ -530,18 +543,13 @@ def test_a_dask_cluster_grades_the_uploads_and_regrades_a_task(folder):
         assert again["status"] == "graded" and Store(folder).get(sid).graded_at > first
 
 
-def test_a_contest_on_a_paper_grades_each_student_with_their_own_variant_and_the_papers_rules(folder):
+def test_a_contest_on_a_paper_grades_each_student_with_their_own_variant_and_the_papers_rules(contest):
     """The queue hands grade_one each student's seed (from the paper's secret, made once: the numbers
     `grade paper render` gives) and the paper's rules for every part."""
     from grader.paper.config import SECRET_FILE
     from grader.variants import seed_of
 
-    (folder / "paper1").mkdir()
-    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
-    text = (folder / "contest.toml").read_text()
-    (folder / "contest.toml").write_text(
-        text.split("[tasks.m1]")[0].replace('title = "Server test"', 'title = "S"\npaper = "paper1"')
-    )
+    folder = contest("", title="S", paper=PAPER_M1)
     seen = []
 
     class Recorder:
@@ -564,14 +572,10 @@ def test_a_contest_on_a_paper_grades_each_student_with_their_own_variant_and_the
     assert all(kwargs["rules"] == {"m1": frozenset()} for _, kwargs in seen)
 
 
-def test_a_paper_and_a_task_of_its_own_in_one_round(folder):
+def test_a_paper_and_a_task_of_its_own_in_one_round(contest):
     """One token, one page: the paper's part is graded on the student's numbers and the paper's rules, the
     contest's own task beside it on the lesson's numbers, without the paper's rules."""
-    (folder / "paper1").mkdir()
-    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
-    text = (folder / "contest.toml").read_text()
-    head = text.split("[tasks.m1]")[0].replace('title = "Server test"', 'title = "S"\npaper = "paper1"')
-    (folder / "contest.toml").write_text(head + "[tasks.m4]\npoints = 10\n")
+    folder = contest("[tasks.m4]\npoints = 10\n", title="S", paper=PAPER_M1)
     seen = []
 
     class Recorder:
@@ -597,13 +601,11 @@ def test_a_paper_and_a_task_of_its_own_in_one_round(folder):
     assert set(board["rows"][0]["tasks"]) == {"m1", "m4"}, "the board counts the paper's part and the task"
 
 
-def test_a_student_downloads_their_own_notebook_of_the_paper(folder):
+def test_a_student_downloads_their_own_notebook_of_the_paper(shared, contest):
     """The notebook a contest on a paper hands out carries the seed it grades with; no paper, no notebook."""
-    assert TestClient(create_app(folder, Clock())).get("/paper.ipynb", headers=auth(folder, "ada")).status_code == 404
-    (folder / "paper1").mkdir()
-    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 180\n[parts.m1]\n[parts.kvmemory]\n')
-    text = (folder / "contest.toml").read_text().split("[tasks.m1]")[0]
-    (folder / "contest.toml").write_text(text.replace('title = "Server test"', 'title = "S"\npaper = "paper1"'))
+    plain, app = shared
+    assert TestClient(app).get("/paper.ipynb", headers=auth(plain, "ada")).status_code == 404
+    folder = contest("", title="S", paper='title = "P"\nminutes = 180\n[parts.m1]\n[parts.kvmemory]\n')
     client = TestClient(create_app(folder, Clock()))
     assert "download your notebook" in client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
     books = {who: client.get("/paper.ipynb", headers=auth(folder, who)) for who in ("ada", "alan")}
@@ -619,13 +621,10 @@ def test_a_student_downloads_their_own_notebook_of_the_paper(folder):
 
 
 @pytest.mark.slow
-def test_a_contest_on_a_paper_grades_a_filled_notebook_with_the_students_own_numbers(folder, tmp_path):
+def test_a_contest_on_a_paper_grades_a_filled_notebook_with_the_students_own_numbers(contest, tmp_path):
     """End to end: ada downloads her notebook, fills it with the reference and her own answers, uploads it to the
     kvmemory task: full marks. alan's upload of ada's answers loses the questions drawn for him."""
-    (folder / "paper1").mkdir()
-    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.kvmemory]\npoints = 20\n')
-    text = (folder / "contest.toml").read_text().split("[tasks.m1]")[0]
-    (folder / "contest.toml").write_text(text.replace('title = "Server test"', 'title = "S"\npaper = "paper1"'))
+    folder = contest("", title="S", paper='title = "P"\nminutes = 60\n[parts.kvmemory]\npoints = 20\n')
     clock = Clock()
     with TestClient(create_app(folder, clock)) as client:
         book = client.get("/paper.ipynb", headers=auth(folder, "ada")).json()
@@ -650,8 +649,9 @@ def test_a_contest_on_a_paper_grades_a_filled_notebook_with_the_students_own_num
 
 
 @pytest.mark.parametrize("minutes", ["nan", "NaN", "inf", "-inf"])
-def test_extending_by_a_value_that_is_not_a_number_is_400_and_stores_nothing(folder, minutes):
-    client = TestClient(create_app(folder, Clock()))
+def test_extending_by_a_value_that_is_not_a_number_is_400_and_stores_nothing(shared, minutes):
+    folder, app = shared
+    client = TestClient(app)
     coach = auth(folder, "coach")
     extend = client.post("/coach/extend", data={"minutes": minutes}, headers=coach)
     assert extend.status_code == 400 and extend.json()["detail"] == "minutes must be a number"
@@ -696,10 +696,11 @@ def test_negative_extra_time_that_would_empty_a_students_window_is_refused(folde
     assert client.post("/coach/extend", data={"minutes": "-55"}, headers=coach).status_code == 400
 
 
-def test_a_wrong_bearer_token_is_told_so_and_no_token_is_asked_to_log_in(folder):
+def test_a_wrong_bearer_token_is_told_so_and_no_token_is_asked_to_log_in(shared):
     from grader.contest.web.deps import UNKNOWN_TOKEN
 
-    client = TestClient(create_app(folder, Clock()))
+    _, app = shared
+    client = TestClient(app)
     wrong = client.get("/api/me", headers={"Authorization": "Bearer WRONG"})
     assert wrong.status_code == 401 and wrong.json()["detail"] == UNKNOWN_TOKEN
     assert client.get("/api/me").json()["detail"] == "log in with your contest token first"
@@ -710,27 +711,14 @@ def test_a_wrong_bearer_token_is_told_so_and_no_token_is_asked_to_log_in(folder)
 # --- Uploads: empty files, big files, and what `grade submit` says ------------------------------------------------
 
 
-@pytest.fixture
-def live(folder):
-    """The app on loopback (uvicorn in a thread, no grading) with a clock the test sets: for `grade submit`."""
-    import threading
-
-    import uvicorn
-
+@pytest.fixture(scope="module")
+def live(module_contest):
+    """The app on loopback (uvicorn in a thread, no grading) with a clock the test sets, for `grade submit`: one
+    for the module, as its tests only meet refusals (each sets the clock it needs). (URL, clock, folder)."""
+    folder = module_contest(TASKS, title=TITLE, name="live")
     clock = Clock()
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(folder, clock), host="127.0.0.1", port=port, lifespan="off", log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "the test server did not start"
-    yield f"http://127.0.0.1:{port}", clock
-    server.should_exit = True
-    thread.join(timeout=10)
+    with ServedInThread(create_app(folder, clock)) as served:
+        yield served.url, clock, folder
 
 
 def grade_submit(*args: str, token: str | None = None):
@@ -768,16 +756,17 @@ def test_grade_submit_refuses_a_file_over_the_limit_before_uploading(tmp_path):
     assert "cannot reach" not in result.output, "a refusal the client can foresee is not a network error"
 
 
-def test_the_servers_413_names_the_limit(folder):
+def test_the_servers_413_names_the_limit(shared):
     from grader.contest.uploads import MAX_UPLOAD_BYTES
 
-    client = TestClient(create_app(folder, Clock()))
+    folder, app = shared
+    client = TestClient(app)
     big = upload(client, folder, "ada", "m1", [("m1_attention.py", b"#" * (MAX_UPLOAD_BYTES + 1))])
     assert big.status_code == 413 and f"over {MAX_UPLOAD_BYTES >> 20} MB" in big.json()["detail"]
 
 
-def test_grade_submit_passes_on_the_servers_reason_when_the_window_is_closed(folder, live):
-    url, clock = live
+def test_grade_submit_passes_on_the_servers_reason_when_the_window_is_closed(live):
+    url, clock, folder = live
     clock.now = START - timedelta(minutes=5)
     early = grade_submit(str(SOLUTIONS), "--server", url, "-m", "m1", token=tokens(folder)["ada"])
     assert early.exit_code == 2 and "has not started: it opens at 2026-03-14T09:00" in early.output, early.output
@@ -787,10 +776,10 @@ def test_grade_submit_passes_on_the_servers_reason_when_the_window_is_closed(fol
     assert " is ended" not in late.output and " is not started" not in early.output
 
 
-def test_grade_submit_with_a_wrong_token_is_told_the_token_is_unknown(folder, live):
+def test_grade_submit_with_a_wrong_token_is_told_the_token_is_unknown(live):
     from grader.contest.web.deps import UNKNOWN_TOKEN
 
-    url, _ = live
+    url, _, _ = live
     result = grade_submit(str(SOLUTIONS), "--server", url, "-m", "m1", "--token", "WRONG")
     assert result.exit_code == 2 and f"(401): {UNKNOWN_TOKEN}" in result.output, result.output
 
@@ -837,11 +826,11 @@ def test_a_time_on_another_day_shows_its_date():
     assert _clock(None, now) == "" and _clock("soon", now) == "soon"
 
 
-FROZEN_CONTEST = CONTEST.replace('mode = "public"', 'mode = "frozen"\nfreeze_minutes = 15')
+FROZEN = {"scoreboard": "frozen", "freeze_minutes": 15}
 
 
-def test_the_coach_sees_the_scheduled_freeze_coming_and_in_effect(folder):
-    (folder / "contest.toml").write_text(FROZEN_CONTEST)
+def test_the_coach_sees_the_scheduled_freeze_coming_and_in_effect(contest):
+    folder = contest(TASKS, title=TITLE, **FROZEN)
     clock = Clock(minutes=30)
     client = TestClient(create_app(folder, clock))
     coach = auth(folder, "coach")
@@ -862,8 +851,8 @@ def test_the_coach_sees_the_scheduled_freeze_coming_and_in_effect(folder):
     assert "frozen as of" in page and "scheduled freeze" in page and "it lifts at" in page and "Unfreeze" in page
 
 
-def test_unfreeze_lifts_the_scheduled_freeze_for_the_students(folder):
-    (folder / "contest.toml").write_text(FROZEN_CONTEST)
+def test_unfreeze_lifts_the_scheduled_freeze_for_the_students(contest):
+    folder = contest(TASKS, title=TITLE, **FROZEN)
     clock = Clock(minutes=50)
     client = TestClient(create_app(folder, clock))
     coach, ada = auth(folder, "coach"), auth(folder, "ada")
@@ -892,8 +881,9 @@ def test_the_student_page_shows_only_the_latest_recent_refusal(folder):
     assert "Refused at" not in client.get("/me", headers=ada).text, "an old refusal is not news"
 
 
-def test_none_yet_has_no_empty_table_under_it(folder):
-    client = TestClient(create_app(folder, Clock()), headers={"Accept": "text/html"})
+def test_none_yet_has_no_empty_table_under_it(shared):
+    folder, app = shared
+    client = TestClient(app, headers={"Accept": "text/html"})
     page = client.get("/me", headers=auth(folder, "ada")).text
     mine = page.split("Your submissions")[1]
     assert "None yet." in mine and "<table" not in mine.split("<script>")[0]
@@ -917,7 +907,7 @@ def test_a_rejected_submission_cannot_be_voided_and_has_no_void_button(folder):
 
 # --- The metric task's leaderboards go with the scoreboard: frozen with it, hidden with it -----------------------
 
-METRIC_CONTEST = CONTEST.split("[tasks.m1]")[0] + "[tasks.lmbudget]\npoints = 10\n"
+METRIC = "[tasks.lmbudget]\npoints = 10\n"
 
 
 def lm_report(loss: float) -> dict:
@@ -950,8 +940,8 @@ def rows_a(client: TestClient, folder: Path, who: str) -> dict[str, dict]:
     return {row["student"]: row for row in board["A"]}
 
 
-def test_the_coachs_freeze_freezes_the_metric_leaderboard_with_the_scoreboard(folder):
-    (folder / "contest.toml").write_text(METRIC_CONTEST)
+def test_the_coachs_freeze_freezes_the_metric_leaderboard_with_the_scoreboard(contest):
+    folder = contest(METRIC, title=TITLE)
     clock = Clock(minutes=30)
     client = TestClient(create_app(folder, clock))
     submit_lm(client, folder, clock, "ada", 3.5)
@@ -967,10 +957,8 @@ def test_the_coachs_freeze_freezes_the_metric_leaderboard_with_the_scoreboard(fo
     assert "2.0000" not in page and "frozen with it" in page
 
 
-def test_the_scheduled_freeze_freezes_the_metric_leaderboard_with_the_scoreboard(folder):
-    (folder / "contest.toml").write_text(
-        METRIC_CONTEST.replace('mode = "public"', 'mode = "frozen"\nfreeze_minutes = 15')
-    )
+def test_the_scheduled_freeze_freezes_the_metric_leaderboard_with_the_scoreboard(contest):
+    folder = contest(METRIC, title=TITLE, **FROZEN)
     clock = Clock(minutes=30)
     client = TestClient(create_app(folder, clock))
     submit_lm(client, folder, clock, "ada", 3.5)
@@ -981,8 +969,8 @@ def test_the_scheduled_freeze_freezes_the_metric_leaderboard_with_the_scoreboard
     assert board["frozen_at"] == "2026-03-14T09:45:00+00:00", "the board says as of when"
 
 
-def test_a_hidden_scoreboard_shows_a_student_only_their_own_leaderboard_row(folder):
-    (folder / "contest.toml").write_text(METRIC_CONTEST.replace('mode = "public"', 'mode = "hidden"'))
+def test_a_hidden_scoreboard_shows_a_student_only_their_own_leaderboard_row(contest):
+    folder = contest(METRIC, title=TITLE, scoreboard="hidden")
     clock = Clock(minutes=30)
     client = TestClient(create_app(folder, clock))
     submit_lm(client, folder, clock, "ada", 3.5)
@@ -1012,8 +1000,9 @@ def test_a_hidden_scoreboard_shows_a_student_only_their_own_leaderboard_row(fold
         ("POST", "/coach/regrade/{}", "coach"),
     ],
 )
-def test_an_id_too_large_for_the_database_is_a_404_as_any_unknown_id(folder, sid, method, path, who):
-    client = TestClient(create_app(folder, Clock()), raise_server_exceptions=False)
+def test_an_id_too_large_for_the_database_is_a_404_as_any_unknown_id(shared, sid, method, path, who):
+    folder, app = shared
+    client = TestClient(app, raise_server_exceptions=False)
     response = client.request(method, path.format(sid), headers=auth(folder, who))
     assert response.status_code == 404, f"{method} {path.format(sid)}: {response.status_code} {response.text}"
     assert f"no submission {sid}" in response.json()["detail"]
@@ -1030,13 +1019,10 @@ def test_the_server_refuses_a_roster_name_that_would_leave_the_export_folder(fol
         create_app(folder, Clock())
 
 
-def test_the_server_of_a_paper_refuses_two_roster_names_that_draw_the_same_numbers(folder):
+def test_the_server_of_a_paper_refuses_two_roster_names_that_draw_the_same_numbers(contest):
     from grader.roster import RosterError
 
-    (folder / "paper1").mkdir()
-    (folder / "paper1" / "paper.toml").write_text('title = "P"\nminutes = 60\n[parts.m1]\npoints = 30\n')
-    text = (folder / "contest.toml").read_text().split("[tasks.m1]")[0]
-    (folder / "contest.toml").write_text(text.replace('title = "Server test"', 'title = "S"\npaper = "paper1"'))
+    folder = contest("", title="S", paper=PAPER_M1)
     (folder / "roster.csv").write_text("student\nAda Lovelace\nada lovelace\n")
     with pytest.raises(RosterError, match="'Ada Lovelace' and 'ada lovelace' differ only in letter case or spaces"):
         create_app(folder, Clock())
@@ -1127,9 +1113,9 @@ def test_grade_contest_export_has_columns_for_the_checks_set_aside(folder):
     assert served.splitlines() == (folder / "out.csv").read_text().splitlines()
 
 
-def test_a_metric_tasks_leaderboard_keeps_the_previous_grade_while_the_task_is_graded_again(folder):
+def test_a_metric_tasks_leaderboard_keeps_the_previous_grade_while_the_task_is_graded_again(contest):
     """Issue 28, item 7: as the scoreboard, leaderboard A keeps a submission's previous grade during its regrade."""
-    (folder / "contest.toml").write_text(METRIC_CONTEST)
+    folder = contest(METRIC, title=TITLE)
     clock = Clock(minutes=30)
     client = TestClient(create_app(folder, clock))
     sid = submit_lm(client, folder, clock, "ada", 3.5)

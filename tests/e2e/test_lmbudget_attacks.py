@@ -28,7 +28,7 @@ from click.testing import CliRunner
 from grader.contest.commands import contest as contest_group
 from grader.lmbudget.corpus import corpus_files
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
-from helpers import REPO, cli, contest_folder, free_port
+from helpers import REPO, cli, free_port
 
 pytestmark = (
     pytest.mark.serial
@@ -298,16 +298,12 @@ def test_a_worker_cannot_open_the_default_corpus(tmp_path):
     assert f"OPENED 0 OF {len(paths)}" in a["message"], a["message"]
 
 
-CONTEST = (
-    'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
-    "[tasks.lmbudget]\npoints = 10\n"
-)
+LMBUDGET = "[tasks.lmbudget]\npoints = 10\n"
 
 
-def contest_check(tmp_path: Path, task: Path):
-    folder = tmp_path / "contest"
-    folder.mkdir()
-    (folder / "contest.toml").write_text(CONTEST)
+def contest_check(contest, name: str, task: Path):
+    """`grade contest check` of a contest of lmbudget (``contest``'s folder ``name``), on the task file ``task``."""
+    folder = contest(LMBUDGET, title="t", name=name, scoreboard=None)
     saved = os.environ.get(ENV_VAR)
     os.environ[ENV_VAR] = str(task)
     try:
@@ -328,7 +324,7 @@ def private_text(folder: Path) -> Path:
 
 
 @pytest.mark.slow
-def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_read(tmp_path):
+def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_read(tmp_path, contest):
     """Issue 32: the default corpus is the grader's own sources, which the release ships; a model that carries them
     scored 10/10 with a lookup. A contest takes a text of the coach's own outside the kit, and nothing else."""
     refused = {
@@ -339,7 +335,7 @@ def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_rea
         "readable": tiny(_mkdir(tmp_path / "readable"), corpus=f"file:{os.__file__}"),
     }
     (tmp_path / "a-link-to-the-kit" / "link.txt").symlink_to(REPO / "grader" / "lmbudget" / "corpus.py")
-    said = {name: contest_check(tmp_path / name, task) for name, task in refused.items()}
+    said = {name: contest_check(contest, f"{name}/contest", task) for name, task in refused.items()}
     for name, result in said.items():
         assert result.exit_code == 2, (name, result.output)
         assert 'corpus = "file:PATH"' in result.output and "students have not seen" in result.output, result.output
@@ -353,13 +349,13 @@ def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_rea
     readable = said["readable"].output
     assert "a worker can read" in readable and "which every worker sees" in readable, readable
     private = tiny(_mkdir(tmp_path / "private"), corpus=f"file:{private_text(tmp_path / 'private')}")
-    taken = contest_check(_mkdir(tmp_path / "private-contest"), private)
+    taken = contest_check(contest, "private-contest/contest", private)
     assert taken.exit_code == 0, taken.output
 
 
 @pytest.mark.slow
-def test_contest_serve_refuses_the_default_corpus_before_it_listens(tmp_path):
-    folder = contest_folder(tmp_path / "contest", CONTEST)
+def test_contest_serve_refuses_the_default_corpus_before_it_listens(tmp_path, contest):
+    folder = contest(LMBUDGET, title="t", scoreboard=None)
     env = {**os.environ, ENV_VAR: str(tiny(_mkdir(tmp_path / "task")))}
     try:  # a server that starts serves until it is stopped: 60 s is far more than a refusal takes
         proc = cli("contest", "serve", str(folder), "--port", str(free_port()), env=env, timeout=60)
@@ -392,7 +388,7 @@ def test_grade_check_warns_of_a_corpus_the_worker_can_read(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.skipif(not SHAKESPEARE.is_file(), reason=f"no {SHAKESPEARE} (the tests' copy of tiny Shakespeare)")
-def test_a_private_text_file_of_the_coachs_is_a_corpus(tmp_path):
+def test_a_private_text_file_of_the_coachs_is_a_corpus(tmp_path, contest):
     """`corpus = "file:NAME"`, relative to the task file: scored, no warning, and a contest takes it."""
     shutil.copyfile(SHAKESPEARE, tmp_path / "private.txt")
     task = tiny(tmp_path, corpus="file:private.txt")
@@ -400,7 +396,7 @@ def test_a_private_text_file_of_the_coachs_is_a_corpus(tmp_path):
     a, _, _ = check(tmp_path, BIGRAM, task)
     assert a["passed"] and a["counted"] and "warning" not in a["message"], a
     assert 3.0 < a["value"] < 3.6, "a bigram on Shakespeare: about 3.3 bits/char"
-    assert contest_check(tmp_path, task).exit_code == 0
+    assert contest_check(contest, "contest", task).exit_code == 0
 
 
 # --- 6. the CPU budget is the sandbox's count --------------------------------------------------------------------

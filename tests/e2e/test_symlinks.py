@@ -29,7 +29,7 @@ from grader.batch.gradebook import EMPTY
 from grader.contest.uploads import MAX_ZIP_DEPTH, MAX_ZIP_MEMBERS, UploadError, check_upload
 from grader.contest.web.app import create_app
 from grader.sandbox.client import copy_submission
-from helpers import REPO, SOLUTIONS, ContestClock, auth, cli, contest_folder, grade, open_contest
+from helpers import REPO, SOLUTIONS, ContestClock, auth, cli, grade
 
 LINKED = "is a symbolic link, which the grader does not follow"
 
@@ -261,10 +261,10 @@ REFERENCE = (SOLUTIONS / "m1_attention.py").read_bytes()
     ],
     ids=["link-file", "link-folder", "too-deep", "too-many-folders", "huge-directory"],
 )
-def test_a_contest_upload_with_a_link_or_a_hostile_tree_is_refused(tmp_path, upload, reason):
+def test_a_contest_upload_with_a_link_or_a_hostile_tree_is_refused(contest, upload, reason):
     """Through the server's upload route: a 400 naming the cause, nothing stored; the same zip without the
     link is accepted (the honest direction)."""
-    folder = contest_folder(tmp_path / "contest", open_contest("Links"))
+    folder = contest(title="Links")
     client = TestClient(create_app(folder, ContestClock()))
     refused = client.post(
         "/submit/m1", files=[("files", ("work.zip", upload, "application/zip"))], headers=auth(folder, "ada")

@@ -23,6 +23,8 @@ def refused(result, says: str) -> None:
     assert says in result.output, result.output
 
 
+# Not the tests' ``contest`` fixture (tests/conftest.py): the file `grade contest init` writes, and a coach's edits of
+# it, are what these tests check (its line numbers, its examples), so each starts from that file.
 @pytest.fixture
 def folder(tmp_path):
     """A contest folder made by `grade contest init`."""

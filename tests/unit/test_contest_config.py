@@ -14,6 +14,8 @@ from grader.feedback import Feedback
 from grader.milestones import MILESTONES
 from grader.tomlfile import line_of
 
+# The file's text is what these tests check (each mistake's message names the line it is on, found in the text
+# by line_with), so it is written out here, not made by helpers.open_contest as the other contest tests' files are.
 BASE = """\
 title = "Round 1"
 

@@ -33,6 +33,7 @@ from grader.contest.policy import (
 )
 from grader.contest.scoreboard import Freeze, coach_view, freeze_of, student_view, students_board
 from grader.feedback import Feedback
+from helpers import open_contest
 
 START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)
 REPORT = json.loads((Path(__file__).parent / "data" / "graded-m1-m2.json").read_text())  # m1 with triu, m2 ReLU
@@ -42,11 +43,14 @@ def minutes(n: float) -> datetime:
     return START + timedelta(minutes=n)
 
 
-def contest(tasks: str = "[tasks.m1]\npoints = 10\n[tasks.m2]\npoints = 20\n", window: str = "", more: str = ""):
-    window = window or "start = 2026-03-14T09:00:00Z\nduration = 60"
+def contest(
+    tasks: str = "[tasks.m1]\npoints = 10\n[tasks.m2]\npoints = 20\n", window: dict | None = None, **board
+) -> Contest:
+    """The rules of an hour's contest from START, scores shown during it, 30 minutes more for slow; ``window``:
+    open_contest's options for another window (PERSONAL); ``board``: its scoreboard and freeze_minutes."""
+    board = {"scoreboard": None, **board}  # none: the file's default, a public board
     return parse(
-        f'title = "t"\n[window]\n{window}\n[feedback]\nduring = "score"\n'
-        f"[extra_time]\nslow = 30\n{more}\n{tasks}"  # more: tables that come before the tasks
+        open_contest("t", tasks, feedback="score", more="[extra_time]\nslow = 30\n", **(window or {}), **board)
     )
 
 
@@ -54,7 +58,7 @@ def graded(task: str, at: float, score: float = 0.0, selected: bool = False) -> 
     return Submission(task, minutes(at), Status.GRADED, score, selected)
 
 
-PERSONAL = "personal = true\nduration = 60\nhard_end = 2026-03-14T12:00:00Z"
+PERSONAL = {"personal": True, "hard_end": datetime(2026, 3, 14, 12, 0, tzinfo=timezone.utc)}
 
 
 # --- Windows ---------------------------------------------------------------------------------------------------
@@ -269,9 +273,7 @@ def test_after_the_window_the_student_sees_the_after_policy():
 
 
 def full_contest(tasks: str) -> Contest:
-    return parse(
-        'title = "t"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n' + tasks
-    )
+    return parse(open_contest("t", tasks, scoreboard=None))
 
 
 def test_a_task_graded_with_the_graders_solution_of_another_task_shows_no_check_until_the_end():
@@ -361,7 +363,7 @@ SUBMISSIONS = {
     "bob": [graded("m1", 5, 10), graded("m2", 15, 5)],  # the same total, reached earlier
     "cy": [graded("m1", 50, 10), graded("m2", 55, 20)],  # best, but all of it in the last 10 minutes
 }
-FROZEN = '[scoreboard]\nmode = "frozen"\nfreeze_minutes = 15\n'
+FROZEN = {"scoreboard": "frozen", "freeze_minutes": 15}
 
 
 def _order(standings) -> list[str]:
@@ -389,7 +391,7 @@ def test_a_public_board_is_live():
 
 
 def test_a_frozen_board_shows_the_standings_at_the_freeze():
-    rules = contest(more=FROZEN)
+    rules = contest(**FROZEN)
     view = student_view(rules, "ann", minutes(58), SUBMISSIONS)
     assert view.frozen_at == minutes(45)
     assert _order(view) == ["bob", "ann", "cy"], "cy's submissions came after the freeze: not on the board"
@@ -397,7 +399,7 @@ def test_a_frozen_board_shows_the_standings_at_the_freeze():
 
 
 def test_a_frozen_board_is_live_before_the_freeze_and_after_everyones_end():
-    rules = contest(more=FROZEN)
+    rules = contest(**FROZEN)
     assert student_view(rules, "ann", minutes(40), SUBMISSIONS).frozen_at is None
     assert student_view(rules, "ann", minutes(60), SUBMISSIONS).frozen_at is not None, (
         "a student with extra time is still working until minute 90: the board stays frozen"
@@ -406,14 +408,14 @@ def test_a_frozen_board_is_live_before_the_freeze_and_after_everyones_end():
 
 
 def test_a_hidden_board_shows_only_the_viewers_own_row_until_the_end():
-    rules = contest(more='[scoreboard]\nmode = "hidden"\n')
+    rules = contest(scoreboard="hidden")
     view = student_view(rules, "ann", minutes(58), SUBMISSIONS)
     assert view.hidden and [(r.student, r.rank, r.total) for r in view.rows] == [("ann", None, 15)]
     assert _order(student_view(rules, "ann", minutes(90), SUBMISSIONS)) == ["cy", "bob", "ann"]
 
 
 def test_the_coach_always_sees_the_live_board():
-    rules = contest(more=FROZEN)
+    rules = contest(**FROZEN)
     assert _order(coach_view(rules, SUBMISSIONS)) == ["cy", "bob", "ann"]
 
 
@@ -501,23 +503,23 @@ def test_only_a_graded_or_queued_submission_can_be_voided():
 
 # --- The coach's freeze ----------------------------------------------------------------------------------------
 
-FROZEN = '[scoreboard]\nmode = "frozen"\nfreeze_minutes = 15\n'
+FROZEN = {"scoreboard": "frozen", "freeze_minutes": 15}
 
 
 def test_a_hand_freeze_is_in_effect_until_the_coach_lifts_it_even_after_the_end():
-    for rules in (contest(), contest(more=FROZEN)):
+    for rules in (contest(), contest(**FROZEN)):
         assert freeze_of(rules, minutes(200), minutes(20), lifted=False) == Freeze(True, minutes(20), "coach")
 
 
 def test_the_scheduled_freeze_is_announced_then_in_effect_until_the_end():
-    rules = contest(more=FROZEN)  # the regular window ends at 60; slow's extra time at 90
+    rules = contest(**FROZEN)  # the regular window ends at 60; slow's extra time at 90
     assert freeze_of(rules, minutes(30), None, False) == Freeze(False, lifts=minutes(90), scheduled=minutes(45))
     assert freeze_of(rules, minutes(50), None, False) == Freeze(True, minutes(45), "schedule", lifts=minutes(90))
     assert freeze_of(rules, minutes(90), None, False) == Freeze(False)
 
 
 def test_a_lifted_scheduled_freeze_or_a_board_that_does_not_freeze_has_no_freeze():
-    assert freeze_of(contest(more=FROZEN), minutes(50), None, lifted=True) == Freeze(False)
+    assert freeze_of(contest(**FROZEN), minutes(50), None, lifted=True) == Freeze(False)
     assert freeze_of(contest(), minutes(50), None, lifted=False) == Freeze(False)
 
 
@@ -532,13 +534,13 @@ def test_a_hand_freeze_shows_students_the_board_before_it():
 
 
 def test_a_hand_freeze_keeps_a_hidden_board_hidden():
-    rules = contest(more='[scoreboard]\nmode = "hidden"\n')
+    rules = contest(scoreboard="hidden")
     board = students_board(rules, "ann", minutes(40), boards_submissions(), ["ann", "bob"], minutes(20), False)
     assert board.hidden and board.frozen_at is None and [r.student for r in board.rows] == ["ann"]
 
 
 def test_a_lifted_scheduled_freeze_shows_the_live_board():
-    rules, subs = contest(more=FROZEN), {"ann": [graded("m1", 50, 5)]}
+    rules, subs = contest(**FROZEN), {"ann": [graded("m1", 50, 5)]}
     assert students_board(rules, "bob", minutes(55), subs, ["ann", "bob"], None, False).frozen_at == minutes(45)
     live = students_board(rules, "bob", minutes(55), subs, ["ann", "bob"], None, True)
     assert live.frozen_at is None and live.rows[0].total == 5

@@ -21,6 +21,7 @@ from grader.contest.submit import feedback_lines
 from grader.feedback import SHOWS, Feedback, Shows
 from grader.paper.config import parse as parse_paper
 from grader.practice.session import Session
+from helpers import open_contest
 
 VERDICT = SimpleNamespace(
     value="verdict",
@@ -49,8 +50,7 @@ def report() -> dict:
 
 def contest():
     return parse(
-        "title = 'C'\n[window]\npersonal = true\nduration = 60\n[feedback]\nduring = 'full'\n"
-        "[tasks.m1]\npoints = 10\n[tasks.quiz]\npoints = 10\n"
+        open_contest("C", "[tasks.m1]\npoints = 10\n[tasks.quiz]\npoints = 10\n", personal=True, scoreboard=None)
     )
 
 
