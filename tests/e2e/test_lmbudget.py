@@ -37,9 +37,8 @@ from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
 from grader.sandbox.client import Limits
 from helpers import cli, shared_grader
 
-pytestmark = (
-    pytest.mark.serial
-)  # a training run within a CPU budget and a wall limit: a second busy core would stretch it
+# serial: a training run within a CPU budget and a wall limit; a second busy core would stretch it
+pytestmark = pytest.mark.serial
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET, WALL, MARGIN, EVAL_CPU = 6.0, 20.0, 3.0, 3.0
