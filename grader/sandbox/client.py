@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -203,7 +203,8 @@ class ForkServer:
         if clients:
             listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self.address = str(self.tmp / "server.sock")
-            listener.bind(self.address)
+            with unix_name(self.address) as name:
+                listener.bind(name)
             os.chmod(self.address, 0o600)
             listener.listen(clients)
             passed.append(listener)
@@ -245,7 +246,8 @@ class ForkServer:
         server._init_state(limits, Path(address).parent, prefix=f"p{os.getpid()}.{id(server)}-")
         server.control = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            server.control.connect(address)
+            with unix_name(address) as name:
+                server.control.connect(name)
             server.hello()  # the copy says hello once every grading process has connected
         except (OSError, GraderError) as e:
             server.control.close()
@@ -356,6 +358,24 @@ class ForkServer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# A Unix socket's name holds 107 bytes at most (Linux); a folder under a long TMPDIR (a test's, a CI's) is longer.
+MAX_UNIX_NAME = 100
+
+
+@contextlib.contextmanager
+def unix_name(path: str) -> Iterator[str]:
+    """A name ``bind`` and ``connect`` take for the socket at ``path``: the path itself, or where it is too long,
+    the same file reached through a descriptor of its folder (``/proc/self/fd/N/name``, Linux)."""
+    if len(os.fsencode(path)) <= MAX_UNIX_NAME or not os.path.isdir("/proc/self/fd"):
+        yield path
+        return
+    folder = os.open(os.path.dirname(path), os.O_PATH | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+    try:
+        yield f"/proc/self/fd/{folder}/{os.path.basename(path)}"
+    finally:
+        os.close(folder)
 
 
 def _site_dirs() -> list[Path]:

@@ -83,6 +83,13 @@ def rows(db: Path) -> dict[str, dict]:
     return subs
 
 
+def ctrl_c_as_in_a_terminal() -> None:
+    """In a batch started to be interrupted: Ctrl-C's default, as a terminal's shell gives it. A test run started in
+    the background (a CI job, `cmd &`) ignores SIGINT, and an ignored signal stays ignored across exec: the batch
+    would never see the Ctrl-C the test sends, and grade everything."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def committed(db: Path) -> int:
     """Submissions in the gradebook so far; 0 before the batch has created its tables."""
     try:
@@ -305,7 +312,13 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(tmp_path):
     db = root / "grades.sqlite"
     command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1"]
     proc = subprocess.Popen(
-        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None and not 1 <= committed(db) < 4:
@@ -414,7 +427,13 @@ def test_ctrl_c_in_a_terminal_prints_no_traceback(tmp_path, when):
     db = root / "grades.sqlite"
     command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "2", "-m", "m1"]
     proc = subprocess.Popen(
-        command, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, start_new_session=True
+        command,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=ctrl_c_as_in_a_terminal,
     )
 
     def ready() -> bool:

@@ -30,12 +30,12 @@ from pathlib import Path
 import pytest
 import torch
 
-from grader.grading import Request
+from grader.grading import Grader, Request
 from grader.lmbudget.corpus import load_splits
 from grader.lmbudget.evaluate import deal, evaluate, plan
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
 from grader.sandbox.client import Limits
-from helpers import cli, shared_grader
+from helpers import cli
 
 # serial: a training run within a CPU budget and a wall limit; a second busy core would stretch it
 pytestmark = pytest.mark.serial
@@ -90,12 +90,25 @@ def tiny_task(tmp_path_factory) -> Path:
         os.environ[ENV_VAR] = saved
 
 
+_module_grader: list[Grader] = []
+
+
+@pytest.fixture(scope="module", autouse=True)
+def module_grader():
+    """A Grader of this file's own, not the session's: its CPU-budget runs read the worker's CPU from a fork server
+    that has served nothing else."""
+    with Grader() as grader:
+        _module_grader.append(grader)
+        yield grader
+        _module_grader.clear()
+
+
 def graded(tmp_path: Path, source: str) -> tuple[dict, dict]:
     """(split A's check, split B's check) of a submission whose lmbudget.py is ``source``."""
     folder = tmp_path / "submission"
     folder.mkdir()
     (folder / "lmbudget.py").write_text(source)
-    report = shared_grader().grade(Request(folder, ("lmbudget",)), Limits()).to_json()
+    report = _module_grader[0].grade(Request(folder, ("lmbudget",)), Limits()).to_json()
     (milestone,) = report["milestones"]
     a, b = milestone["checks"]
     assert a["name"].startswith("loss on split A") and b["name"].startswith("loss on split B")
