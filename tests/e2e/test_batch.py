@@ -83,11 +83,19 @@ def rows(db: Path) -> dict[str, dict]:
     return subs
 
 
-def ctrl_c_as_in_a_terminal() -> None:
-    """In a batch started to be interrupted: Ctrl-C's default, as a terminal's shell gives it. A test run started in
-    the background (a CI job, `cmd &`) ignores SIGINT, and an ignored signal stays ignored across exec: the batch
-    would never see the Ctrl-C the test sends, and grade everything."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
+def interruptible(command: list[str]) -> subprocess.Popen:
+    """A batch started to be interrupted, in a session of its own, with Ctrl-C's default as a terminal's shell gives
+    it: a test run started in the background (a CI job, `cmd &`) ignores SIGINT, and an ignored signal stays ignored
+    across exec, so the batch would never see the Ctrl-C the test sends, and grade everything."""
+    return subprocess.Popen(
+        command,
+        cwd=REPO,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
 
 
 def committed(db: Path) -> int:
@@ -311,15 +319,7 @@ def test_ctrl_c_says_what_was_saved_and_a_rerun_resumes(tmp_path):
         (reference if i == 0 else slow_reference)(root / f"s{i}")
     db = root / "grades.sqlite"
     command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "1", "-m", "m1"]
-    proc = subprocess.Popen(
-        command,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=ctrl_c_as_in_a_terminal,
-    )
+    proc = interruptible(command)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None and not 1 <= committed(db) < 4:
         time.sleep(0.1)
@@ -426,15 +426,7 @@ def test_ctrl_c_in_a_terminal_prints_no_traceback(tmp_path, when):
         (reference if i < 2 else slow_reference)(root / f"s{i}")
     db = root / "grades.sqlite"
     command = [sys.executable, "-m", "grader", "batch", str(root), "--workers", "2", "-m", "m1"]
-    proc = subprocess.Popen(
-        command,
-        cwd=REPO,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-        preexec_fn=ctrl_c_as_in_a_terminal,
-    )
+    proc = interruptible(command)
 
     def ready() -> bool:
         if when == "while grading":
