@@ -15,10 +15,11 @@ from typing import Any, NoReturn, TypeVar
 import torch
 
 from grader import cache
-from grader.results import NotObserved
+from grader.results import NotObserved, Unanswered
 from grader.sandbox.client import Remote, StudentError
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE, ErrorKind, Reply
 from grader.sandbox.common.protocol import TensorInfo
+from grader.suites import differences
 
 T = TypeVar("T")
 BTC = ("batch", "position", "channel")
@@ -65,8 +66,9 @@ def fail(message: str) -> NoReturn:
 
 
 def not_implemented(what: str) -> NoReturn:
-    """Fail as an untouched stub does (``grade batch`` counts such failures apart): ``what`` is still missing."""
-    fail(f"{NOT_IMPLEMENTED_MESSAGE}: {what}")
+    """Fail for a question still unanswered: its message begins as an untouched stub's (``grade batch`` counts
+    such failures apart), its verdict is "not answered". ``what`` is still missing."""
+    raise Unanswered(f"{NOT_IMPLEMENTED_MESSAGE}: {what}")
 
 
 def not_observed(why: str) -> NoReturn:
@@ -156,8 +158,12 @@ def assert_close_where(
     atol: float = 1e-5,
     rtol: float = 1e-4,
     explain: Callable[[], str | None] | None = None,
+    sizes: dict[str, float] | None = None,
+    causes: dict[str, str] | None = None,
 ) -> None:
-    """Same values within tolerance; on failure, the worst place and (if known) the likely bug."""
+    """Same values within tolerance; on failure, the worst place and the likely bug, if known, else what the
+    difference looks like (a factor of one of ``sizes``, shifted positions, ...: ``differences.looks``, with
+    ``causes`` for what usually gives each shape here)."""
     finite(actual, what, axes, explain=explain)
     excess = (actual.double() - expected.double()).abs() - (atol + rtol * expected.double().abs())
     if (excess <= 0).all():
@@ -176,7 +182,10 @@ def assert_close_where(
             f"values off by more than {tolerance})"
         )
     cause = likely_cause(explain)
-    fail(message + (f". Likely cause: {cause}" if cause else ""))
+    if cause:
+        fail(f"{message}. Likely cause: {cause}")
+    shape = likely_cause(lambda: differences.looks(actual, expected, axes, sizes, causes))
+    fail(message + (f". The difference: {shape}" if shape else ""))
 
 
 def divmod_index(flat: int, shape: Sequence[int]) -> list[int]:

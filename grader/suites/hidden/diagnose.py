@@ -9,32 +9,42 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
 import torch.nn.functional as F
 
+from grader.suites import differences
+
 
 def first_match(
-    actual: torch.Tensor, candidates: Iterable[tuple[str, Callable[[], torch.Tensor]]], atol: float = 1e-4
+    actual: torch.Tensor,
+    candidates: Iterable[tuple[str, Callable[[], torch.Tensor]]],
+    atol: float = 1e-4,
+    rtol: float = 1e-4,
 ) -> str | None:
     for explanation, compute in candidates:
         try:
             expected = compute()
         except (RuntimeError, IndexError):  # a variant that does not apply to these shapes
             continue
-        if expected.shape == actual.shape and torch.allclose(actual, expected, atol=atol, rtol=1e-4, equal_nan=True):
+        if expected.shape == actual.shape and torch.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True):
             return explanation
     return None
 
 
 def first_bug(
-    actual: torch.Tensor, bugs: dict[str, dict[str, Any]], variant: Callable[..., torch.Tensor], atol: float = 1e-4
+    actual: torch.Tensor,
+    bugs: dict[str, dict[str, Any]],
+    variant: Callable[..., torch.Tensor],
+    atol: float = 1e-4,
+    rtol: float = 1e-4,
 ) -> str | None:
     """The explanation of the first of ``bugs`` (explanation -> ``variant``'s keyword arguments that make that
     bug) whose variant computes ``actual``."""
-    return first_match(actual, ((why, functools.partial(variant, **kw)) for why, kw in bugs.items()), atol)
+    return first_match(actual, ((why, functools.partial(variant, **kw)) for why, kw in bugs.items()), atol, rtol)
 
 
 def _allowed(T: int, mask: str) -> torch.Tensor:
@@ -42,9 +52,9 @@ def _allowed(T: int, mask: str) -> torch.Tensor:
     return {"tril": ones.tril(), "triu": ones.triu(), "strict": ones.tril(-1)}[mask].bool()
 
 
-def attention(q, k, v, *, mask="tril", scale="sqrt", dim=-1, after=False):
+def attention(q, k, v, *, mask="tril", scale="sqrt", dim=-1, after=False, divisor=None):
     T, d_k = q.shape[-2], q.shape[-1]
-    divisor = {"sqrt": math.sqrt(d_k), "d": float(d_k), None: 1.0}[scale]
+    divisor = divisor or {"sqrt": math.sqrt(d_k), "d": float(d_k), None: 1.0}[scale]
     scores = q @ k.transpose(-2, -1) / divisor
     if after:
         weights = F.softmax(scores, dim=dim) * _allowed(T, mask)
@@ -76,7 +86,49 @@ ATTENTION_BUGS: dict[str, dict[str, Any]] = {
 
 def explain_attention(actual: torch.Tensor, q, k, v, part: int) -> str | None:
     """``part`` 0 compares outputs, 1 compares weights."""
-    return first_bug(actual, ATTENTION_BUGS, lambda **kw: attention(q, k, v, **kw)[part])
+    return first_bug(actual, ATTENTION_BUGS, lambda **kw: attention(q, k, v, **kw)[part]) or wrong_scale(
+        actual,
+        lambda divisor: attention(q, k, v, divisor=divisor)[part],
+        {"d_k": q.shape[-1], "T": q.shape[-2]},
+        "sqrt(d_k)",
+    )
+
+
+# What each size is, for a message that names a wrong divisor of the scores.
+SIZE_MEANINGS = {
+    "T": "the sequence length (the number of positions)",
+    "d": "the model's width",
+    "d_k": "the size of each key",
+    "d_head": "the size of each head, d // n_heads",
+    "head_size": "the size of each head, d // n_heads",
+    "n_heads": "the number of heads",
+    "r": "the latent's size (the rank of w_down)",
+}
+
+
+def wrong_scale(
+    actual: torch.Tensor, compute: Callable[[float], torch.Tensor], sizes: dict[str, int], right: str
+) -> str | None:
+    """The scores' divisor that gives ``actual``, among the sizes and their roots, products and ratios (and 1),
+    in words, when it is not ``right``: a scale that depends on the wrong size is a constant factor inside the
+    softmax, which no list of known bugs can enumerate."""
+    values = dict(differences.size_expressions({k: float(v) for k, v in sizes.items()}))
+    if right not in values:  # a size of 1: every divisor of it is 1
+        return None
+    candidates = [(name, v) for name, v in values.items() if not math.isclose(v, values[right])]
+    found = first_match(actual, ((name, functools.partial(compute, v)) for name, v in [*candidates, ("1", 1.0)]))
+    if found is None:
+        return None
+    named = set(re.findall(r"\w+", found)) - {"sqrt"}
+    used = [f"{n} = {sizes[n]} is {SIZE_MEANINGS.get(n, n)}" for n in sizes if n in named]
+    right_size = right.removeprefix("sqrt(").removesuffix(")")
+    return (
+        f"the scores are divided by {found} (= {dict(candidates).get(found, 1.0):.4g}) instead of {right} "
+        f"(= {values[right]:.4g})"
+        + (f", where {', '.join(used)}" if used else ": they are not scaled at all")
+        + f". The scale is 1 / {right}, with {right_size} {SIZE_MEANINGS.get(right_size, right_size)}: it keeps "
+        "the scores' spread near 1 whatever that size"
+    )
 
 
 def self_attention(
@@ -91,6 +143,7 @@ def self_attention(
     proj=True,
     mask="tril",
     dim=-1,
+    divisor=None,
 ):
     B, T, d = x.shape
     dh = d // n_heads
@@ -100,7 +153,7 @@ def self_attention(
         q, k, v = (t.view(B, T, n_heads, dh).transpose(1, 2) for t in (q, k, v))
     else:
         q, k, v = (t.reshape(B, n_heads, T, dh) for t in (q, k, v))
-    divisor = {"d_head": math.sqrt(dh), "d": math.sqrt(d), "d_head_unrooted": float(dh), None: 1.0}[scale]
+    divisor = divisor or {"d_head": math.sqrt(dh), "d": math.sqrt(d), "d_head_unrooted": float(dh), None: 1.0}[scale]
     scores = (q @ k.transpose(-2, -1) / divisor).masked_fill(~_allowed(T, mask), float("-inf"))
     out = F.softmax(scores, dim=dim) @ v
     out = out.transpose(1, 2).reshape(B, T, d) if merge == "transpose" else out.reshape(B, T, d)
@@ -133,16 +186,38 @@ SELF_ATTENTION_BUGS: dict[str, dict[str, Any]] = {
 
 
 def explain_self_attention(actual: torch.Tensor, x, state: dict, n_heads: int) -> str | None:
-    return first_bug(actual, SELF_ATTENTION_BUGS, lambda **kw: self_attention(x, state, n_heads, **kw))
+    B, T, d = x.shape
+    return first_bug(actual, SELF_ATTENTION_BUGS, lambda **kw: self_attention(x, state, n_heads, **kw)) or wrong_scale(
+        actual,
+        lambda divisor: self_attention(x, state, n_heads, divisor=divisor),
+        {"d_head": d // n_heads, "d": d, "n_heads": n_heads, "T": T},
+        "sqrt(d_head)",
+    )
 
 
-def block(x, ref_block, *, prenorm=True, act=F.gelu, residual=(True, True)):
+def block(
+    x,
+    ref_block,
+    *,
+    prenorm=True,
+    act=F.gelu,
+    residual=(True, True),
+    eps=None,
+    norm_bias=(True, True),
+    second_from_input=False,
+):
+    """The reference block's layers wired as the lesson's block, or with one known bug."""
     ffn = lambda h: ref_block.ffn[2](act(ref_block.ffn[0](h)))  # noqa: E731
-    for norm, sublayer, keep in ((ref_block.ln1, ref_block.attn, residual[0]), (ref_block.ln2, ffn, residual[1])):
+    start = x
+    layers = ((ref_block.ln1, ref_block.attn, residual[0]), (ref_block.ln2, ffn, residual[1]))
+    for i, (ln, sublayer, keep) in enumerate(layers):
+        bias = ln.bias if norm_bias[i] else None
+        epsilon = ln.eps if eps is None else eps[i]
+        skip = start if i == 1 and second_from_input else x
         if prenorm:
-            x = (x if keep else 0) + sublayer(norm(x))
+            x = (skip if keep else 0) + sublayer(F.layer_norm(x, ln.normalized_shape, ln.weight, bias, epsilon))
         else:
-            x = norm((x if keep else 0) + sublayer(x))
+            x = F.layer_norm((skip if keep else 0) + sublayer(x), ln.normalized_shape, ln.weight, bias, epsilon)
     return x
 
 
@@ -152,12 +227,30 @@ BLOCK_BUGS: dict[str, dict[str, Any]] = {
     "no residual connections: x = x + attn(ln1(x)), then x = x + ffn(ln2(x))": {"residual": (False, False)},
     "the attention's residual connection is missing: x = x + attn(ln1(x))": {"residual": (False, True)},
     "the feed-forward's residual connection is missing: x = x + ffn(ln2(x))": {"residual": (True, False)},
+    "the feed-forward's residual adds the block's input, not the first sublayer's output: h = x + attn(ln1(x)), "
+    "then the block returns h + ffn(ln2(h)), so the attention's contribution must be carried into the second "
+    "residual": {"second_from_input": True},
+    "the feed-forward uses GELU's tanh approximation (approximate='tanh'): the lesson's nn.GELU() is the exact "
+    "one, and the two differ by up to 5e-4": {"act": functools.partial(F.gelu, approximate="tanh")},
+    "ln1's bias is left out (F.layer_norm without ln1.bias?): a LayerNorm applies its weight AND its bias": {
+        "norm_bias": (False, True)
+    },
+    "ln2's bias is left out (F.layer_norm without ln2.bias?): a LayerNorm applies its weight AND its bias": {
+        "norm_bias": (True, False)
+    },
+    **{
+        f"{which} eps is {eps:g}, not nn.LayerNorm's default 1e-5: a LayerNorm divides by sqrt(var + eps), so the "
+        "eps shows where the variance is small": {"eps": pair}
+        for eps in (1e-6, 1e-12, 1e-8, 1e-3, 1e-4, 0.0)
+        for which, pair in (("the LayerNorms'", (eps, eps)), ("ln1's", (eps, 1e-5)), ("ln2's", (1e-5, eps)))
+    },
 }
 
 
 def explain_block(actual: torch.Tensor, x, ref_block) -> str | None:
+    # tight: some of these bugs (an eps, GELU's tanh form) move the output by less than 1e-4
     with torch.no_grad():
-        return first_bug(actual, BLOCK_BUGS, lambda **kw: block(x, ref_block, **kw))
+        return first_bug(actual, BLOCK_BUGS, lambda **kw: block(x, ref_block, **kw), atol=2e-6, rtol=2e-5)
 
 
 TRAIN_BUGS: dict[str, dict[str, Any]] = {

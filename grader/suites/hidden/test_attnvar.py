@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import functools
 import math
+from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
 
 from grader.suites import causality, checks, rules
+from grader.suites.hidden import diagnose
 
 B, T, D, HEADS, GROUPS, RANK = 3, 7, 24, 4, 2, 10
 GROWTH_D = 48  # the rules' calls: 16 heads of 3 at most
@@ -114,6 +116,7 @@ def attention(
     split="transpose",
     merge="transpose",
     kv="interleave",
+    divisor: float | None = None,
 ) -> torch.Tensor:
     """Attention of (B, T, d) projections, with the lesson's steps or a known bug in one of them."""
     b, t, d = q.shape
@@ -129,7 +132,7 @@ def attention(
         k, v = k.repeat_interleave(heads // groups, 1), v.repeat_interleave(heads // groups, 1)
     else:
         k, v = k.repeat(1, heads // groups, 1, 1), v.repeat(1, heads // groups, 1, 1)
-    divisor = {"sqrt_hs": math.sqrt(hs), "none": 1.0, "d": d, "hs": hs, "sqrt_d": math.sqrt(d)}[scale]
+    divisor = divisor or {"sqrt_hs": math.sqrt(hs), "none": 1.0, "d": d, "hs": hs, "sqrt_d": math.sqrt(d)}[scale]
     scores = q.double() @ k.double().transpose(-2, -1) / divisor
     below = torch.ones(t, t, dtype=torch.bool).tril()
     if mask == "before":
@@ -155,7 +158,7 @@ def projections(fn: str, x: torch.Tensor, rest: tuple) -> tuple:
     return x @ w_q, c @ w_up_k, c @ w_up_v, w_o, heads, heads
 
 
-KNOWN_BUGS = [
+KNOWN_BUGS: list[tuple[dict[str, Any], str]] = [
     (dict(mask="none"), "no causal mask: fill the scores of later keys with -inf before the softmax"),
     (
         dict(mask="after"),
@@ -193,7 +196,13 @@ def explain(fn: str, out: torch.Tensor, x: torch.Tensor, rest: tuple) -> str | N
         candidate = attention(q, k, v, w_o, heads, groups, **bug)
         if torch.isfinite(candidate).all() and torch.allclose(out, candidate, atol=1e-4, rtol=1e-3):
             return why
-    return None
+    # a scale by another size than the head's: any of the sizes, their roots, products and ratios (the latent's
+    # size first, where there is one: it is what latent attention is scaled by by mistake)
+    sizes = {"r": rest[1].shape[1]} if fn == MLA else {}
+    sizes |= {"head_size": q.shape[-1] // heads, "d": q.shape[-1], "n_heads": heads, "T": x.shape[1]}
+    return diagnose.wrong_scale(
+        out, lambda divisor: attention(q, k, v, w_o, heads, groups, divisor=divisor), sizes, "sqrt(head_size)"
+    )
 
 
 def reference(ref, fn: str, x: torch.Tensor, rest: tuple) -> torch.Tensor:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 
 from grader.sandbox.worker.standin import make_standin
-from grader.suites import checks
+from grader.suites import checks, differences
 from grader.suites.hidden import diagnose
 
 V = 29
@@ -61,11 +61,30 @@ def test_loss_is_mean_cross_entropy(m3, seed, B, T):
     want = F.cross_entropy(*flat).item()
     if checks.differs(got, want, 1e-4 * max(1.0, abs(want))):
         hint = ""
-        if abs(got - F.cross_entropy(*flat, reduction="sum").item()) < 1e-3:
-            hint = ": that is the sum over positions, the lesson's loss is the mean"
-        elif abs(got - F.cross_entropy(logits[:, -1], targets[:, -1]).item()) < 1e-4:
+        if abs(got - F.cross_entropy(logits[:, -1], targets[:, -1]).item()) < 1e-4:
             hint = ": that is the loss of the last position only; every position is a training example"
+        elif cause := summed(got / want, B, T):
+            hint = f": {cause}"
         checks.fail(f"clm_loss returned {got:.5f}, expected {want:.5f}{hint}")
+
+
+# A loss a whole number of times the mean is a sum: over which axes, the factor says.
+SUMMED = {
+    "B * T": "the sum over every position of the batch (reduction='sum')",
+    "T": "the sum over the T positions of each sequence, averaged over the batch",
+    "B": "the sum over the B sequences, averaged over positions",
+}
+
+
+def summed(ratio: float, B: int, T: int) -> str | None:
+    """What a loss ``ratio`` times the mean adds up, in words, or None when the ratio is no such count."""
+    text, name = differences.factor_text(ratio, {"B": B, "T": T})
+    if name not in SUMMED or ratio < 1:
+        return None
+    return (
+        f"that is {text} times the mean, {SUMMED[name]}. The lesson's loss is the mean over positions and batch "
+        "items (F.cross_entropy's default reduction='mean'), so that its size does not grow with B or T"
+    )
 
 
 @pytest.mark.points(3)

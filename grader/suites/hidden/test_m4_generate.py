@@ -61,6 +61,12 @@ def explain_token(model, context: torch.Tensor, got: torch.Tensor) -> str:
     with torch.no_grad():
         if len(context[0]) > model.T and torch.equal(got, model(context[:, : model.T])[:, -1].argmax(-1)):
             return "it is the argmax for the FIRST model.T tokens: crop to the last ones, idx[:, -model.T:]"
+        # cropped one token short (idx[:, -model.T + 1:]): the token comes from the last model.T - 1 tokens
+        if len(context[0]) >= model.T and torch.equal(got, model(context[:, 1 - model.T :])[:, -1].argmax(-1)):
+            return (
+                "it is the argmax for the last model.T - 1 tokens: the crop keeps one token too few. "
+                "idx[:, -model.T:] keeps the last model.T tokens, the whole context the model can take"
+            )
         if torch.equal(got, model(context[:, -model.T :])[:, 0].argmax(-1)):
             return "it is the argmax of the first position's logits: use the last position, logits[:, -1]"
     return "greedy decoding appends the argmax of the last position's logits"

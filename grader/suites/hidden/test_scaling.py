@@ -273,6 +273,13 @@ def explain_chinchilla(n: float, compute: float) -> str:
         return "C = 120 N^2, so N = sqrt(C / 120): take the square root"
     if math.isclose(n, 20 * math.sqrt(compute / 120), rel_tol=1e-6):
         return "(N, D) are swapped: N = sqrt(C / 120) parameters, D = 20 N tokens"
+    exact = math.sqrt(compute / 120)
+    for unit, name in ((1e9, "billions"), (1e6, "millions"), (1e3, "thousands"), (1, "a whole number")):
+        if n == round(exact / unit) * unit and n != exact:
+            return (
+                f"N is rounded to {name} ({n:g} where sqrt(C / 120) = {exact:.6g}): return the exact value, and "
+                "round only where you print it (f'{n / 1e9:.1f}B'); D = 20 N then carries the rounding too"
+            )
     return "substitute D = 20 N into C = 6 N D: C = 120 N^2, N = sqrt(C / 120), D = 20 N"
 
 
