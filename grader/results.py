@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from enum import Enum
@@ -30,6 +31,8 @@ class Verdict(str, Enum):
     # call (time limit, runtime error, memory limit).
     IMPORT_ERROR = "import error"
     NOT_IMPLEMENTED = "not implemented"
+    NOT_ANSWERED = "not answered"  # a question still None, as the stub leaves it
+    RULE_BROKEN = "rule broken"  # a paper's or an exercise's rule (no loops, no library attention): shown with it
     NOT_COUNTED = "not counted"  # the grader's own error, or nothing it could observe
 
 
@@ -43,6 +46,34 @@ class Recheck(str, Enum):
     NONE = ""  # no claim to settle
     GRADER = "grader"  # the reference fails the same way: the grader's own fault, set aside
     SUBMISSION = "submission"  # the reference completes it: the submission's doing, counted as failed
+
+
+class Unanswered(AssertionError):
+    """A check's failure for a question still unanswered: its verdict is "not answered", not a wrong answer."""
+
+    verdict = Verdict.NOT_ANSWERED
+
+
+class RuleBroken(AssertionError):
+    """A check's failure for a broken rule: its verdict is "rule broken", shown with the rule's words."""
+
+    verdict = Verdict.RULE_BROKEN
+
+
+def rule_broken_message(rule: str, rest: str) -> str:
+    """How a broken rule's message begins, with what the rule says ("no library attention"): ``shown_verdict``
+    reads the rule back from it."""
+    return f"rule broken ({rule}), {rest}"
+
+
+def shown_verdict(check: dict) -> str | None:
+    """A failed check's verdict as a screen shows it: a broken rule with the rule's words, which are the paper's
+    and known to the student, so they may show where the message is hidden."""
+    verdict = check.get("verdict")
+    found = re.match(r"rule broken \((.+?)\), ", str(check.get("message") or ""))
+    if verdict == Verdict.RULE_BROKEN.value and found:
+        return f"{verdict}: {found.group(1)}"
+    return verdict
 
 
 class NotObserved(Finding):

@@ -23,7 +23,7 @@ import pytest
 from grader.hints import hint_for
 from grader.milestones import GRADABLE
 from grader.reference import SOLUTIONS
-from grader.results import CLAIM_COUNTED, CheckResult, NotObserved, Recheck, Report, Verdict
+from grader.results import CLAIM_COUNTED, CheckResult, NotObserved, Recheck, Report, RuleBroken, Unanswered, Verdict
 from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
@@ -256,6 +256,8 @@ def verdict_of(error: BaseException) -> Verdict:
             return ended.get(seen.ended_by, Verdict.IMPORT_ERROR)
         if isinstance(seen, MissingName):
             return Verdict.IMPORT_ERROR
+        if isinstance(seen, Unanswered | RuleBroken):
+            return seen.verdict
         seen = seen.__context__
     return Verdict.WRONG_ANSWER
 

@@ -23,7 +23,7 @@ from grader.contest.metric import split_check
 from grader.contest.policy import Phase, WindowState, task_points
 from grader.feedback import Feedback
 from grader.milestones import GRADABLE
-from grader.results import Verdict
+from grader.results import Verdict, shown_verdict
 
 # The fields of a check a student sees under ``full``. Not the traceback: it is the grader's own failure, and
 # it quotes the hidden suite's source; the coach sees it in the full report.
@@ -74,7 +74,7 @@ def task_verdict(checks: list[dict[str, Any]]) -> str | None:
     for check in checks:
         if check.get("passed") or check.get("internal_error") or check.get("verdict") == Verdict.NOT_COUNTED.value:
             continue
-        return check.get("verdict")
+        return shown_verdict(check)
     return Verdict.OK.value
 
 

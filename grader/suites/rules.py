@@ -33,6 +33,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from grader.results import RuleBroken, rule_broken_message
+
 from .checks import fail
 
 SLACK = 2  # a step up in size may cost this many more operations without counting as growth
@@ -267,7 +269,7 @@ class Verdicts:
             self.broken[part.function] = self._judge(view, part)
         why = self.broken[part.function]
         if why is not None:
-            fail(why)
+            raise RuleBroken(why)
 
     def _judge(self, view: Any, part: Part) -> str | None:
         in_force = [rule for rule in part.rules if self.active is None or rule.name in self.active]
@@ -291,6 +293,6 @@ class Verdicts:
     @staticmethod
     def _message(part: Part, rule: Rule, found: str) -> str:
         # "every check of it fails", which is what the report's table shows, in a release's 0-point checks too
-        return f"rule broken ({rule.says}), so every check of {part.function} fails: {found}" + (
+        return rule_broken_message(rule.says, f"so every check of {part.function} fails: {found}") + (
             f". {rule.advice}" if rule.advice else ""
         )

@@ -108,6 +108,30 @@ def test_the_stubs_are_not_solved(tmp_path, paper):
     assert (work / ".practice" / "report.md").is_file() and not (work / ".practice" / "log.jsonl").exists()
 
 
+@pytest.mark.slow
+def test_the_live_line_names_an_unanswered_question_and_a_broken_rule(tmp_path):
+    """Issue 35: the line after an attempt said "(wrong answer)" for both; it says what the cause is."""
+    paper = tmp_path / "paper" / "paper.toml"
+    paper.parent.mkdir()
+    paper.write_text(
+        PAPER.replace("[parts.m1]\npoints = 60", '[parts.attnvar]\npoints = 60\nrules = ["no-library-attention"]')
+    )
+    work = tmp_path / "work"
+    shutil.copytree(SOLUTIONS, work)
+    shutil.copy(EXERCISES / "quiz.py", work / "quiz.py")  # every answer still None
+    attnvar = work / "m10_attnvar.py"
+    own = "    return merge_heads(attend(q, k, v)) @ w_o\n\n\ndef grouped_query_attention"
+    library = own.replace("attend(q, k, v)", "F.scaled_dot_product_attention(q, k, v, is_causal=True)")
+    assert own in attnvar.read_text()
+    attnvar.write_text(attnvar.read_text().replace(own, library))
+    proc = practice(paper, work, stdin="\nq\n")
+    assert proc.returncode == 0, proc.stderr
+    during = proc.stdout.split("# Practice: Tiny paper")[0]
+    assert "quiz: not yet full marks (not answered)" in during, during
+    assert "attnvar: not yet full marks (rule broken: no library attention)" in during, during
+    assert "wrong answer" not in during
+
+
 def notebook(path, *modules, folder=SOLUTIONS):
     """A notebook with one code cell per file of ``folder`` (the reference, or the stubs)."""
     cell = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from grader.results import Verdict
+from grader.results import RuleBroken, Unanswered, Verdict, rule_broken_message, shown_verdict
 from grader.runner import verdict_of
 from grader.sandbox.client import StudentError, WorkerCrash
 from grader.sandbox.session import ImportFailure, MissingName
@@ -39,6 +39,8 @@ def explained(error: Exception) -> AssertionError:
         (WorkerCrash("the worker crashed with a segmentation fault"), Verdict.RUNTIME_ERROR),
         (ImportFailure("the submission's files could not be imported"), Verdict.IMPORT_ERROR),
         (MissingName("m1_attention.py defines no causal_mask"), Verdict.IMPORT_ERROR),
+        (Unanswered("not implemented yet: q3 is still None"), Verdict.NOT_ANSWERED),
+        (RuleBroken("rule broken (no loops), so every check of f fails: ..."), Verdict.RULE_BROKEN),
     ],
     ids=lambda x: x if isinstance(x, str) else type(x).__name__,
 )
@@ -62,3 +64,10 @@ def test_a_failed_run_of_the_metric_task_is_a_counted_verdict_of_its_limit():
 
     assert verdict_of(RunFailed("time limit exceeded: 40 of 30 CPU s", limit="time")) is Verdict.TIME_LIMIT
     assert verdict_of(RunFailed("runtime error while evaluating your model", limit="")) is Verdict.RUNTIME_ERROR
+
+
+def test_a_broken_rule_is_shown_with_the_rule_and_other_verdicts_as_they_are():
+    message = rule_broken_message("no library attention", "so every check of f fails: it calls F.sdpa")
+    assert shown_verdict({"verdict": "rule broken", "message": message}) == "rule broken: no library attention"
+    assert shown_verdict({"verdict": "not answered", "message": "not implemented yet: q3"}) == "not answered"
+    assert shown_verdict({"verdict": "wrong answer", "message": message}) == "wrong answer"
