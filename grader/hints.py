@@ -13,7 +13,8 @@ HINTS = [
     (
         r"Sizes of tensors must match except in dimension",
         "torch.cat joins tensors that must agree in every other dimension; if one of them is a cache, is it "
-        "this call's own (a default argument such as cache=[] is made once and kept between calls)?",
+        "this call's own (a default argument such as cache=[] is made once and kept between calls, and so is a cache "
+        "kept on the model)?",
     ),
     (r"view size is not compatible with input tensor", "use .reshape (or .contiguous() before .view)"),
     (r"index out of range in self", "a token id or a position is outside its embedding table"),

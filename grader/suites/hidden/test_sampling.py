@@ -247,6 +247,35 @@ def test_top_p(sampling):
                 f"{cum[n_want - 1]:.3f} >= p: stop at the first token whose cumulative probability "
                 "reaches p (the smallest such set)"
             )
+    exactly_at_p(sampling)
+
+
+# Cumulative sums that land exactly on p: four equal logits have probabilities of exactly 1/4 (exp(0) = 1 over a
+# sum of 4; the two far lower logits add 1e-26, nothing at float32's precision), so 0.25, 0.5 and 0.75 are reached
+# exactly and the set to keep is the contract's, not rounding's. Which of the equal tokens are kept is free.
+AT_P = torch.tensor([[0.0, -60.0, 0.0, 0.0, -60.0, 0.0]])
+
+
+def exactly_at_p(sampling) -> None:
+    """A cumulative probability equal to p reaches p: the set stops at that token, both ways."""
+    for p, n_want in ((0.25, 1), (0.5, 2), (0.75, 3)):
+        got = kept(sampling, AT_P, top_p=p)[0]
+        n = int(got.sum())
+        row = f"top_p={p:g} on four tokens of probability exactly 1/4 (logits {AT_P[0].tolist()})"
+        if n > n_want:
+            checks.fail(
+                f"{row}: kept {n} tokens, but the first {n_want} already hold exactly p = {p:g}: a cumulative "
+                "probability equal to p reaches p, so the smallest set stops at that token. Compare with >= "
+                "(drop where the probability before a token is already >= p), not >"
+            )
+        if n < n_want:
+            checks.fail(
+                f"{row}: kept {n} tokens, but {n} of them hold only {n / 4:g} < p; with the next one the sum is "
+                f"exactly p = {p:g}, which reaches p: you dropped the token whose cumulative probability equals p "
+                "exactly. Keep every token until the sum is >= p, that token included"
+            )
+        if not (AT_P[0][got] == 0).all():
+            checks.fail(f"{row}: kept a token of probability 1e-26 before a token of probability 1/4")
 
 
 def test_top_k_then_top_p_on_any_batch_shape(sampling):
