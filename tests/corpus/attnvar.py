@@ -58,6 +58,22 @@ BUGGY = [
         M10,
         (SCALE, "scores = q @ k.transpose(-2, -1) / (q.shape[1] * hs)  # 1 / d, d = n_heads * hs"),
     ),
+    # latent attention written out, scaled by the latent's size r instead of the head size
+    bug(
+        "attnvar-latent-scaled-by-latent-size",
+        "attnvar",
+        "r = 10 is the latent's size",
+        M10,
+        (
+            MLA_ATTEND,
+            """    v = split_heads(c @ w_up_v, n_heads)
+    T, r = x.shape[1], c.shape[-1]
+    scores = q @ k.transpose(-2, -1) / math.sqrt(r)
+    future = torch.ones(T, T, dtype=torch.bool, device=x.device).triu(1)
+    weights = F.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
+    return merge_heads(weights @ v) @ w_o""",
+        ),
+    ),
     bug(
         "attnvar-split-heads-without-transpose",
         "attnvar",

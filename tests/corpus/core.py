@@ -171,6 +171,21 @@ BUGGY = [
         ("return self.proj(out)", "return out"),
     ),
     bug("m1-qkv-order-swapped", "m1", "swapped", M1, (SPLIT, SPLIT.replace("q, k, v", "k, q, v"))),
+    # Issue 35: bugs seen on real submissions, each named by the first message that fails.
+    bug(
+        "m1-scores-over-sequence-length",
+        "m1",
+        "sequence length",
+        M1,
+        (SCALE, "scores = q @ k.transpose(-2, -1) / math.sqrt(T)"),
+    ),
+    bug(
+        "m1-module-scores-over-T",
+        "m1",
+        "sequence length",
+        M1,
+        (FORWARD_BODY, own_attention("T")),
+    ),
     # --- m2: GPTBlock, TinyGPT, count_parameters (graded on the grader's own M1)
     bug(
         "m2-post-norm",
@@ -241,6 +256,40 @@ BUGGY = [
     ),
     bug("m2-count-hardcoded", "m2", "is 107008, expected", M2, (COUNT, "return 107_008")),
     bug(
+        "m2-second-residual-from-block-input",
+        "m2",
+        "block's input",
+        M2,
+        (
+            f"        {BLOCK_ATTN}\n        {BLOCK_FFN}\n",
+            "        h = x + self.attn(self.ln1(x))\n        x = x + self.ffn(self.ln2(h))\n",
+        ),
+    ),
+    bug(
+        "m2-positions-from-1",
+        "m2",
+        "count positions from 0",
+        M2,
+        (POSITIONS, "self.pos(torch.arange(1, t + 1, device=idx.device))"),
+    ),
+    # Differences below the old tolerance (issue 35): a LayerNorm's eps, its bias left out, GELU's tanh form.
+    bug(
+        "m2-layernorm-eps",
+        "m2",
+        "eps",
+        M2,
+        ("        self.ln1 = nn.LayerNorm(d)\n", "        self.ln1 = nn.LayerNorm(d, eps=1e-6)\n"),
+    ),
+    bug(
+        "m2-layernorm-without-bias",
+        "m2",
+        "ln2",
+        M2,
+        ("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
+        (BLOCK_FFN, "x = x + self.ffn(F.layer_norm(x, (x.shape[-1],), self.ln2.weight))"),
+    ),
+    bug("m2-gelu-tanh", "m2", "tanh", M2, (FFN, FFN.replace("nn.GELU()", 'nn.GELU(approximate="tanh")'))),
+    bug(
         "m2-head-created-before-blocks",
         "m2",
         "different order",
@@ -263,10 +312,18 @@ BUGGY = [
     bug("m3-loss-sum", "m3", "mean", M3, (LOSS, LOSS.replace("ignore)", 'ignore, reduction="sum")'))),
     bug("m3-ignore-index-ignored", "m3", "still count", M3, (LOSS, LOSS.replace(", ignore_index=ignore", ""))),
     bug("m3-sgd", "m3", "SGD", M3, (ADAM, ADAM.replace("Adam", "SGD"))),
+    bug(
+        "m3-loss-summed-over-positions",
+        "m3",
+        "mean over positions",
+        M3,
+        (LOSS, LOSS.replace("ignore)", 'ignore, reduction="sum") / logits.shape[0]')),
+    ),
     # --- m4: greedy generation (graded on a stand-in model)
     bug("m4-argmax-first-position", "m4", "last position", M4, (PICK, PICK.replace("-1, :]", "0, :]"))),
     bug("m4-no-cropping", "m4", "last model.T tokens", M4, (CROP, "logits = model(idx)")),
     bug("m4-crops-first-tokens", "m4", "FIRST", M4, (CROP, "logits = model(idx[:, :model.T])")),
+    bug("m4-crops-to-T-minus-1", "m4", "model.T - 1", M4, (CROP, "logits = model(idx[:, -model.T + 1:])")),
     bug(
         "m4-samples",
         "m4",

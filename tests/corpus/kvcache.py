@@ -173,6 +173,34 @@ BUGGY = [
         M7,
         ("    cache = [None] * len(model.blocks)\n", "    model.eval()\n    cache = [None] * len(model.blocks)\n"),
     ),
+    # Issue 35: a position one past the token's own runs off the position table on the longest sequence
+    bug(
+        "position-off-by-one", "kvcache", "off by one", M7, (NEWEST, "logits = feed(model, idx[:, -1:], t + i, cache)")
+    ),
+    # A cache kept on the model: right tokens, but the model holds the keys and values after the call
+    bug(
+        "cache-kept-on-the-model",
+        "kvcache",
+        "must not be kept on the model",
+        M7,
+        (
+            "    cache = [None] * len(model.blocks)\n    idx = start\n",
+            "    model.kv_cache = [None] * len(model.blocks)  # reset every call\n    cache = model.kv_cache\n"
+            "    idx = start\n",
+        ),
+    ),
+    # ... made on the first call and never reset: the next call, on another batch size, runs into the old keys
+    bug(
+        "cache-on-the-model-never-reset",
+        "kvcache",
+        "must not be kept on the model",
+        M7,
+        (
+            "    cache = [None] * len(model.blocks)\n    idx = start\n",
+            '    if not hasattr(model, "kv_cache"):\n        model.kv_cache = [None] * len(model.blocks)\n'
+            "    cache = model.kv_cache\n    idx = start\n",
+        ),
+    ),
 ]
 
 CORRECT = [

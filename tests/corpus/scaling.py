@@ -38,6 +38,13 @@ BUGGY = [
     ),
     bug("chinchilla-without-20", "scaling", "the 20 is missing", M5, (OPTIMAL_N, "n_params = math.sqrt(compute / 6)")),
     bug(
+        "chinchilla-rounded-to-billions",
+        "scaling",
+        "rounded",
+        M5,
+        (OPTIMAL_N, "n_params = round(math.sqrt(compute / (6 * TOKENS_PER_PARAMETER)) / 1e9) * 1e9"),
+    ),
+    bug(
         "flops-forward-only",
         "scaling",
         "forward pass only",
