@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import torch
 
 
-def size_expressions(sizes: dict[str, float]) -> list[tuple[str, float]]:
+def size_expressions(sizes: Mapping[str, float]) -> list[tuple[str, float]]:
     """Names for the numbers a factor may be: each size and its square root, then products and ratios of two."""
     found = [(name, float(v)) for name, v in sizes.items()]
     found += [(f"sqrt({name})", math.sqrt(v)) for name, v in sizes.items()]
@@ -24,12 +24,12 @@ def size_expressions(sizes: dict[str, float]) -> list[tuple[str, float]]:
     return [(name, v) for name, v in found if v > 0 and not math.isclose(v, 1.0)]
 
 
-def name_of(value: float, sizes: dict[str, float], rel: float = 1e-3) -> str | None:
+def name_of(value: float, sizes: Mapping[str, float], rel: float = 1e-3) -> str | None:
     """The first expression of ``sizes`` equal to ``value`` ("T", "sqrt(d)", "d / d_head"), or None."""
     return next((name for name, v in size_expressions(sizes) if math.isclose(value, v, rel_tol=rel)), None)
 
 
-def factor_text(factor: float, sizes: dict[str, float]) -> tuple[str, str | None]:
+def factor_text(factor: float, sizes: Mapping[str, float]) -> tuple[str, str | None]:
     """('7 = T', 'T') for a factor of 7 where T = 7; ('0.1429 = 1/T', 'T'); the bare number and None where no
     size gives it."""
     if (name := name_of(factor, sizes)) is not None:
@@ -104,7 +104,7 @@ def looks(
     actual: torch.Tensor,
     expected: torch.Tensor,
     axes: Sequence[str],
-    sizes: dict[str, float] | None = None,
+    sizes: Mapping[str, float] | None = None,
     causes: dict[str, str] | None = None,
 ) -> str | None:
     """How ``actual`` differs from ``expected`` in plain words, and what usually causes that, or None when the

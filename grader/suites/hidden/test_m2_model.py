@@ -56,7 +56,7 @@ def logits_of(model, x: torch.Tensor, what: str) -> object:
             raise e from None
         t = x.shape[1]
         checks.fail(
-            f"{what}: your code raised IndexError ({e.message}) for {t} tokens but not for {t - 1}: the last "
+            f"{what}: IndexError ({e.message}) with {t} tokens, none with {t - 1}: the last "
             f"position's index is {t}, one past the position table's rows 0..{t - 1}. Count positions from 0: "
             "self.pos(torch.arange(t)), not arange(1, t + 1)"
         )

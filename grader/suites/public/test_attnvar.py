@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from grader.suites import checks, rules
+from grader.suites import attention_scale, checks, rules
 
 FUNCTIONS = ("multi_head_attention", "grouped_query_attention", "latent_attention")
 
@@ -64,6 +64,16 @@ def test_public_rules(attnvar, verdicts, fn):
 def test_public_shape(attnvar, fn):
     """(public) 4 heads: (2, 5, 16) in, (2, 5, 16) out"""
     checks.tensor(attnvar.call(fn, *arguments(fn, 4, 5)), f"{fn}'s output", (2, 5, 16))
+
+
+def test_public_multi_head_scale(attnvar, verdicts):
+    """(public) multi_head_attention with d = 36, 4 heads divides its scores by sqrt(head_size) = 3"""
+    verdicts.require(attnvar, PARTS["multi_head_attention"])
+    eye, x = torch.eye(attention_scale.D), attention_scale.probe_input()
+    out = attnvar.call("multi_head_attention", x, eye, eye, eye, eye, attention_scale.HEADS)
+    out = checks.tensor(out, "multi_head_attention's output", tuple(x.shape))
+    if message := attention_scale.wrong_scale(out, "multi_head_attention"):
+        checks.fail(message)
 
 
 def test_public_groups_equal_heads_is_mha(attnvar):

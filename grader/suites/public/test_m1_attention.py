@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.suites import causality, checks
+from grader.suites import attention_scale, causality, checks
 
 
 def test_public_causal_mask(m1):
@@ -69,6 +69,18 @@ def test_public_self_attention_shape(m1):
     """(public) CausalSelfAttention(16, 4) maps (2, 5, 16) to (2, 5, 16)"""
     layer = m1.new("CausalSelfAttention", 16, 4, seed=0)
     checks.tensor(layer(torch.randn(2, 5, 16)), "CausalSelfAttention's output", (2, 5, 16))
+
+
+def test_public_self_attention_scale(m1):
+    """(public) CausalSelfAttention(36, 4) divides its scores by sqrt(d_head) = 3, read back from one output"""
+    # m2, m3 and m4 run on this layer: a wrong scale caught here is not a dead end there.
+    layer = m1.new("CausalSelfAttention", attention_scale.D, attention_scale.HEADS)
+    eye, zero = torch.eye(attention_scale.D), torch.zeros(attention_scale.D)
+    layer.load({"qkv.weight": eye.repeat(3, 1), "qkv.bias": zero.repeat(3), "proj.weight": eye, "proj.bias": zero})
+    x = attention_scale.probe_input()
+    out = checks.tensor(layer(x), "CausalSelfAttention's output", tuple(x.shape))
+    if message := attention_scale.wrong_scale(out, "CausalSelfAttention"):
+        checks.fail(message)
 
 
 def test_public_self_attention_is_causal(m1):

@@ -5,10 +5,18 @@ number that any of these bugs changes, come last, after the checks that name a c
 """
 
 import torch
+import torch.nn.functional as F
 
 from grader.suites import checks
 
 LESSON_LOSSES = {1: 4.0511, 5: 3.4078, 10: 2.7282, 20: 1.5836}
+# When the other checks of m3 pass, a lesson number that differs comes from the model: say where to look.
+LESSON_MODEL = (
+    "This check trains your own TinyGPT, attention included. If a check of m1 or m2 fails, fix it first; if they "
+    "all pass, compare what they do not pin down with the stubs' docstrings: the scale 1 / sqrt(d_head), the 4x "
+    "feed-forward with GELU, the final LayerNorm, and the order the layers are created in (it sets the initial "
+    "weights after torch.manual_seed(42))"
+)
 # The lesson's data: torch.randint(0, 50, (8, 8)) right after torch.manual_seed(42) and TinyGPT(50, 64, 4, 2, 8).
 LESSON_DATA = [
     [37, 36, 41, 36, 4, 7, 42, 33],
@@ -75,6 +83,33 @@ def test_public_gradients_reset_each_step(m3):
     )
 
 
+def test_public_first_loss_is_on_the_next_tokens(m3):
+    """(public) train's first loss is the stand-in's mean cross-entropy on the next tokens, before any step"""
+    model = m3.standin(19, 8, 6, seed=5)  # the grader's small stand-in language model, not your TinyGPT
+    data = torch.tensor(STILL_DATA)
+    logits = checks.tensor(model(data[:, :-1], grad=False), "the stand-in's logits", (3, 6, 19))
+    on_next, on_same = (
+        F.cross_entropy(logits.reshape(-1, 19), t.reshape(-1)).item() for t in (data[:, 1:], data[:, :-1])
+    )
+    losses = m3.call("train", model, data, steps=1, lr=0.0)
+    if not (isinstance(losses, list) and len(losses) == 1):
+        checks.fail(f"train(model, data, steps=1) should return 1 loss, not {checks.describe(losses)}")
+    first = checks.number(losses[0], "the first loss")
+    if not checks.differs(first, on_next, 1e-4):
+        return
+    if not checks.differs(first, on_same, 1e-4):
+        checks.fail(
+            f"train's first loss, {first:.4f}, is the model's loss at predicting each input token itself: the "
+            "targets inside train are not shifted. Position i must predict token i + 1: train on "
+            f"clm_inputs_targets(data), whose loss here is {on_next:.4f}"
+        )
+    checks.fail(
+        f"train's first loss is {first:.4f}, but before any step the stand-in's mean cross-entropy on the next "
+        f"tokens is {on_next:.4f}: the first loss is computed before the first update, on (inputs, targets) "
+        "from clm_inputs_targets"
+    )
+
+
 def test_public_lesson_losses(m3):
     """(public) seed 42, your TinyGPT(50, 64, 4, 2, 8): losses 4.0511, 3.4078, 2.7282, 1.5836 at steps 1, 5, 10, 20"""
     model = m3.new("TinyGPT", 50, 64, 4, 2, 8, seed=42, module="m2_model")
@@ -85,7 +120,4 @@ def test_public_lesson_losses(m3):
     for step, want in LESSON_LOSSES.items():
         got = checks.number(losses[step - 1], f"step {step}'s loss")
         if checks.differs(got, want, 2e-3):
-            checks.fail(
-                f"step {step}'s loss is {got:.4f}; in the lesson, {want} (this check uses your "
-                "TinyGPT and its attention too: if the checks of m1 or m2 fail, fix those first)"
-            )
+            checks.fail(f"step {step}'s loss is {got:.4f}; in the lesson, {want}. {LESSON_MODEL}")

@@ -18,7 +18,9 @@ def test_public_lesson_tokens(m4):
         out[0].tolist(),
         [5, 12, 3, 42, 2, 38, 35, 35],
         "the generated sequence",
-        hint="this check uses your TinyGPT and its attention too: if the checks of m1 or m2 fail, fix those first",
+        hint="this check runs your own TinyGPT, attention included: if a check of m1 or m2 fails, fix it first; if "
+        "they all pass, check the scale 1 / sqrt(d_head), the GELU feed-forward, the final LayerNorm and the order "
+        "the layers are created in against the stubs' docstrings",
     )
 
 

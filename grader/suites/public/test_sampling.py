@@ -62,3 +62,27 @@ def test_public_temperature_sharpens(sampling):
     else:
         cause = "softmax([0, ln 3] / 0.5) = [1/10, 9/10]. Is the temperature dividing the logits before the softmax?"
     checks.fail(f"at temperature 0.5, token 1 came up in {share:.1%} of 4,000 draws, expected about 90%: {cause}")
+
+
+def test_public_temperature_before_top_p(sampling):
+    """(public) logits [0, ln 3], temperature 0.5, top_p = 0.8: only token 1 may be drawn (4,000 draws)"""
+    # At temperature 0.5 the probabilities are [1/10, 9/10], and 9/10 alone reaches 0.8; at temperature 1 they
+    # are [1/4, 3/4], and 3/4 does not. So the draws show which came first, the temperature or top-p.
+    logits = torch.tensor([[0.0, math.log(3)]]).repeat(4000, 1)
+    out = checks.tensor(
+        sample_next(sampling, logits, SeededGenerator(12), temperature=0.5, top_p=0.8),
+        "sample_next's result",
+        (4000,),
+        dtype=torch.long,
+    )
+    zeros = float((out == 0).double().mean())
+    if zeros == 0:
+        return
+    cause = (
+        "about 1 in 10, what top-p on the unscaled probabilities [1/4, 3/4] keeps and the temperature then "
+        "sharpens: top-p ran before the temperature. Divide the logits by the temperature first, then filter: "
+        "filter_logits(logits / temperature, top_k, top_p)"
+        if abs(zeros - 0.1) <= 0.03
+        else "top-p at 0.8 on [1/10, 9/10] keeps token 1 alone: divide the logits by the temperature, then filter"
+    )
+    checks.fail(f"with temperature 0.5 and top_p = 0.8, token 0 came up in {zeros:.1%} of 4,000 draws: {cause}")
