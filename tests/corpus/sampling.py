@@ -296,8 +296,9 @@ CORRECT = [
             ]
         },
     ),
-    # top-k with kthvalue, top-p as Hugging Face writes it (remove where the sum exceeds p, shifted right),
-    # sampling with the Gumbel-max trick.
+    # top-k with kthvalue, top-p as Hugging Face writes it now (ascending: remove the least probable tokens whose
+    # sum stays within 1 - p; its older descending form, "sum > p" shifted right, keeps one token too many when a
+    # sum lands exactly on p: sampling-top-p-shifted-mask-strict), sampling with the Gumbel-max trick.
     ok(
         "sampling-gumbel-hf-top-p",
         {
@@ -313,10 +314,9 @@ CORRECT = [
     if top_p is not None:
         if top_p <= 0 or top_p > 1:
             raise ValueError(f"top_p={top_p}: must be in (0, 1]")
-        sorted_logits, sorted_idx = torch.sort(logits, descending=True, dim=-1)
-        remove = sorted_logits.softmax(dim=-1).cumsum(dim=-1) > top_p
-        remove[..., 1:] = remove[..., :-1].clone()
-        remove[..., 0] = False
+        sorted_logits, sorted_idx = torch.sort(logits, descending=False, dim=-1)
+        remove = sorted_logits.softmax(dim=-1).cumsum(dim=-1) <= 1 - top_p
+        remove[..., -1] = False
         mask = torch.zeros_like(remove).scatter(-1, sorted_idx, remove)
         logits = logits.masked_fill(mask, float("-inf"))
     return logits
