@@ -46,7 +46,8 @@ class Variant:
     ``milestone`` is where it must lose points (None: it must score full marks);
     ``expect`` is a phrase that a failing check's message in that milestone must contain;
     ``lost``, where given, is exactly how many of that milestone's points it must lose (a bug in one
-    function costs that function's points, not its neighbours').
+    function costs that function's points, not its neighbours'); with ``first``, the milestone's FIRST failing
+    message must contain ``expect`` (the one a student reads first names the bug).
     """
 
     name: str
@@ -54,6 +55,7 @@ class Variant:
     expect: str = ""
     lost: float | None = None
     edits: dict[str, list[tuple[str, str]]] = field(default_factory=dict)
+    first: bool = False
     files: dict[str, str] = field(default_factory=dict)
     drop: tuple[str, ...] = ()
 
@@ -86,10 +88,17 @@ class Variant:
 
 
 def bug(
-    name: str, milestone: str, expect: str, file: str, *edits: tuple[str, str], lost: float | None = None
+    name: str,
+    milestone: str,
+    expect: str,
+    file: str,
+    *edits: tuple[str, str],
+    lost: float | None = None,
+    first: bool = False,
 ) -> Variant:
-    """One realistic bug: exact text edits to one reference file (``lost``: the points it must cost, if fixed)."""
-    return Variant(name, milestone, expect, lost=lost, edits={file: list(edits)})
+    """One realistic bug: exact text edits to one reference file (``lost``: the points it must cost, if fixed;
+    ``first``: the milestone's first failing message must name it)."""
+    return Variant(name, milestone, expect, lost=lost, edits={file: list(edits)}, first=first)
 
 
 def ok(name: str, edits: dict[str, list[tuple[str, str]]]) -> Variant:

@@ -73,6 +73,7 @@ BUGGY = [
     weights = F.softmax(scores.masked_fill(future, float("-inf")), dim=-1)
     return merge_heads(weights @ v) @ w_o""",
         ),
+        first=True,
     ),
     bug(
         "attnvar-split-heads-without-transpose",

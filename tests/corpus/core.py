@@ -114,6 +114,7 @@ BUGGY = [
         "plain view",
         M1,
         (HEADS, "t.reshape(B, self.n_heads, T, d // self.n_heads)"),
+        first=True,
     ),
     bug(
         "m1-merge-heads-without-transpose",
@@ -178,6 +179,7 @@ BUGGY = [
         "sequence length",
         M1,
         (SCALE, "scores = q @ k.transpose(-2, -1) / math.sqrt(T)"),
+        first=True,
     ),
     bug(
         "m1-module-scores-over-T",
@@ -185,6 +187,7 @@ BUGGY = [
         "sequence length",
         M1,
         (FORWARD_BODY, own_attention("T")),
+        first=True,
     ),
     # --- m2: GPTBlock, TinyGPT, count_parameters (graded on the grader's own M1)
     bug(
@@ -264,6 +267,7 @@ BUGGY = [
             f"        {BLOCK_ATTN}\n        {BLOCK_FFN}\n",
             "        h = x + self.attn(self.ln1(x))\n        x = x + self.ffn(self.ln2(h))\n",
         ),
+        first=True,
     ),
     bug(
         "m2-positions-from-1",
@@ -271,6 +275,7 @@ BUGGY = [
         "count positions from 0",
         M2,
         (POSITIONS, "self.pos(torch.arange(1, t + 1, device=idx.device))"),
+        first=True,
     ),
     # Differences below the old tolerance (issue 35): a LayerNorm's eps, its bias left out, GELU's tanh form.
     bug(
@@ -279,6 +284,7 @@ BUGGY = [
         "eps",
         M2,
         ("        self.ln1 = nn.LayerNorm(d)\n", "        self.ln1 = nn.LayerNorm(d, eps=1e-6)\n"),
+        first=True,
     ),
     bug(
         "m2-layernorm-without-bias",
@@ -287,8 +293,9 @@ BUGGY = [
         M2,
         ("import torch\n", "import torch\nimport torch.nn.functional as F\n"),
         (BLOCK_FFN, "x = x + self.ffn(F.layer_norm(x, (x.shape[-1],), self.ln2.weight))"),
+        first=True,
     ),
-    bug("m2-gelu-tanh", "m2", "tanh", M2, (FFN, FFN.replace("nn.GELU()", 'nn.GELU(approximate="tanh")'))),
+    bug("m2-gelu-tanh", "m2", "tanh", M2, (FFN, FFN.replace("nn.GELU()", 'nn.GELU(approximate="tanh")')), first=True),
     bug(
         "m2-head-created-before-blocks",
         "m2",
@@ -309,7 +316,7 @@ BUGGY = [
         ("loss = clm_loss(model(inp), tgt)", "loss = clm_loss(model(inp), inp)"),
     ),
     bug("m3-no-zero-grad", "m3", "zero_grad", M3, ("        opt.zero_grad()\n", "")),
-    bug("m3-loss-sum", "m3", "mean", M3, (LOSS, LOSS.replace("ignore)", 'ignore, reduction="sum")'))),
+    bug("m3-loss-sum", "m3", "mean", M3, (LOSS, LOSS.replace("ignore)", 'ignore, reduction="sum")')), first=True),
     bug("m3-ignore-index-ignored", "m3", "still count", M3, (LOSS, LOSS.replace(", ignore_index=ignore", ""))),
     bug("m3-sgd", "m3", "SGD", M3, (ADAM, ADAM.replace("Adam", "SGD"))),
     bug(
@@ -318,12 +325,13 @@ BUGGY = [
         "mean over positions",
         M3,
         (LOSS, LOSS.replace("ignore)", 'ignore, reduction="sum") / logits.shape[0]')),
+        first=True,
     ),
     # --- m4: greedy generation (graded on a stand-in model)
     bug("m4-argmax-first-position", "m4", "last position", M4, (PICK, PICK.replace("-1, :]", "0, :]"))),
     bug("m4-no-cropping", "m4", "last model.T tokens", M4, (CROP, "logits = model(idx)")),
     bug("m4-crops-first-tokens", "m4", "FIRST", M4, (CROP, "logits = model(idx[:, :model.T])")),
-    bug("m4-crops-to-T-minus-1", "m4", "model.T - 1", M4, (CROP, "logits = model(idx[:, -model.T + 1:])")),
+    bug("m4-crops-to-T-minus-1", "m4", "model.T - 1", M4, (CROP, "logits = model(idx[:, -model.T + 1:])"), first=True),
     bug(
         "m4-samples",
         "m4",

@@ -175,7 +175,12 @@ BUGGY = [
     ),
     # Issue 35: a position one past the token's own runs off the position table on the longest sequence
     bug(
-        "position-off-by-one", "kvcache", "off by one", M7, (NEWEST, "logits = feed(model, idx[:, -1:], t + i, cache)")
+        "position-off-by-one",
+        "kvcache",
+        "off by one",
+        M7,
+        (NEWEST, "logits = feed(model, idx[:, -1:], t + i, cache)"),
+        first=True,
     ),
     # A cache kept on the model: right tokens, but the model holds the keys and values after the call
     bug(
@@ -188,6 +193,7 @@ BUGGY = [
             "    model.kv_cache = [None] * len(model.blocks)  # reset every call\n    cache = model.kv_cache\n"
             "    idx = start\n",
         ),
+        first=True,
     ),
     # ... made on the first call and never reset: the next call, on another batch size, runs into the old keys
     bug(
@@ -200,6 +206,7 @@ BUGGY = [
             '    if not hasattr(model, "kv_cache"):\n        model.kv_cache = [None] * len(model.blocks)\n'
             "    cache = model.kv_cache\n    idx = start\n",
         ),
+        first=True,
     ),
 ]
 

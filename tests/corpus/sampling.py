@@ -131,7 +131,12 @@ BUGGY = [
     ),
     # Issue 35: a cumulative probability equal to p already reaches p; these keep the token after it too.
     bug(
-        "sampling-top-p-strict-at-p", "sampling", "exactly p", M8, (DROP, "drop = probs.cumsum(dim=-1) - probs > top_p")
+        "sampling-top-p-strict-at-p",
+        "sampling",
+        "exactly p",
+        M8,
+        (DROP, "drop = probs.cumsum(dim=-1) - probs > top_p"),
+        first=True,
     ),
     bug(
         "sampling-top-p-shifted-mask-strict",
@@ -143,6 +148,7 @@ BUGGY = [
             "drop = probs.cumsum(dim=-1) > top_p\n"
             "        drop = torch.cat([torch.zeros_like(drop[..., :1]), drop[..., :-1]], dim=-1)",
         ),
+        first=True,
     ),
     bug(
         "sampling-top-p-unsorted",

@@ -43,6 +43,7 @@ BUGGY = [
         "rounded",
         M5,
         (OPTIMAL_N, "n_params = round(math.sqrt(compute / (6 * TOKENS_PER_PARAMETER)) / 1e9) * 1e9"),
+        first=True,
     ),
     bug(
         "flops-forward-only",

@@ -71,6 +71,10 @@ def test_buggy_variant_loses_points_only_in_its_milestone(corpus_reports, varian
     named = any(variant.expect.lower() in m.lower() for m in messages)
     listing = "\n".join(messages)
     assert named, f"no failing {variant.milestone} message contains {variant.expect!r}:\n{explain(result)}\n{listing}"
+    if variant.first:
+        assert variant.expect.lower() in messages[0].lower(), (
+            f"the first failing {variant.milestone} message does not contain {variant.expect!r}:\n{listing}"
+        )
     if variant.lost is not None:
         graded = result.milestone(variant.milestone)
         lost = graded["max_score"] - graded["score"]

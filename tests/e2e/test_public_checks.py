@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from corpus import core
+import corpus
 from helpers import Variant, bug, cli, ok
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
@@ -292,23 +292,31 @@ def test_correct_code_in_another_style_keeps_full_public_marks(release, mileston
     assert result["score"] == result["max_score"], summary(result)
 
 
-# (core.BUGGY's name, a phrase naming the cause): seven common mistakes, each of which the FIRST failing public check
-# must explain, since a release's `grade check` prints only that one without -v.
+# (a corpus variant's name, a phrase naming the cause): common mistakes, each of which the FIRST failing public check
+# must explain, since a release's `grade check` prints only that one without -v. Issue 35's nine classic ones among
+# them: triu, the softmax's dim, d for d_head in m1 and attnvar, unshifted targets in train, no zero_grad, no crop,
+# the temperature after top-p, a KV cache's position off by one.
 FIRST = [
     ("m1-no-scaling", "divided by sqrt(d_k)"),
     ("m1-mask-triu", "torch.triu"),
     ("m1-softmax-over-queries", "the softmax must normalise over the keys"),
     ("m1-mask-buffer-8-unsliced", "mask[:T, :T]"),
+    ("m1-scale-by-d", "not sqrt(d), the whole width"),
+    ("attnvar-scale-by-d", "1 / sqrt(d_head)"),
     ("m3-no-zero-grad", "opt.zero_grad()"),
     ("m3-targets-not-shifted", "the targets are not shifted"),
+    ("m3-train-targets-are-inputs", "targets inside train are not shifted"),
     ("m4-crops-first-tokens", "cropped to its last model.T tokens"),
+    ("m4-no-cropping", "the last model.T tokens"),
+    ("sampling-filter-before-temperature", "top-p ran before the temperature"),
+    ("position-off-by-one", "one too far"),
 ]
 
 
 @pytest.mark.parametrize("name,cause", FIRST, ids=[name for name, _ in FIRST])
 def test_the_first_failing_public_check_names_the_cause(release, name, cause):
     # built under its own folder name: BUGS above may hold a variant of the same name
-    variant = dataclasses.replace(next(v for v in core.BUGGY if v.name == name), name=f"first-{name}")
+    variant = dataclasses.replace(next(v for v in corpus.BUGGY if v.name == name), name=f"first-{name}")
     assert variant.milestone
     result = graded(release, variant, variant.milestone)
     failed = [c["message"] for c in result["checks"] if not c["passed"]]

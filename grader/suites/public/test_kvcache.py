@@ -35,9 +35,10 @@ def test_public_fills_the_context(kvcache):
         if not torch.equal(out[:, i], want):
             b = int((out[:, i] != want).nonzero()[0])
             checks.fail(
-                f"the token generated at position {i} of row {b} is {int(out[b, i])}, but the model fed the whole sequence "
-                f"so far predicts {int(want[b])}: a cached step must give what the full forward gives (check each "
-                "new token's position, t + i - 1 at step i, and that every layer keeps and extends its own cache)"
+                f"the token generated at position {i} of row {b} is {int(out[b, i])}, but the model fed the whole "
+                f"sequence so far predicts {int(want[b])}: a cached step must give what the full forward gives "
+                "(check each new token's position, t + i - 1 at step i, and that every layer keeps and extends its "
+                "own cache)"
             )
 
 
