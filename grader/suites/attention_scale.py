@@ -55,7 +55,7 @@ def wrong_scale(out: torch.Tensor, what: str) -> str | None:
     said = f" = {name}" if name else ""
     return (
         f"{what} with d = {D} and {HEADS} heads, q = k = v = x and identity weights divides the scores by "
-        f"{s:.4g}{said}, read back from its output: the scale is 1 / sqrt(d_head), each head's own size, "
+        f"{s:.3g}{said}, read back from its output: the scale is 1 / sqrt(d_head), each head's own size, "
         f"d_head = d // n_heads = {D_HEAD}, so the divisor is {math.sqrt(D_HEAD):g}"
         + (", not sqrt(d), the whole width" if name == "sqrt(d)" else "")
     )

@@ -71,18 +71,6 @@ def test_public_self_attention_shape(m1):
     checks.tensor(layer(torch.randn(2, 5, 16)), "CausalSelfAttention's output", (2, 5, 16))
 
 
-def test_public_self_attention_scale(m1):
-    """(public) CausalSelfAttention(36, 4) divides its scores by sqrt(d_head) = 3, read back from one output"""
-    # m2, m3 and m4 run on this layer: a wrong scale caught here is not a dead end there.
-    layer = m1.new("CausalSelfAttention", attention_scale.D, attention_scale.HEADS)
-    eye, zero = torch.eye(attention_scale.D), torch.zeros(attention_scale.D)
-    layer.load({"qkv.weight": eye.repeat(3, 1), "qkv.bias": zero.repeat(3), "proj.weight": eye, "proj.bias": zero})
-    x = attention_scale.probe_input()
-    out = checks.tensor(layer(x), "CausalSelfAttention's output", tuple(x.shape))
-    if message := attention_scale.wrong_scale(out, "CausalSelfAttention"):
-        checks.fail(message)
-
-
 def test_public_self_attention_is_causal(m1):
     """(public) CausalSelfAttention(16, 4): output t does not change when inputs after t do"""
     # The later milestones run on this layer: a leak caught here is not blamed on m2, m3 or m4.
@@ -148,3 +136,16 @@ def test_public_scores_are_scaled(m1):
             cause = f"expected {SCALED_ROW}, the softmax of [0, 2 / sqrt(4)]"
         checks.fail(f"weights[1] is {[round(x, 4) for x in row.tolist()]}: {cause}")
     checks.assert_close_where(out[1], torch.tensor([*SCALED_ROW, 0, 0]), "out[1]", ("column",), atol=1e-4)
+
+
+def test_public_self_attention_scale(m1):
+    """(public) CausalSelfAttention(36, 4) divides its scores by sqrt(d_head) = 3, read back from one output"""
+    # m2, m3 and m4 run on this layer: a wrong scale caught here is not a dead end there. Last in this file, so
+    # that a wrong causal_attention, which the layer calls, is named by its own checks first.
+    layer = m1.new("CausalSelfAttention", attention_scale.D, attention_scale.HEADS)
+    eye, zero = torch.eye(attention_scale.D), torch.zeros(attention_scale.D)
+    layer.load({"qkv.weight": eye.repeat(3, 1), "qkv.bias": zero.repeat(3), "proj.weight": eye, "proj.bias": zero})
+    x = attention_scale.probe_input()
+    out = checks.tensor(layer(x), "CausalSelfAttention's output", tuple(x.shape))
+    if message := attention_scale.wrong_scale(out, "CausalSelfAttention"):
+        checks.fail(message)
