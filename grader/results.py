@@ -48,13 +48,13 @@ class Recheck(str, Enum):
     SUBMISSION = "submission"  # the reference completes it: the submission's doing, counted as failed
 
 
-class Unanswered(AssertionError):
+class Unanswered(Finding, AssertionError):
     """A check's failure for a question still unanswered: its verdict is "not answered", not a wrong answer."""
 
     verdict = Verdict.NOT_ANSWERED
 
 
-class RuleBroken(AssertionError):
+class RuleBroken(Finding, AssertionError):
     """A check's failure for a broken rule: its verdict is "rule broken", shown with the rule's words."""
 
     verdict = Verdict.RULE_BROKEN
