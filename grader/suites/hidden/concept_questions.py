@@ -371,7 +371,7 @@ def _reverse(rng: random.Random) -> Params:
         "vocab": rng.choice([27, 50, 65, 96, 128, 256, 512, 1000]),
         "T": rng.choice([8, 16, 32, 64, 128, 256]),
         "n_layers": rng.choice([1, 2, 3, 4, 6, 8]),
-        "d": rng.choice([16, 24, 32, 48, 64, 96, 128, 192, 256]),
+        "d": rng.choice([16, 20, 24, 28, 32, 40, 48, 56, 64, 80, 96, 112, 128, 160, 192, 224, 256]),
     }
     params["N"] = tinygpt_parameters(params["vocab"], params["d"], params["n_layers"], params["T"])
     return params
