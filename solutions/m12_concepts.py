@@ -50,10 +50,10 @@ def attend(x: torch.Tensor, causal: bool = True) -> torch.Tensor:
     """Single-head attention of ``x`` (T, d) on itself (queries, keys and values are ``x``), with or without the
     causal mask. Given: used by ``counterexample`` and the demo."""
     T, d = x.shape
-    scores = x @ x.T / math.sqrt(d)
-    if causal:
-        scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
-    return torch.softmax(scores, dim=-1) @ x
+    scores = (x @ x.transpose(0, 1)) / math.sqrt(d)
+    if causal:  # the same mask as the stub's, written as m1's: keep the lower triangle
+        scores = scores.masked_fill(~torch.tril(torch.ones(T, T, dtype=torch.bool)), float("-inf"))
+    return scores.softmax(dim=-1) @ x
 
 
 def _count(module: nn.Module) -> int:
