@@ -246,7 +246,7 @@ CROSS: Drawn = Drawn(
     rtol=1e-6,
     wrong_rtol=1e-4,
 )
-CROSS_DRAW = _until(_cross, CROSS, 1e-4)
+CROSS_DRAW: Callable[[random.Random], Params] = _until(_cross, CROSS, 1e-4)
 
 
 def loss_mistakes(p: Params) -> list[tuple[float, str]]:
@@ -271,7 +271,7 @@ LOSS0: Drawn = Drawn(
     "above it means the initialisation is too large",
     rtol=0.02,
 )
-LOSS0_DRAW = _until(
+LOSS0_DRAW: Callable[[random.Random], Params] = _until(
     lambda rng: {"vocab": rng.choice([27, 37, 65, 96, 128, 256, 512, 1000, 4096, 8192, 32000, 50257, 65536])},
     LOSS0,
     0.05,
@@ -299,7 +299,9 @@ MASKED: Drawn = Drawn(
     rtol=1e-6,
     wrong_rtol=1e-4,
 )
-MASKED_DRAW = _until(lambda rng: {"T": rng.choice([8, 12, 16, 50, 64, 100, 128, 256, 512, 2048, 4096])}, MASKED, 1e-4)
+MASKED_DRAW: Callable[[random.Random], Params] = _until(
+    lambda rng: {"T": rng.choice([8, 12, 16, 50, 64, 100, 128, 256, 512, 2048, 4096])}, MASKED, 1e-4
+)
 
 
 def pad_mistakes(p: Params) -> list[tuple[float, str]]:
@@ -328,7 +330,7 @@ PAD: Drawn = Drawn(
     rtol=1e-6,
     wrong_rtol=1e-4,
 )
-PAD_DRAW = _until(_pad, PAD, 0.01)
+PAD_DRAW: Callable[[random.Random], Params] = _until(_pad, PAD, 0.01)
 
 
 def window_mistakes(p: Params) -> list[tuple[float, str]]:
@@ -358,7 +360,7 @@ WINDOW: Drawn = Drawn(
     rtol=1e-6,
     wrong_rtol=1e-4,
 )
-WINDOW_DRAW = _until(_window, WINDOW, 1e-3)
+WINDOW_DRAW: Callable[[random.Random], Params] = _until(_window, WINDOW, 1e-3)
 
 
 def tinygpt_parameters(vocab: int, d: int, n_layers: int, max_t: int) -> int:
@@ -405,7 +407,7 @@ REVERSE: Drawn = Drawn(
     rtol=1e-3,
     shown=lambda p: {k: v for k, v in p.items() if k != "d"},
 )
-REVERSE_DRAW = _until(_reverse, REVERSE, 0.01)
+REVERSE_DRAW: Callable[[random.Random], Params] = _until(_reverse, REVERSE, 0.01)
 
 DRAWN: list[Drawn] = [CROSS, LOSS0, MASKED, PAD, WINDOW, REVERSE]
 IDS: list[str] = [
