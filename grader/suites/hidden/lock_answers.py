@@ -52,7 +52,7 @@ def locks() -> dict[str, dict[str, dict[str, Any]]]:
 
 def source() -> str:
     return (
-        '"""The quiz\'s, kvmemory\'s and concepts\' answers, locked (grader/suites/locked.py). Written by\n'
+        "\"\"\"The quiz's, kvmemory's and concepts' answers, locked (grader/suites/locked.py). Written by\n"
         '`python -m grader.suites.hidden.lock_answers`: do not edit."""\n\n'
         "from typing import Any\n\n"
         f"LOCKED: dict[str, dict[str, dict[str, Any]]] = {pformat(locks(), width=110, sort_dicts=True)}\n"
