@@ -80,6 +80,13 @@ DECLARED: tuple[Milestone, ...] = (
     Milestone("attnvar", "Attention variants without loops: MHA, GQA, latent", ("m10_attnvar",), 15),
     Milestone("quiz", "Check yourself: short questions", ("quiz",), 8),
     Milestone("kvmemory", "KV-cache memory: MHA, GQA, MQA and latent attention", ("m11_kvmemory",), 32),
+    Milestone(
+        "concepts",
+        "The lesson's ideas: decoder-only, parallel training, pitfalls, emergent abilities",
+        ("m12_concepts",),
+        33,
+        trusted=CORE_MILESTONE_FILES,
+    ),
     # grader/lmbudget/: train under a CPU budget, scored on held-out text (bits per character).
     Milestone(
         "lmbudget",

@@ -378,20 +378,27 @@ def reference_answers(module: str) -> dict[str, object]:
 
 
 def fill_paper_notebook(notebook: Path, seed: int, out: Path) -> None:
-    """The notebook with the reference's code and the reference's answers for the student of ``seed``."""
+    """The notebook with the reference's code and the reference's answers for the student of ``seed``: each part's
+    code cell the reference's code, the quiz's answers from quiz.py, the banks' (kvmemory's, concepts') from
+    their questions as that student was asked them."""
     data = json.loads(notebook.read_text())
-    from grader.suites.hidden import kv_questions
+    from grader.suites.hidden import concept_questions, kv_questions
     from grader.variants import Variant
 
     quiz = reference_answers("quiz")
     variant = Variant(seed)
+    banks = {"kvmemory": ("m11_kvmemory", kv_questions), "concepts": ("m12_concepts", concept_questions)}
     for cell in data["cells"]:
-        if cell["id"] == "kvmemory-answer":
-            cell["source"] = (SOLUTIONS / "m11_kvmemory.py").read_text().split("# Check yourself")[0]
-        for name in kv_questions.IDS:
-            if cell["id"] == f"kvmemory-{name}-answer":
-                answer = kv_questions.question(name, variant).answer  # type: ignore[attr-defined]
-                cell["source"] = cell["source"].replace(f"{name} = None", f"{name} = {answer!r}")
+        for part, milestone in ALL_MILESTONES.items():  # a part of one file with no bank: the whole reference
+            if cell["id"] == f"{part}-answer" and len(milestone.modules) == 1 and part not in banks:
+                cell["source"] = (SOLUTIONS / f"{milestone.modules[0]}.py").read_text().split("\nif __name__")[0]
+        for part, (module, bank) in banks.items():
+            if cell["id"] == f"{part}-answer":
+                cell["source"] = (SOLUTIONS / f"{module}.py").read_text().split("# Check yourself")[0]
+            for name in bank.IDS:
+                if cell["id"] == f"{part}-{name}-answer":
+                    answer = bank.question(name, variant).answer  # type: ignore[attr-defined]
+                    cell["source"] = cell["source"].replace(f"{name} = None", f"{name} = {answer!r}")
         for name, value in quiz.items():
             if cell["id"] == f"quiz-{name}-answer":
                 cell["source"] = cell["source"].replace(f"{name} = None", f"{name} = {value!r}")

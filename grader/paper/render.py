@@ -26,7 +26,7 @@ from grader.suites.bank import Drawn, with_statements
 from grader.variants import Variant
 
 # The milestones with questions whose numbers are drawn per student, and the (hidden) bank of each.
-BANKS = {"kvmemory": "grader.suites.hidden.kv_questions"}
+BANKS = {"kvmemory": "grader.suites.hidden.kv_questions", "concepts": "grader.suites.hidden.concept_questions"}
 
 
 class RenderError(InputError):

@@ -1,6 +1,6 @@
 """Adding an exercise by the recipe of docs/contributing.md ("Adding an exercise") takes the files it names, no more.
 
-In a copy of the project, a toy exercise (``toy``, ``m12_toy.py``: double a tensor) is added step by step: the stub,
+In a copy of the project, a toy exercise (``toy``, ``m13_toy.py``: double a tensor) is added step by step: the stub,
 the reference, the declaration, a hidden suite with one check, the public checks, the corpus and the docs. Then
 ``grade check`` grades it (the reference full marks, the stub 0), its table and the release list it, the corpus
 grades its bug and its correct variant, and tests/unit/test_milestones.py (the declaration against the tree and
@@ -24,7 +24,7 @@ from helpers import REPO
 
 pytestmark = pytest.mark.slow  # grades a submission four times and builds a release
 
-ID, MODULE, POINTS, TITLE = "toy", "m12_toy", 2, "Toy: double a tensor"
+ID, MODULE, POINTS, TITLE = "toy", "m13_toy", 2, "Toy: double a tensor"
 # What the copy holds: the kit, its docs, and the tests the recipe's checks run.
 COPIED = ("grader", "exercises", "solutions", "docs", "tests", "README.md", "CHANGELOG.md", "pyproject.toml")
 
@@ -58,7 +58,7 @@ def test_double_matches_the_reference(toy, ref):
     """double of a 2 x 3 tensor matches the reference"""
     x = torch.arange(6.0).reshape(2, 3)
     got = checks.tensor(toy.call("double", x), "double(x)", (2, 3))
-    checks.equal(got.tolist(), ref.m12_toy.double(x).tolist(), "the doubled tensor")
+    checks.equal(got.tolist(), ref.m13_toy.double(x).tolist(), "the doubled tensor")
 '''
 PUBLIC_SUITE = '''"""Public checks for `toy`."""
 
@@ -74,8 +74,8 @@ def test_public_double(toy):
 '''
 CORPUS = """from helpers import bug, ok
 
-BUGGY = [bug("toy-triples", "toy", "the doubled tensor", "m12_toy.py", ("return 2 * x", "return 3 * x"))]
-CORRECT = [ok("toy-adds", {"m12_toy.py": [("return 2 * x", "return x + x")]})]
+BUGGY = [bug("toy-triples", "toy", "the doubled tensor", "m13_toy.py", ("return 2 * x", "return 3 * x"))]
+CORRECT = [ok("toy-adds", {"m13_toy.py": [("return 2 * x", "return x + x")]})]
 """
 SECTION = f"""## `{ID}`: `{MODULE}.py` (a toy: double a tensor)
 
@@ -95,11 +95,10 @@ def add_toy_exercise(root: Path) -> None:
     """The recipe's steps, in order."""
     (root / "exercises" / f"{MODULE}.py").write_text(STUB)  # 1. the stub
     (root / "solutions" / f"{MODULE}.py").write_text(REFERENCE)  # 2. the reference
-    insert(  # 3. the declaration: in lesson order, before the metric tasks
+    insert(  # 3. the declaration: in lesson order, last before the metric tasks
         root / "grader" / "milestones.py",
-        '    Milestone("kvmemory"',
+        "    # grader/lmbudget/",
         f'    Milestone("{ID}", "{TITLE}", ("{MODULE}",), {POINTS}),\n',
-        after=True,
     )
     (root / "grader" / "suites" / "hidden" / f"test_{ID}.py").write_text(HIDDEN_SUITE)  # 4. the hidden suite
     (root / "grader" / "suites" / "public" / f"test_{ID}.py").write_text(PUBLIC_SUITE)  # 5. the public checks
@@ -110,7 +109,7 @@ def add_toy_exercise(root: Path) -> None:
     text = exercises.read_text()
     (total,) = re.findall(r"(\d+) points in all", text)
     exercises.write_text(text.replace(f"{total} points in all", f"{int(total) + POINTS} points in all"))
-    insert(root / "README.md", "| `kvmemory` |", f"| `{ID}` | `{MODULE}.py` | `double` | `2 * x` |\n", after=True)
+    insert(root / "README.md", "| `concepts` |", f"| `{ID}` | `{MODULE}.py` | `double` | `2 * x` |\n", after=True)
     insert(root / "CHANGELOG.md", "### Added", f"- The `{ID}` exercise (`{MODULE}.py`).\n", after=True)
 
 

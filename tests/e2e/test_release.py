@@ -120,6 +120,23 @@ def test_no_quiz_answer_in_the_release(release_text):
     assert not found, f"quiz answers printed in the release: {found}"
 
 
+def test_no_concepts_answer_or_feedback_in_the_release(release_text):
+    """concepts' question bank is hidden: neither its large numeric answers (plain or with separators) nor the
+    feedback and working it gives on wrong answers appear anywhere a student can read."""
+    from grader.suites.hidden import concept_questions
+    from grader.variants import LESSON
+
+    marked = [concept_questions.question(i, LESSON) for i in concept_questions.IDS]
+    numbers = [int(q.answer) for q in marked if isinstance(q.answer, (int, float)) and q.answer >= 1000]
+    assert len(numbers) >= 2
+    found = [a for a in numbers if str(a) in release_text or f"{a:,}" in release_text]
+    assert not found, f"concepts answers printed in the release: {found}"
+    texts = [t for q in marked for t in (q.why, *q.wrong.values()) if len(WORD.findall(t)) >= 4]
+    text = squashed(release_text)
+    leaked = [t for t in texts if squashed(t) in text]
+    assert not leaked, f"concepts feedback in the release: {leaked[:3]}"
+
+
 def test_the_quiz_instructions_use_no_answer_as_an_example():
     """The stub's instructions show the answer format with examples; none of them may be an answer (every
     answer counts here, small numbers and words too: the questions themselves offer the word choices)."""

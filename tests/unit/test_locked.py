@@ -8,10 +8,10 @@ import runpy
 
 import pytest
 
-from corpus import kvmemory, quiz
+from corpus import concepts, kvmemory, quiz
 from grader.milestones import MILESTONES
 from grader.suites import locked
-from grader.suites.hidden import kv_questions, lock_answers
+from grader.suites.hidden import concept_questions, kv_questions, lock_answers
 from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
 from grader.suites.locked_answers import LOCKED
 from grader.variants import LESSON
@@ -20,8 +20,11 @@ from helpers import SOLUTIONS
 HIDDEN = {
     "quiz": {q.id: q for q in QUIZ},
     "kvmemory": {i: kv_questions.question(i, LESSON) for i in kv_questions.IDS},
+    "concepts": {i: concept_questions.question(i, LESSON) for i in concept_questions.IDS},
 }
-FILES = {exercise: f"{MILESTONES[exercise].modules[0]}.py" for exercise in HIDDEN}  # quiz.py, m11_kvmemory.py
+FILES = {
+    exercise: f"{MILESTONES[exercise].modules[0]}.py" for exercise in HIDDEN
+}  # quiz.py, m11_kvmemory.py, m12_concepts.py
 ASSIGNMENT = re.compile(r"^(Q\w*) = (.+?)(?:\s+#.*)?$")
 
 
@@ -31,7 +34,14 @@ def corpus_answers() -> list[tuple[str, str, object]]:
     for exercise, file in FILES.items():
         reference = runpy.run_path(str(SOLUTIONS / file))
         found += [(exercise, q, reference[q]) for q in HIDDEN[exercise]]
-        for variant in (*quiz.BUGGY, *quiz.CORRECT, *kvmemory.BUGGY, *kvmemory.CORRECT):
+        for variant in (
+            *quiz.BUGGY,
+            *quiz.CORRECT,
+            *kvmemory.BUGGY,
+            *kvmemory.CORRECT,
+            *concepts.BUGGY,
+            *concepts.CORRECT,
+        ):
             for _, new in variant.edits.get(file, []):
                 match = ASSIGNMENT.match(new.strip())
                 if match and match[1] in HIDDEN[exercise]:

@@ -1,9 +1,9 @@
-"""Writes grader/suites/locked_answers.py, the quiz's and kvmemory's answers locked (see grader/suites/locked.py),
-from the hidden questions: `python -m grader.suites.hidden.lock_answers`. tests/unit/test_locked.py checks that
-the file is up to date.
+"""Writes grader/suites/locked_answers.py, the quiz's, kvmemory's and concepts' answers locked (see
+grader/suites/locked.py), from the hidden questions: `python -m grader.suites.hidden.lock_answers`.
+tests/unit/test_locked.py checks that the file is up to date.
 
-kvmemory's numeric questions are locked with the lesson's numbers, a student grading alone's; in a paper, where a
-student's numbers are drawn, the public check only says whether each question is answered.
+kvmemory's and concepts' numeric questions are locked with the lesson's numbers, a student grading alone's; in a
+paper, where a student's numbers are drawn, the public check only says whether each drawn question is answered.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from pprint import pformat
 from typing import Any
 
 from grader.suites import locked
-from grader.suites.hidden import kv_questions
+from grader.suites.hidden import concept_questions, kv_questions
 from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
 from grader.suites.questions import MultipleChoice, Numeric, Question, Text, words
 from grader.variants import LESSON
@@ -42,12 +42,17 @@ def lock(question: Question) -> dict[str, Any]:
 
 def locks() -> dict[str, dict[str, dict[str, Any]]]:
     kvmemory = [kv_questions.question(i, LESSON) for i in kv_questions.IDS]
-    return {"quiz": {q.id: lock(q) for q in QUIZ}, "kvmemory": {q.id: lock(q) for q in kvmemory}}
+    concepts = [concept_questions.question(i, LESSON) for i in concept_questions.IDS]
+    return {
+        "quiz": {q.id: lock(q) for q in QUIZ},
+        "kvmemory": {q.id: lock(q) for q in kvmemory},
+        "concepts": {q.id: lock(q) for q in concepts},
+    }
 
 
 def source() -> str:
     return (
-        '"""The quiz\'s and kvmemory\'s answers, locked (grader/suites/locked.py). Written by\n'
+        "\"\"\"The quiz's, kvmemory's and concepts' answers, locked (grader/suites/locked.py). Written by\n"
         '`python -m grader.suites.hidden.lock_answers`: do not edit."""\n\n'
         "from typing import Any\n\n"
         f"LOCKED: dict[str, dict[str, dict[str, Any]]] = {pformat(locks(), width=110, sort_dicts=True)}\n"

@@ -1,0 +1,261 @@
+"""concepts: the lesson's ideas checked by running them, then its check-yourself questions.
+
+The functions are tried on the grader's trusted TinyGPT (this worker's ``m2_model``), so only the idea itself is
+graded: a library decoder layer's extra parameters against an encoder layer's, per-position losses from one
+teacher-forced pass and from one pass per prefix (they must agree, and match the reference), a counterexample
+to causality for unmasked attention, and the error past the position table. A wrong result is explained by
+recomputing the usual mistakes (targets not shifted, the first position read for the last, the target inside
+the prefix, a missing LayerNorm or bias) and naming the one that gives it. The questions are marked by
+grader/suites/questions.py, the numeric ones on each student's numbers (concept_questions.py).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from grader.suites import checks, questions
+from grader.suites.hidden import concept_questions
+
+# ---------------------------------------------------------------- what cross-attention costs
+
+LAYERS = [(512, 8, 2048), (64, 4, 256), (96, 3, 200), (256, 16, 1024)]
+
+
+def library_extra(d: int, n_heads: int, d_ff: int) -> int:
+    """The decoder layer's parameters less the encoder layer's, counted on PyTorch's own layers."""
+
+    def count(layer: nn.Module) -> int:
+        return sum(p.numel() for p in layer.parameters())
+
+    with torch.device("meta"):
+        decoder = nn.TransformerDecoderLayer(d, n_heads, d_ff, batch_first=True)
+        encoder = nn.TransformerEncoderLayer(d, n_heads, d_ff, batch_first=True)
+    return count(decoder) - count(encoder)
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("d,n_heads,d_ff", LAYERS, ids=[f"{d}-{h}-{f}" for d, h, f in LAYERS])
+def test_decoder_layer_extra(concepts, d, n_heads, d_ff):
+    """decoder_layer_extra counts what a library decoder layer adds to an encoder layer: its cross-attention
+    and a third LayerNorm"""
+    what = f"decoder_layer_extra({d}, {n_heads}, {d_ff})"
+    got = checks.number(concepts.call("decoder_layer_extra", d, n_heads, d_ff), what, integer=True)
+    want = library_extra(d, n_heads, d_ff)
+    assert want == 4 * d * d + 6 * d
+    if got == want:
+        return
+    causes = {
+        -want: "that is the encoder layer less the decoder layer: the decoder layer is the larger one, since it "
+        "has everything the encoder layer has plus a cross-attention",
+        4 * d * d + 4 * d: "the cross-attention alone: the decoder layer also has a third LayerNorm (norm3, "
+        "2 d parameters)",
+        4 * d * d: "the weight matrices alone: count the biases (in_proj_bias, out_proj.bias) and the third "
+        "LayerNorm too",
+        3 * d * d + 5 * d: "the cross-attention has an output projection too (out_proj, d^2 + d)",
+    }
+    cause = causes.get(
+        got,
+        "build both layers with the same arguments, count every parameter of each (weights, biases, "
+        "LayerNorms) and subtract the encoder layer's from the decoder layer's",
+    )
+    checks.fail(f"{what} is {got:,}, expected {want:,}: {cause}")
+
+
+# ---------------------------------------------------------------- one pass or one per prefix
+
+# (vocab_size, d, n_heads, n_layers, max_T), the seed the model and the sequence are drawn from, the length L
+MODELS = [((50, 64, 4, 2, 8), 42, 9), ((37, 32, 4, 2, 10), 7, 11), ((29, 24, 2, 3, 6), 3, 5)]
+MODEL_IDS = ["lesson-model", "37-32-4-2-10", "29-24-2-3-6-short"]
+
+
+def sequence(config, seed: int, length: int) -> torch.Tensor:
+    return torch.randint(0, config[0], (length,), generator=torch.Generator().manual_seed(seed + 1000))
+
+
+def reference_model(ref, config, seed: int):
+    checks.seed(seed)  # the worker built its TinyGPT after the same seed: the same weights
+    return ref.m2_model.TinyGPT(*config)
+
+
+def reference_losses(ref, config, seed: int, length: int) -> dict[str, torch.Tensor]:
+    """The right per-position losses and what the usual mistakes give instead, on the reference's model."""
+
+    def compute() -> dict[str, torch.Tensor]:
+        model, seq = reference_model(ref, config, seed), sequence(config, seed, length)
+        with torch.no_grad():
+            logits = model(seq[:-1].unsqueeze(0))[0]
+            firsts = torch.stack([model(seq[: t + 1].unsqueeze(0))[0, 0] for t in range(length - 1)])
+            return {
+                "right": F.cross_entropy(logits, seq[1:], reduction="none"),
+                "unshifted": F.cross_entropy(logits, seq[:-1], reduction="none"),
+                "first position": F.cross_entropy(firsts, seq[1:], reduction="none"),
+            }
+
+    return checks.remembered(("concepts losses", config, seed, length), compute)
+
+
+def worker_model(concepts, config, seed: int):
+    return concepts.new("TinyGPT", *config, seed=seed, module="m2_model")
+
+
+def check_losses(got, want: dict[str, torch.Tensor], what: str, causes: dict[str, str]) -> None:
+    right = want["right"]
+    if isinstance(got, torch.Tensor) and got.dim() == 0:
+        checks.fail(f"{what} is one number ({got.item():.4f}): return one loss per position, reduction='none'")
+    got = checks.tensor(got, what, tuple(right.shape), dtype=None)
+    if not got.is_floating_point() or not torch.isfinite(got).all():
+        checks.fail(f"{what} should hold finite float losses, one per position, not {got.tolist()}")
+    if torch.allclose(got.double(), right.double(), atol=1e-4, rtol=1e-4):
+        return
+    for name, cause in causes.items():
+        if torch.allclose(got.double(), want[name].double(), atol=1e-4, rtol=1e-4):
+            checks.fail(f"{what} is not the reference's: {cause}")
+    t = int((got.double() - right.double()).abs().argmax())
+    checks.fail(
+        f"{what} differs from the reference's at entry {t} ({got[t].item():.4f}, expected {right[t].item():.4f}): "
+        "entry t is the cross-entropy of the model's prediction after seq[:t + 1] against seq[t + 1]"
+    )
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("config,seed,length", MODELS, ids=MODEL_IDS)
+def test_teacher_forced_losses(concepts, ref, config, seed, length):
+    """teacher_forced_losses gives every position's next-token loss from one forward pass"""
+    seq = sequence(config, seed, length)
+    got = concepts.call("teacher_forced_losses", worker_model(concepts, config, seed), seq, grad=False)
+    check_losses(
+        got,
+        reference_losses(ref, config, seed, length),
+        f"teacher_forced_losses on a sequence of {length} tokens",
+        {
+            "unshifted": "each position is scored against its own input token (targets seq[:-1]). That trains a "
+            "copier: the targets are the inputs shifted by one, seq[1:]",
+        },
+    )
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("config,seed,length", MODELS, ids=MODEL_IDS)
+def test_prefix_losses(concepts, ref, config, seed, length):
+    """prefix_losses gives the same losses from one forward pass per prefix, so one pass is enough"""
+    seq = sequence(config, seed, length)
+    got = concepts.call("prefix_losses", worker_model(concepts, config, seed), seq, grad=False)
+    check_losses(
+        got,
+        reference_losses(ref, config, seed, length),
+        f"prefix_losses on a sequence of {length} tokens",
+        {
+            "first position": "it reads each prefix's FIRST position; the prediction of the token after a "
+            "prefix is at the prefix's last position, [0, -1]",
+            "unshifted": "each prefix seq[:t + 1] is scored against its own last token seq[t]; the token it "
+            "must predict is the next one, seq[t + 1]",
+        },
+    )
+
+
+# ---------------------------------------------------------------- break causality without the mask
+
+
+def attend(x: torch.Tensor, causal: bool) -> torch.Tensor:
+    """Single-head attention with queries, keys and values all ``x`` (T, d), as the stub's helper."""
+    T, d = x.shape
+    scores = x @ x.T / math.sqrt(d)
+    if causal:
+        scores = scores.masked_fill(torch.ones(T, T, dtype=torch.bool).triu(1), float("-inf"))
+    return torch.softmax(scores, dim=-1) @ x
+
+
+SIZES = [(4, 4), (2, 8), (8, 16), (16, 3)]
+
+
+@pytest.mark.points(3)
+@pytest.mark.parametrize("T,d", SIZES, ids=[f"T{T}-d{d}" for T, d in SIZES])
+def test_counterexample(concepts, T, d):
+    """counterexample gives two inputs sharing their start whose unmasked outputs at position 0 differ"""
+    what = f"counterexample({T}, {d})"
+    pair = concepts.call("counterexample", T, d)
+    if not isinstance(pair, (tuple, list)) or len(pair) != 2:
+        checks.fail(f"{what} should return two tensors (x1, x2), not {checks.describe(pair)}")
+    x1, x2 = (checks.tensor(x, f"{what}[{i}]", (T, d), dtype=None) for i, x in enumerate(pair))
+    for i, x in enumerate((x1, x2)):
+        if not x.is_floating_point() or not torch.isfinite(x).all():
+            checks.fail(f"{what}[{i}] should hold finite floats (the vectors of the T tokens)")
+    x1, x2 = x1.double(), x2.double()
+    changed = [t for t in range(T) if not torch.equal(x1[t], x2[t])]
+    if not changed:
+        checks.fail(
+            f"{what}: the two inputs are identical, so no output can change. Keep the earlier tokens and change a "
+            "later one"
+        )
+    first = changed[0]
+    if first == 0:
+        checks.fail(
+            f"{what}: the inputs already differ at position 0. The claim is about the outputs for a prefix both "
+            "inputs share: keep position 0 the same, change only later positions"
+        )
+    moved = (attend(x1, False)[0] - attend(x2, False)[0]).abs().max().item()
+    if not moved > 1e-3:
+        checks.fail(
+            f"{what}: without the mask, position 0's output moves by only {moved:.2g} between your inputs. Change "
+            f"a later token by enough (a few units in every channel) that what position 0 attends to changes"
+        )
+    kept = (attend(x1, True)[:first] - attend(x2, True)[:first]).abs().max().item()
+    if kept > 1e-9:  # a causal attention cannot see the change: only inputs that are not finite get here
+        checks.fail(f"{what}: with the mask the shared positions still moved by {kept:.2g}: use finite values")
+
+
+# ---------------------------------------------------------------- past the position table
+
+
+@pytest.mark.points(2)
+@pytest.mark.parametrize("max_T", [8, 5, 12])
+def test_overflow_error(concepts, max_T):
+    """overflow_error names the error a TinyGPT raises one token past its context: the position table ends"""
+    model = concepts.new("TinyGPT", 31, 16, 2, 1, max_T, seed=max_T, module="m2_model")
+    got = concepts.call("overflow_error", model)
+    what = f"overflow_error on a TinyGPT with model.T = {max_T}"
+    if not isinstance(got, str):
+        checks.fail(f"{what} should return the exception's class name (a str), not {checks.describe(got)}")
+    if got == "IndexError":
+        return
+    if got == "":
+        checks.fail(
+            f"{what} says the model ran. With at most model.T tokens it does: the position table has rows 0 to "
+            "model.T - 1. Give it model.T + 1 tokens"
+        )
+    checks.fail(
+        f"{what} is {got!r}, expected 'IndexError': position model.T has no row in the learned position table, "
+        "so the embedding lookup is what fails (return type(e).__name__ of what the model raises)"
+    )
+
+
+# ---------------------------------------------------------------- check yourself
+
+QUESTION_IDS = concept_questions.IDS
+
+
+def answer(concepts, name: str):
+    """The module-level answer, as plain data; a set (not plain data on the wire) is listed in the worker."""
+    value = concepts.value(name)
+    if getattr(value, "short_type", None) in ("set", "frozenset"):
+        value = concepts.call("list", value, module="builtins")
+    return value
+
+
+@pytest.fixture(scope="session")
+def notebook(grading_context) -> bool:
+    """Whether the submission is a notebook: grader/submission.py runs its cells from notebook_code.py."""
+    return (grading_context.submission / "notebook_code.py").is_file()
+
+
+@pytest.mark.points(19)
+@pytest.mark.parametrize("question_id", QUESTION_IDS)
+def test_question(concepts, variant, notebook, question_id):
+    """the answer to the check-yourself question"""
+    question = concept_questions.question(question_id, variant)
+    questions.assess(question, answer(concepts, question_id), concept_questions.where(notebook))

@@ -1,0 +1,162 @@
+"""Variants for `concepts` (m12_concepts.py): the usual misunderstandings, each of which must cost points with a
+message that teaches the point (not only "wrong"), and right answers written differently."""
+
+import re
+
+from helpers import bug, ok
+
+M12 = "m12_concepts.py"
+SUBTRACT = "    return _count(decoder) - _count(encoder)"
+ONE_PASS = '    return F.cross_entropy(logits, seq[1:], reduction="none")'
+LAST = "        last = model(seq[: t + 1].unsqueeze(0))[0, -1]"
+TARGET = "        losses.append(F.cross_entropy(last.unsqueeze(0), seq[t + 1 : t + 2]))"
+CHANGE = "    x2[-1] += 3.0  # only the last token changes"
+ONE_TOO_MANY = "    idx = torch.zeros(1, model.T + 1, dtype=torch.long)"
+
+
+def answer(question: str, right: str, wrong: str, expect: str):
+    """A wrong answer to one question, whose feedback must contain ``expect``."""
+    letters = re.sub(r"\W+", "", wrong)
+    name = f"{question.lower()}-answered-{letters}"
+    return bug(name, "concepts", expect, M12, (right, wrong_line(right, wrong)))
+
+
+def wrong_line(right: str, wrong: str) -> str:
+    return f"{right.split(' = ')[0]} = {wrong}"
+
+
+BUGGY = [
+    # a library decoder layer against an encoder layer
+    bug(
+        "encoder-less-decoder",
+        "concepts",
+        "the decoder layer is the larger one",
+        M12,
+        (SUBTRACT, "    return _count(encoder) - _count(decoder)"),
+    ),
+    bug(
+        "cross-attention-alone",
+        "concepts",
+        "a third LayerNorm (norm3",
+        M12,
+        (SUBTRACT, "    return _count(decoder.multihead_attn)"),
+    ),
+    # one pass per sequence: the targets, the positions
+    bug(
+        "targets-not-shifted",
+        "concepts",
+        "That trains a copier",
+        M12,
+        (ONE_PASS, '    return F.cross_entropy(logits, seq[:-1], reduction="none")'),
+    ),
+    bug(
+        "one-mean-loss",
+        "concepts",
+        "reduction='none'",
+        M12,
+        (ONE_PASS, "    return F.cross_entropy(logits, seq[1:])"),
+    ),
+    bug(
+        "prefix-first-position",
+        "concepts",
+        "at the prefix's last position",
+        M12,
+        (LAST, "        last = model(seq[: t + 1].unsqueeze(0))[0, 0]"),
+    ),
+    bug(
+        "prefix-scored-against-its-own-last-token",
+        "concepts",
+        "the next one, seq[t + 1]",
+        M12,
+        (TARGET, "        losses.append(F.cross_entropy(last.unsqueeze(0), seq[t : t + 1]))"),
+    ),
+    # the counterexample
+    bug(
+        "counterexample-changes-the-first-token",
+        "concepts",
+        "already differ at position 0",
+        M12,
+        (CHANGE, "    x2[0] += 3.0"),
+    ),
+    bug(
+        "counterexample-changes-nothing", "concepts", "the two inputs are identical", M12, (CHANGE, "    x2[-1] += 0.0")
+    ),
+    bug("counterexample-too-small", "concepts", "moves by only", M12, (CHANGE, "    x2[-1] += 1e-7")),
+    # the position table
+    bug(
+        "overflow-with-exactly-max-t",
+        "concepts",
+        "Give it model.T + 1 tokens",
+        M12,
+        (ONE_TOO_MANY, "    idx = torch.zeros(1, model.T, dtype=torch.long)"),
+    ),
+    # the questions: each wrong answer gets the feedback that says what it misses
+    answer("Q_BLOCK", 'Q_BLOCK = "a, b, c"', '"a, b, c, d"', "is what GPT removed"),
+    answer("Q_FAMILIES", 'Q_FAMILIES = "b"', '"a"', "an encoder, not a decoder"),
+    answer(
+        "Q_CROSS",
+        "Q_CROSS = 1_051_648  # cross-attention 4 d^2 + 4 d and a third LayerNorm 2 d",
+        "1_050_624",
+        "third LayerNorm (norm3)",
+    ),
+    answer("Q_PARALLEL", 'Q_PARALLEL = "a"', '"b"', "that is generation"),
+    answer("Q_MASKED", "Q_MASKED = 523_776  # T (T - 1) / 2", "524_800", "counts the entries kept"),
+    answer("Q_BUGLINE", "Q_BUGLINE = 2", "4", "is how cross_entropy takes them"),
+    answer("Q_MASKDIR", 'Q_MASKDIR = "a"', '"b"', "not collapse to near 0"),
+    answer("Q_SHAPE", 'Q_SHAPE = "a"', '"b"', "the hidden state"),
+    answer("Q_MISSING", 'Q_MISSING = "b"', '"c"', "the context length is needed"),
+    answer("Q_REVERSE", "Q_REVERSE = 64", "67", "not 12 d^2 per layer alone"),
+    answer("Q_ABILITIES", 'Q_ABILITIES = "c"', '"b"', "nothing is fine-tuned"),
+    answer("Q_FEWSHOT", 'Q_FEWSHOT = "a"', '"c"', "not training steps"),
+    answer("Q_LIE", 'Q_LIE = "c"', '"b"', "true: Chinchilla"),
+    answer("Q_LOSS0", "Q_LOSS0 = 3.912  # log 50", "5.64", "in bits"),
+    answer("Q_WINDOW", "Q_WINDOW = 8", "9", "cropped to the last 8"),
+    answer("Q_OMIT", 'Q_OMIT = "a"', '"d"', "skips each parameter whose .grad is None"),
+    answer("Q_OVERFLOW", 'Q_OVERFLOW = "a"', '"b"', "nothing reuses a row"),
+    answer("Q_PAD", "Q_PAD = 27", "32", "ignore_index leaves them out"),
+    answer("Q_EXPOSURE", 'Q_EXPOSURE = "b"', '"a"', "teacher forcing is what training does"),
+]
+
+CORRECT = [
+    ok(
+        "concepts-written-differently",
+        {
+            M12: [
+                (SUBTRACT, "    return 4 * d * d + 6 * d  # the cross-attention (4 d^2 + 4 d) and norm3 (2 d)"),
+                (
+                    "    logits = model(seq[:-1].unsqueeze(0))[0]\n" + ONE_PASS,
+                    "    logits = model(seq[None, :-1]).squeeze(0)\n"
+                    "    return -torch.log_softmax(logits, dim=-1).gather(1, seq[1:, None]).squeeze(1)",
+                ),
+                (
+                    "    for t in range(len(seq) - 1):\n" + LAST + "\n" + TARGET,
+                    "    for end in range(1, len(seq)):\n"
+                    "        logits = model(seq[None, :end])[:, -1]\n"
+                    "        losses.append(F.cross_entropy(logits, seq[end : end + 1]))",
+                ),
+                (
+                    "    generator = torch.Generator().manual_seed(0)\n    x1 = torch.randn(T, d, generator=generator)",
+                    "    x1 = torch.ones(T, d)",
+                ),
+                (CHANGE, "    x2[T - 1] = 10.0"),
+                (ONE_TOO_MANY, "    idx = torch.arange(model.T + 1).unsqueeze(0) % 2"),
+            ]
+        },
+    ),
+    ok(
+        "concepts-answers-in-other-forms",
+        {
+            M12: [
+                ('Q_BLOCK = "a, b, c"', 'Q_BLOCK = ["C", "a", "B"]'),
+                (
+                    "Q_CROSS = 1_051_648  # cross-attention 4 d^2 + 4 d and a third LayerNorm 2 d",
+                    'Q_CROSS = "1,051,648"',
+                ),
+                ("Q_LOSS0 = 3.912  # log 50", "Q_LOSS0 = 3.91"),
+                ("Q_BUGLINE = 2", 'Q_BUGLINE = "2"'),
+                ("Q_MASKED = 523_776  # T (T - 1) / 2", "Q_MASKED = 1024 * 1023 / 2"),
+                ('Q_LIE = "c"', 'Q_LIE = "(C)"'),
+            ]
+        },
+    ),
+]
