@@ -18,9 +18,9 @@ spot and explain before you run anything.
    causal model the two agree: that is why training is parallel.
 3. ``counterexample(T, d)``: two inputs ``(x1, x2)``, float tensors of shape
    ``(T, d)``, that agree on the earlier positions (at least position 0) and
-   differ at a later one, chosen so that ``attend(x, causal=False)`` (given
+   differ at a later one, chosen so that ``self_attend(x, causal=False)`` (given
    below: attention with no mask) gives a different output at position 0 for
-   the two, while ``attend(x, causal=True)`` gives the same for every position
+   the two, while ``self_attend(x, causal=True)`` gives the same for every position
    they share. Break the claim "earlier outputs never depend on later tokens"
    for the unmasked version.
 4. ``overflow_error(model)``: run ``model`` (a TinyGPT) on an input one token
@@ -46,7 +46,7 @@ import torch.nn as nn
 import torch.nn.functional as F  # noqa: F401 - you will want F.cross_entropy
 
 
-def attend(x: torch.Tensor, causal: bool = True) -> torch.Tensor:
+def self_attend(x: torch.Tensor, causal: bool = True) -> torch.Tensor:
     """Single-head attention of ``x`` (T, d) on itself (queries, keys and values are ``x``), with or without the
     causal mask. Given: used by ``counterexample`` and the demo."""
     T, d = x.shape
@@ -212,6 +212,7 @@ if __name__ == "__main__":
     print("8 passes:     ", [round(x, 4) for x in many.tolist()])
     print("largest gap:", f"{(one - many).abs().max().item():.2e}", " mean:", f"{one.mean().item():.4f}")
     x1, x2 = counterexample(4, 4)
-    print("unmasked, position 0 moves by:", f"{(attend(x1, False)[0] - attend(x2, False)[0]).abs().max().item():.4f}")
-    print("masked, position 0 moves by:  ", f"{(attend(x1, True)[0] - attend(x2, True)[0]).abs().max().item():.4f}")
+    for causal in (False, True):
+        moved = (self_attend(x1, causal)[0] - self_attend(x2, causal)[0]).abs().max().item()
+        print("masked" if causal else "unmasked", f"position 0 moves by: {moved:.4f}")
     print("9 tokens into a context of 8:", overflow_error(model))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import sys
 import time
 import traceback
 from collections import Counter
@@ -118,6 +119,7 @@ def grade(
     plugins = [GradingPlugin(context), collector, *([Only(only)] if only is not None else [])]
     try:
         with _clean_pytest_env(), contextlib.redirect_stdout(log), contextlib.redirect_stderr(log):
+            _forget_suites(suites)
             code = pytest.main(args, plugins=plugins)
         if code not in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED) or not collector.results:
             raise GraderError(
@@ -196,6 +198,17 @@ def settle_claims(
             "The same check, run on the reference solution in a fresh sandbox, completes: so it counts as failed. "
             "Your code's process said the grader failed, or sent back something the grader could not use"
         )
+
+
+def _forget_suites(suites: Path) -> None:
+    """Each grading imports its suites afresh. pytest's importlib mode reuses a module already in ``sys.modules``,
+    so a suite's module-level state (lmbudget's task file, read from GPTKIT_LMBUDGET_TASK) would otherwise stay
+    what the first grading in this process saw. Only the suites' own test files: re-running one costs
+    milliseconds, and the helpers they import hold no per-grading state."""
+    for name, module in list(sys.modules.items()):
+        path = getattr(module, "__file__", None)
+        if path and Path(path).name.startswith("test_") and Path(path).parent == suites:
+            del sys.modules[name]
 
 
 @contextlib.contextmanager

@@ -3,6 +3,7 @@ under its own limits, and a grader failure that never sticks to the next grading
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 from pathlib import Path
@@ -109,3 +110,23 @@ def test_a_pool_process_replaces_its_dead_server(tmp_path):
         grading._process_grader = None
     assert "error" not in first and "error" not in second, second.get("error")
     assert second["score"] == second["max_score"]
+
+
+def test_each_grading_reads_the_lmbudget_task_file_of_its_own_time(tmp_path, monkeypatch):
+    """A suite's module-level state is read afresh by each grading in one process: the lmbudget task file named
+    by GPTKIT_LMBUDGET_TASK when the grading starts, not the one the first grading saw (a test once trained for
+    the shipped task's 185 s while its own task file said 23)."""
+    from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
+
+    stub = tmp_path / "stub"
+    stub.mkdir()
+    (stub / "lmbudget.py").write_text((SOLUTIONS.parent / "exercises" / "lmbudget.py").read_text())
+    maxima = []
+    with Grader() as grader:
+        for points in (10.0, 7.0):
+            task = tmp_path / f"task-{points:g}.toml"
+            write_task(dataclasses.replace(load_task(TASK_FILE), points=points), task)
+            monkeypatch.setenv(ENV_VAR, str(task))
+            report = grader.grade(Request(stub, ("lmbudget",)), limits()).to_json()
+            maxima.append(sum(c["max_score"] for m in report["milestones"] for c in m["checks"]))
+    assert maxima == [10.0, 7.0], f"the second grading kept the first task file's points: {maxima}"

@@ -46,8 +46,9 @@ def test_an_honest_reply_passes():
 
 
 def test_the_check_costs_little_whatever_the_reply():
-    started = time.perf_counter()
+    # CPU time, not the clock: a busy machine (tests side by side) stretches the clock, not the work
+    started = time.process_time()
     for reply in ({"v": "a( " * 1_300_000}, {"v": [{"t": "py", "v": 0}] * 200_000}):
         with pytest.raises(ReplyTooLarge):
             check_reply_size(reply)
-    assert time.perf_counter() - started < 2
+    assert time.process_time() - started < 2
