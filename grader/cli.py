@@ -23,7 +23,7 @@ from grader.milestones import MILESTONES
 from grader.options import OutputPath, limit_options, limits, milestone_option, submission_timeout_option
 from grader.paper.commands import paper
 from grader.practice.command import practice
-from grader.results import GRADESCOPE_VISIBILITIES
+from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES
 from grader.variants import Variant
 from grader.watch import watch
 
@@ -149,7 +149,15 @@ def check(
     "check is hidden. The public checks are always visible and worth 0 points. The default keeps the "
     "hidden checks from students until you have looked at them.",
 )
-def gradescope(out: Path, visibility: str = "after_published") -> None:
+@click.option(
+    "--tests",
+    type=click.Choice(GRADESCOPE_LAYOUTS),
+    default="milestone",
+    show_default=True,
+    help="What results.json lists: milestone, one test per milestone (its points, each check a line of its "
+    "output); check, one test per check. Written into run_autograder (TESTS=...).",
+)
+def gradescope(out: Path, visibility: str = "after_published", tests: str = "milestone") -> None:
     """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
 
     Upload it as the assignment's autograder; students submit their exercise files or one notebook, loose
@@ -158,12 +166,12 @@ def gradescope(out: Path, visibility: str = "after_published") -> None:
     from grader.bundles import gradescope as bundle
 
     try:
-        names = bundle.build(out, visibility=visibility)
+        names = bundle.build(out, visibility=visibility, tests=tests)
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
     click.echo(
-        f"wrote {out} ({len(names)} files, hidden checks {visibility}); upload it as the autograder "
-        "of a Gradescope assignment",
+        f"wrote {out} ({len(names)} files, hidden checks {visibility}, a test per {tests}); upload it as the "
+        "autograder of a Gradescope assignment",
         err=True,
     )
 

@@ -40,7 +40,7 @@ from grader.batch.discover import nothing_to_grade, submission_in  # grade batch
 from grader.files import atomic_path, write_atomically
 from grader.grading import Grader, Request, grader_failed, internal_errors_line
 from grader.options import limits
-from grader.results import GRADESCOPE_VISIBILITIES, gradescope_results
+from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES, gradescope_results
 from grader.sandbox.client import GraderError
 from grader.submission import SubmissionError
 
@@ -78,18 +78,24 @@ SHOWN = {
 }
 
 
-def build(out: Path, project: Path = PROJECT, visibility: str = "after_published") -> list[str]:
-    """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``;
-    returns the names it holds."""
+def build(
+    out: Path, project: Path = PROJECT, visibility: str = "after_published", tests: str = "milestone"
+) -> list[str]:
+    """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``, its results
+    laid out as ``tests`` says (a test per milestone or per check); returns the names it holds."""
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
+    if tests not in GRADESCOPE_LAYOUTS:
+        raise ValueError(f"tests must be one of {', '.join(GRADESCOPE_LAYOUTS)}, not {tests!r}")
     if not (project / "solutions" / "m1_attention.py").is_file():
         raise FileNotFoundError(f"no reference solutions in {project / 'solutions'}: build from a checkout of the kit")
     files = {name: (project / name).read_bytes() for name in shipped_files(project)}
     for name in [n for n in files if n.endswith(".md")]:
         files[name] = unlinked(files[name].decode(), name, set(files)).encode()
     files["setup.sh"] = templates.text("gradescope-setup.sh").encode()
-    files["run_autograder"] = templates.render("gradescope-run_autograder.sh", visibility=visibility).encode()
+    files["run_autograder"] = templates.render(
+        "gradescope-run_autograder.sh", visibility=visibility, tests=tests
+    ).encode()
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in sorted(files.items()):
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # reproducible bytes
@@ -149,11 +155,12 @@ def locate(root: Path) -> tuple[Path, str]:
     return found, " ".join(filter(None, [f"Graded {where}, found inside your submission.", left_out]))
 
 
-def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
+def results(root: Path, visibility: str = "visible", tests: str = "milestone") -> tuple[dict, int]:
     """Gradescope's results.json for the submission in ``root``, and an exit status (1: the grader failed).
 
     The hidden suites carry the points and ``visibility``; the public checks (what students run
-    themselves) follow, always visible and worth 0 points.
+    themselves) follow, always visible and worth 0 points. ``tests``: one test per milestone (each check a
+    line of its output) or one per check.
     """
     path, found = locate(root)
     notes = [found] if found else []
@@ -183,7 +190,7 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
             output="The autograder could not grade this submission (the grader itself "
             "failed, not your code); please tell your instructor."
         ), 1
-    out = report.to_gradescope(visibility=visibility, public=public)
+    out = report.to_gradescope(visibility=visibility, public=public, layout=tests)
     if visibility != "visible":
         notes.append(
             f"{SHOWN[visibility]}; the public checks (the ones you can run yourself, worth 0 points "
@@ -203,8 +210,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submission", type=Path)
     parser.add_argument("results", type=Path)
     parser.add_argument("--visibility", choices=list(VISIBILITIES), default="visible")
+    parser.add_argument("--tests", choices=GRADESCOPE_LAYOUTS, default="milestone")
     args = parser.parse_args(argv)
-    out, status = results(args.submission, args.visibility)
+    out, status = results(args.submission, args.visibility, args.tests)
     write_atomically(args.results, json.dumps(out, indent=2) + "\n")
     return status
 

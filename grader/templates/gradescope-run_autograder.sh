@@ -7,6 +7,9 @@ RESULTS="$ROOT/results/results.json"
 # Who sees the hidden suites' checks (Gradescope's levels: visible, after_due_date, after_published, hidden);
 # set by `grade gradescope --visibility`. The public checks are always visible, worth 0 points.
 VISIBILITY=@visibility
+# What results.json lists: one test per milestone (its checks, one line each, in the test's output), or
+# one test per check ("check"); set by `grade gradescope --tests`.
+TESTS=@tests
 mkdir -p "$ROOT/results"
 
 # The exercise files or one notebook, in submission/ or in the one folder inside it; the reason for
@@ -14,6 +17,6 @@ mkdir -p "$ROOT/results"
 FAILED='{"score": 0, "tests": [], "output": "The autograder could not grade this submission '\
 '(a grader failure); please tell your instructor."}'
 cd "$ROOT/source" || { printf '%s\n' "$FAILED" > "$RESULTS"; exit 1; }
-if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY"; then
+if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY" --tests "$TESTS"; then
     [ -s "$RESULTS" ] || printf '%s\n' "$FAILED" > "$RESULTS"
 fi
