@@ -15,9 +15,11 @@ import click
 from grader.batch.exports import csv_text, gradescope_json
 from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook
 from grader.batch.summary import (
+    broken_line,
+    class_causes,
     class_lines,
     counts_line,
-    failure_causes,
+    failure_counts,
     failure_rates,
     mean_line,
     milestone_means,
@@ -351,17 +353,22 @@ def _failure_lines(rows: list[dict], checks: list[dict], top: int) -> Iterator[s
         )
     if left := untouched_line(checks):
         yield left
+    if crashed := broken_line(checks):
+        yield crashed
     counted = [c for c in checks if c["student"] not in stub]
-    rates = failure_rates(counted)
+    counts = failure_counts(counted)
     graded = [r for r in rows if r["status"] == "graded"]
     considered = len([r for r in graded if r["student"] not in stub])
-    yield f"most often failed checks (of the {considered} graded, those who worked on the milestone):"
-    for (milestone, name), rate in rates[:top]:
-        yield f"  {100 * rate:5.1f}%  {milestone}: {name}"
-    if causes := failure_causes(checks):
-        yield "most common likely causes (students):"
-        for milestone, cause, n in causes[:top]:
-            yield f"  {n:4d}  {milestone}: {cause}"
+    yield (
+        f"most often failed checks (students failing it, of the {considered} graded those who worked on the "
+        "milestone and did not hang or crash there):"
+    )
+    for (milestone, name), n, of in counts[:top]:
+        yield f"  {100 * n / of:5.1f}%  {f'{n} of {of}':>9}  {milestone}: {name}"
+    if causes := class_causes(checks):
+        yield f"most common likely causes (students of the {considered} graded, each counted once per cause):"
+        for milestones, cause, n in causes[:top]:
+            yield f"  {n:4d}  {', '.join(milestones)}: {cause}"
 
 
 def _older(rows: list[dict]) -> list[dict]:
