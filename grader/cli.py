@@ -157,7 +157,15 @@ def check(
     help="What results.json lists: milestone, one test per milestone (its points, each check a line of its "
     "output); check, one test per check. Written into run_autograder (TESTS=...).",
 )
-def gradescope(out: Path, visibility: str = "after_published", tests: str = "milestone") -> None:
+@click.option(
+    "--late-policy",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TOML late policy (docs/instructors.md, 'Due dates and late penalties'), shipped in the zip: the "
+    "submission's time and due date come from Gradescope's submission_metadata.json.",
+)
+def gradescope(
+    out: Path, visibility: str = "after_published", tests: str = "milestone", late_policy: Path | None = None
+) -> None:
     """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
 
     Upload it as the assignment's autograder; students submit their exercise files or one notebook, loose
@@ -166,7 +174,7 @@ def gradescope(out: Path, visibility: str = "after_published", tests: str = "mil
     from grader.bundles import gradescope as bundle
 
     try:
-        names = bundle.build(out, visibility=visibility, tests=tests)
+        names = bundle.build(out, visibility=visibility, tests=tests, late_policy=late_policy)
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
     click.echo(

@@ -35,7 +35,7 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from grader import nofollow, templates
+from grader import deadlines, nofollow, templates
 from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
 from grader.files import atomic_path, write_atomically
 from grader.grading import Grader, Request, grader_failed, internal_errors_line
@@ -78,11 +78,21 @@ SHOWN = {
 }
 
 
+LATE_POLICY = "late-policy.toml"  # in the zip: run_autograder passes it when it is there
+
+
 def build(
-    out: Path, project: Path = PROJECT, visibility: str = "after_published", tests: str = "milestone"
+    out: Path,
+    project: Path = PROJECT,
+    visibility: str = "after_published",
+    tests: str = "milestone",
+    late_policy: Path | None = None,
 ) -> list[str]:
     """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``, its results
-    laid out as ``tests`` says (a test per milestone or per check); returns the names it holds."""
+    laid out as ``tests`` says (a test per milestone or per check), with ``late_policy`` (a TOML file, checked
+    here) as ``late-policy.toml``; returns the names it holds."""
+    if late_policy is not None:
+        deadlines.load(late_policy)  # a mistake is the instructor's to fix now, not found at the first upload
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
     if tests not in GRADESCOPE_LAYOUTS:
@@ -93,6 +103,8 @@ def build(
     for name in [n for n in files if n.endswith(".md")]:
         files[name] = unlinked(files[name].decode(), name, set(files)).encode()
     files["setup.sh"] = templates.text("gradescope-setup.sh").encode()
+    if late_policy is not None:
+        files[LATE_POLICY] = late_policy.read_bytes()
     files["run_autograder"] = templates.render(
         "gradescope-run_autograder.sh", visibility=visibility, tests=tests
     ).encode()
@@ -155,6 +167,22 @@ def locate(root: Path) -> tuple[Path, str]:
     return found, " ".join(filter(None, [f"Graded {where}, found inside your submission.", left_out]))
 
 
+def late(out: dict, policy_file: Path, metadata: Path) -> dict:
+    """The results with the late policy applied: the time and due date from Gradescope's submission metadata
+    (the submitter's own due date where Gradescope has an extension for them), an extension in the policy by
+    the submitter's email; an unknown time costs nothing and the output says so."""
+    from grader.batch.exports import with_lateness
+
+    policy = deadlines.load(policy_file)
+    submitted, due = deadlines.gradescope_time(metadata)
+    try:
+        users = json.loads(metadata.read_text(encoding="utf-8")).get("users") or []
+        student = str(users[0].get("email") or users[0].get("name") or "")
+    except (OSError, ValueError, AttributeError, IndexError):
+        student = ""
+    return with_lateness(out, policy.judge(student, submitted, due=due))
+
+
 def results(root: Path, visibility: str = "visible", tests: str = "milestone") -> tuple[dict, int]:
     """Gradescope's results.json for the submission in ``root``, and an exit status (1: the grader failed).
 
@@ -211,8 +239,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("results", type=Path)
     parser.add_argument("--visibility", choices=list(VISIBILITIES), default="visible")
     parser.add_argument("--tests", choices=GRADESCOPE_LAYOUTS, default="milestone")
+    parser.add_argument("--late-policy", type=Path, help="a late policy (grader/deadlines.py); none if absent")
+    parser.add_argument("--metadata", type=Path, help="Gradescope's submission_metadata.json")
     args = parser.parse_args(argv)
     out, status = results(args.submission, args.visibility, args.tests)
+    if args.late_policy is not None and args.late_policy.is_file():
+        out = late(out, args.late_policy, args.metadata or Path("/autograder/submission_metadata.json"))
     write_atomically(args.results, json.dumps(out, indent=2) + "\n")
     return status
 

@@ -11,12 +11,17 @@ VISIBILITY=@visibility
 # one test per check ("check"); set by `grade gradescope --tests`.
 TESTS=@tests
 mkdir -p "$ROOT/results"
+# A late policy, where `grade gradescope --late-policy FILE` put one in the zip (none there: no penalty): the
+# submission's time and due date are read from Gradescope's submission_metadata.json.
+LATE_POLICY="$ROOT/source/late-policy.toml"
+METADATA="$ROOT/submission_metadata.json"
 
 # The exercise files or one notebook, in submission/ or in the one folder inside it; the reason for
 # anything that cannot be graded goes into the results' output, which students see.
 FAILED='{"score": 0, "tests": [], "output": "The autograder could not grade this submission '\
 '(a grader failure); please tell your instructor."}'
 cd "$ROOT/source" || { printf '%s\n' "$FAILED" > "$RESULTS"; exit 1; }
-if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY" --tests "$TESTS"; then
+if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY" --tests "$TESTS" \
+        --late-policy "$LATE_POLICY" --metadata "$METADATA"; then
     [ -s "$RESULTS" ] || printf '%s\n' "$FAILED" > "$RESULTS"
 fi
