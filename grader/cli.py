@@ -229,5 +229,31 @@ def nbgrader(out: Path) -> None:
     click.echo(f"wrote {notebook}; next, in {out}: nbgrader generate_assignment {course.ASSIGNMENT}", err=True)
 
 
+@main.command()
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.6,
+    show_default=True,
+    help="Flag a pair whose share of common fingerprints on a file is at least this (0 to 1).",
+)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--stubs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The stubs the students started from (default: this kit's exercises/): their text is never counted.",
+)
+def similarity(folder: Path, threshold: float, fmt: str, stubs: Path | None) -> None:
+    """Flag pairs of students in FOLDER (a class, as grade batch reads it) whose exercise files hold the same code
+    up to renamed identifiers, reordered functions and comments, file by file, the stubs' own text left out.
+
+    Needs copydetect (pip install 'gptkit[similarity]'). A flagged pair is a reason to read both, not a verdict."""
+    from grader import similarity as sim
+
+    pairs, students = sim.compare(folder, stubs or sim.STUBS, threshold)
+    click.echo(sim.render(pairs, students, fmt, threshold))
+
+
 for command in (batch, export, report, contest, submit, paper, practice, watch):
     main.add_command(command)
