@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import textwrap
 from pathlib import Path
@@ -28,7 +29,9 @@ SHOWN = 15  # bars in the cause and check charts
 
 
 def wrap(label: str, width: int = 48, lines: int = 3) -> str:
-    """A label over at most ``lines`` lines, broken only between words (an over-long one ends in '…')."""
+    """A label over at most ``lines`` lines, broken only between words, never inside brackets ("data[:, 1:]" stays
+    whole: its space is a no-break space there), an over-long one ending in '…'."""
+    label = re.sub(r"\[[^\[\]]*\]", lambda m: m[0].replace(" ", "\u00a0"), label)
     parts = textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False) or [""]
     if len(parts) > lines:
         parts = [*parts[: lines - 1], textwrap.shorten(" ".join(parts[lines - 1 :]), width, placeholder=" …")]
@@ -81,9 +84,10 @@ def heatmap(rows: list[dict], checks: list[dict], stub: set[str]) -> Figure:
     grid = [[shares[m].get(s, float("nan")) for m in ids] for s in students]
     image = ax.imshow(grid or [[float("nan")]], cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(ids)), ids)
+    crashed = broken_students(checks)  # "hung in m1": a red row that is no wrong answer
     ax.set_yticks(
         range(len(students)),
-        [f"{s} (stub)" if s in stub else s for s in students],
+        [f"{s} (stub)" if s in stub else f"{s} ({crashed[s]})" if s in crashed else s for s in students],
         fontsize=9 if len(students) <= 40 else 6,
     )
     ax.xaxis.tick_top()

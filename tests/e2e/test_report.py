@@ -19,9 +19,15 @@ from corpus import BUGGY
 from grader.batch.charts import CAUSES, HEATMAP, HISTOGRAM, RATES, best_first, wrap
 from grader.batch.gradebook import EMPTY, Gradebook
 from grader.batch.summary import (
+    CRASHED,
+    HUNG,
+    broken,
     cause_key,
     check_name,
+    class_causes,
+    ended,
     failure_causes,
+    failure_counts,
     failure_rates,
     is_stub,
     likely_cause,
@@ -594,6 +600,27 @@ def test_an_output_path_through_a_file_is_a_usage_error(tmp_path, option):
     assert f"afile is a file, not a folder: {option[1]} cannot be written" in proc.stderr, proc.stderr
 
 
+def test_a_hang_and_a_crash_are_set_apart_with_or_without_a_verdict():
+    """A check whose process did not come back is a hang or a crash (by its verdict, or, in a gradebook from
+    before the verdict was kept, by its words); the pair is out of the rates and causes, which keep their
+    denominators and count each student once per cause across milestones."""
+    hang = {**check("a", False, "no answer within 10.0 s: an infinite loop, or far too much work?"), "student": "h"}
+    crash = {**check("a", False, "the worker process ended with exit code 3 (os._exit?)"), "student": "c"}
+    assert (ended(hang), ended(crash)) == (HUNG, CRASHED)
+    assert ended({**crash, "verdict": "wrong answer"}) is None  # the verdict, where kept, decides
+    assert ended({**check("a", False, "boom"), "verdict": "time limit exceeded"}) == HUNG
+    wrong = [
+        {**check("a", False, NO_SCALING.format(q=1, got=0.5, n=3), milestone=m), "student": s}
+        for s in ("x", "y")
+        for m in ("m1", "lesson")
+    ]
+    fine = {**check("a", True), "student": "z"}
+    checks = [hang, crash, *wrong, fine]
+    assert broken(checks) == {("h", "m1"): HUNG, ("c", "m1"): CRASHED}
+    assert failure_counts(checks) == [(("lesson", "a"), 2, 2), (("m1", "a"), 2, 3)]
+    assert class_causes(checks) == [(("m1", "lesson"), "the scores are not divided by sqrt(d_k)", 2)]
+
+
 # ---------------------------------------------------------------- a class with broken submissions, graded for real
 
 HANG = Variant(
@@ -629,12 +656,13 @@ def graded_broken_class(tmp_path_factory) -> tuple[Path, str]:
     root = tmp_path_factory.mktemp("broken") / "class"
     broken_class(root)
     proc = cli(
-        "batch", str(root), "--workers", "2", "-m", "m1", "-m", "m3", "-m", "m4", "-m", "sampling", "--timeout", "3"
+        "batch", str(root), "--workers", "2", "-m", "m1", "-m", "m3", "-m", "m4", "-m", "sampling", "--timeout", "10"
     )
     assert proc.returncode == 0, proc.stderr
     return root, proc.stderr
 
 
+@pytest.mark.slow
 def test_batch_counts_a_hang_and_a_crash_as_errors(graded_broken_class):
     """The summary's first line: 8 graded, 2 with errors, naming who hung and who crashed and where."""
     _, stderr = graded_broken_class
@@ -645,6 +673,7 @@ def test_batch_counts_a_hang_and_a_crash_as_errors(graded_broken_class):
     assert "cris crashed in m4" in apart and "hank hung in m1" in apart, apart
 
 
+@pytest.mark.slow
 def test_report_ranks_the_real_bugs_first_and_shows_the_broken_apart(graded_broken_class, tmp_path):
     root, _ = graded_broken_class
     proc = cli("report", str(root / "grades.sqlite"), "--png", str(tmp_path / "charts"))
@@ -671,3 +700,4 @@ def test_report_ranks_the_real_bugs_first_and_shows_the_broken_apart(graded_brok
     assert causes and "never zeroed" in causes[0] and causes[0].split()[0] == "2", causes
     assert not any("hung" in line or "worker" in line or "no answer within" in line for line in causes), causes
     assert {p.name for p in (tmp_path / "charts").iterdir()} == {CAUSES, HEATMAP, HISTOGRAM, RATES}
+    assert (root / "grades.sqlite").is_file()
