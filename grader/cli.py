@@ -23,7 +23,7 @@ from grader.milestones import MILESTONES
 from grader.options import OutputPath, limit_options, limits, milestone_option, submission_timeout_option
 from grader.paper.commands import paper
 from grader.practice.command import practice
-from grader.results import GRADESCOPE_VISIBILITIES
+from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES
 from grader.variants import Variant
 from grader.watch import watch
 
@@ -149,7 +149,23 @@ def check(
     "check is hidden. The public checks are always visible and worth 0 points. The default keeps the "
     "hidden checks from students until you have looked at them.",
 )
-def gradescope(out: Path, visibility: str = "after_published") -> None:
+@click.option(
+    "--tests",
+    type=click.Choice(GRADESCOPE_LAYOUTS),
+    default="milestone",
+    show_default=True,
+    help="What results.json lists: milestone, one test per milestone (its points, each check a line of its "
+    "output); check, one test per check. Written into run_autograder (TESTS=...).",
+)
+@click.option(
+    "--late-policy",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="A TOML late policy (docs/instructors.md, 'Due dates and late penalties'), shipped in the zip: the "
+    "submission's time and due date come from Gradescope's submission_metadata.json.",
+)
+def gradescope(
+    out: Path, visibility: str = "after_published", tests: str = "milestone", late_policy: Path | None = None
+) -> None:
     """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
 
     Upload it as the assignment's autograder; students submit their exercise files or one notebook, loose
@@ -158,12 +174,12 @@ def gradescope(out: Path, visibility: str = "after_published") -> None:
     from grader.bundles import gradescope as bundle
 
     try:
-        names = bundle.build(out, visibility=visibility)
+        names = bundle.build(out, visibility=visibility, tests=tests, late_policy=late_policy)
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
     click.echo(
-        f"wrote {out} ({len(names)} files, hidden checks {visibility}); upload it as the autograder "
-        "of a Gradescope assignment",
+        f"wrote {out} ({len(names)} files, hidden checks {visibility}, a test per {tests}); upload it as the "
+        "autograder of a Gradescope assignment",
         err=True,
     )
 
@@ -211,6 +227,32 @@ def nbgrader(out: Path) -> None:
     except FileExistsError as e:
         raise click.UsageError(str(e)) from None
     click.echo(f"wrote {notebook}; next, in {out}: nbgrader generate_assignment {course.ASSIGNMENT}", err=True)
+
+
+@main.command()
+@click.argument("folder", type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option(
+    "--threshold",
+    type=click.FloatRange(0, 1),
+    default=0.6,
+    show_default=True,
+    help="Flag a pair whose share of common fingerprints on a file is at least this (0 to 1).",
+)
+@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option(
+    "--stubs",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    help="The stubs the students started from (default: this kit's exercises/): their text is never counted.",
+)
+def similarity(folder: Path, threshold: float, fmt: str, stubs: Path | None) -> None:
+    """Flag pairs of students in FOLDER (a class, as grade batch reads it) whose exercise files hold the same code
+    up to renamed identifiers, reordered functions and comments, file by file, the stubs' own text left out.
+
+    Needs copydetect (pip install 'gptkit[similarity]'). A flagged pair is a reason to read both, not a verdict."""
+    from grader import similarity as sim
+
+    pairs, students = sim.compare(folder, stubs or sim.STUBS, threshold)
+    click.echo(sim.render(pairs, students, fmt, threshold))
 
 
 for command in (batch, export, report, contest, submit, paper, practice, watch):

@@ -15,6 +15,8 @@ from grader.milestones import GRADABLE
 
 # Gradescope's visibility levels for a test, most shown first.
 GRADESCOPE_VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
+# How a results.json lays out its tests: one per milestone (its checks' lines in the test's output), or one per check.
+GRADESCOPE_LAYOUTS = ("milestone", "check")
 
 
 class Verdict(str, Enum):
@@ -191,11 +193,11 @@ class Report:
             ],
         }
 
-    def to_gradescope(self, visibility: str = "visible", public: Report | None = None) -> dict:
+    def to_gradescope(self, visibility: str = "visible", public: Report | None = None, layout: str = "check") -> dict:
         """Gradescope's results.json. ``visibility`` (Gradescope's: visible, after_due_date, after_published,
         hidden) is given to each hidden-suite check; public checks are always visible. ``public``, the public
         checks' report for the same submission, adds them as tests worth 0 points: the total stays the
-        hidden suites'."""
+        hidden suites'. ``layout``: one test per check, or per milestone (see ``gradescope_results``)."""
         _check_visibility(visibility)
         note = self.set_aside_note()
         return gradescope_results(
@@ -205,6 +207,7 @@ class Report:
             output=f"Graded by the TinyGPT kit's grader {__version__}." + (f" Note: {note}." if note else ""),
             visibility="visible" if self.public else visibility,
             public=public.checks if public else (),
+            layout=layout,
         )
 
     def render(self, fmt: str) -> str:
@@ -223,16 +226,27 @@ def gradescope_results(
     seconds: float | None = None,
     visibility: str = "visible",
     public: Sequence[CheckResult] = (),
+    layout: str = "check",
 ) -> dict:
     """Gradescope's results.json, the one place it is built (``grade check --format gradescope``, the
     autograder, ``grade export --gradescope``, and a submission that could not be graded: no check).
 
     ``checks`` are tests shown at ``visibility``; ``public`` checks follow, always visible and worth 0 points.
-    ``output`` is the text above the tests, which students see (stdout they do not).
+    ``output`` is the text above the tests, which students see (stdout they do not). ``layout`` "check": a
+    test per check; "milestone": a test per milestone (its title, the points of its counted checks, one line
+    per check in its output), the public checks' milestones after, visible and worth 0.
     """
     _check_visibility(visibility)
-    tests = [_gradescope_test(i, c, visibility) for i, c in enumerate(checks)]
-    tests += [_gradescope_test(len(tests) + i, c, "visible", counts=False) for i, c in enumerate(public)]
+    if layout not in GRADESCOPE_LAYOUTS:
+        raise ValueError(f"layout must be one of {', '.join(GRADESCOPE_LAYOUTS)}, not {layout!r}")
+    if layout == "milestone":
+        tests = [_gradescope_group(group, visibility) for group in _by_milestone(checks)]
+        tests += [_gradescope_group(group, "visible", counts=False) for group in _by_milestone(public)]
+        for i, test in enumerate(tests):
+            test["number"] = str(i + 1)
+    else:
+        tests = [_gradescope_test(i, c, visibility) for i, c in enumerate(checks)]
+        tests += [_gradescope_test(len(tests) + i, c, "visible", counts=False) for i, c in enumerate(public)]
     results: dict = {"score": score}
     if seconds is not None:
         results["execution_time"] = round(seconds, 2)
@@ -264,5 +278,44 @@ def _gradescope_test(i: int, c: CheckResult, visibility: str = "visible", counts
     if not c.counted:  # worth nothing either way; Gradescope then shows no pass or fail
         why = "the grader failed here, not your code" if c.internal_error else "the grader could not observe this"
         test.update(name=f"{test['name']} (not counted: {why})", score=0.0, max_score=0.0)
+        del test["status"]
+    return test
+
+
+def _by_milestone(checks: Sequence[CheckResult]) -> list[list[CheckResult]]:
+    """``checks`` grouped by milestone, in the order the milestones first appear."""
+    groups: dict[str, list[CheckResult]] = {}
+    for c in checks:
+        groups.setdefault(c.milestone, []).append(c)
+    return list(groups.values())
+
+
+def _check_line(c: CheckResult) -> str:
+    """A check's line in its milestone's test: its verdict mark, name, points and (if failed) message."""
+    if not c.counted:
+        why = "the grader failed here, not your code" if c.internal_error else "the grader could not observe this"
+        return f"- {c.name} (not counted: {why})" + (f": {c.message}" if c.message else "")
+    points = f" [{c.score:g}/{c.max_score:g}]" if c.max_score else ""
+    return f"{'PASS' if c.passed else 'FAIL'} {c.name}{points}" + ("" if c.passed else f": {c.message}")
+
+
+def _gradescope_group(checks: list[CheckResult], visibility: str, counts: bool = True) -> dict:
+    """One milestone's checks as one Gradescope test: its points are its counted checks' (0 for public checks
+    beside the hidden suites), its output one line per check; "passed" when every counted check passed."""
+    milestone = checks[0].milestone
+    title = GRADABLE[milestone].title if milestone in GRADABLE else milestone
+    counted = [c for c in checks if c.counted]
+    test: dict = {
+        "name": f"{milestone}: {'' if counts else '(public) '}{title}",
+        "number": "",
+        "score": round(sum(c.score for c in counted), 2) if counts else 0.0,
+        "max_score": round(sum(c.max_score for c in counted), 2) if counts else 0.0,
+        "status": "passed" if all(c.passed for c in counted) else "failed",
+        "output": "\n".join(_check_line(c) for c in checks),
+        "output_format": "text",
+        "visibility": visibility,
+        "tags": [milestone] + ([] if counts else ["public"]),
+    }
+    if not counted:  # nothing in it counts: Gradescope then shows no pass or fail
         del test["status"]
     return test

@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import re
 import statistics
 import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .summary import failure_causes, failure_rates, fraction, milestone_shares, stubs, untouched_counts
+from .summary import (
+    broken_students,
+    class_causes,
+    failure_counts,
+    fraction,
+    milestone_shares,
+    stubs,
+    untouched_counts,
+)
 
 if TYPE_CHECKING:  # matplotlib loads only when a chart is drawn
     from matplotlib.figure import Figure
@@ -20,7 +29,9 @@ SHOWN = 15  # bars in the cause and check charts
 
 
 def wrap(label: str, width: int = 48, lines: int = 3) -> str:
-    """A label over at most ``lines`` lines, broken only between words (an over-long one ends in '…')."""
+    """A label over at most ``lines`` lines, broken only between words, never inside brackets ("data[:, 1:]" stays
+    whole: its space is a no-break space there), an over-long one ending in '…'."""
+    label = re.sub(r"\[[^\[\]]*\]", lambda m: m[0].replace(" ", "\u00a0"), label)
     parts = textwrap.wrap(label, width, break_long_words=False, break_on_hyphens=False) or [""]
     if len(parts) > lines:
         parts = [*parts[: lines - 1], textwrap.shorten(" ".join(parts[lines - 1 :]), width, placeholder=" …")]
@@ -73,9 +84,10 @@ def heatmap(rows: list[dict], checks: list[dict], stub: set[str]) -> Figure:
     grid = [[shares[m].get(s, float("nan")) for m in ids] for s in students]
     image = ax.imshow(grid or [[float("nan")]], cmap="RdYlGn", vmin=0, vmax=1, aspect="auto")
     ax.set_xticks(range(len(ids)), ids)
+    crashed = broken_students(checks)  # "hung in m1": a red row that is no wrong answer
     ax.set_yticks(
         range(len(students)),
-        [f"{s} (stub)" if s in stub else s for s in students],
+        [f"{s} (stub)" if s in stub else f"{s} ({crashed[s]})" if s in crashed else s for s in students],
         fontsize=9 if len(students) <= 40 else 6,
     )
     ax.xaxis.tick_top()
@@ -92,30 +104,34 @@ def heatmap(rows: list[dict], checks: list[dict], stub: set[str]) -> Figure:
 
 
 def _apart(checks: list[dict], stub: set[str]) -> str:
-    """What the failure charts leave out, as the end of their axis label: untouched stubs and exercises."""
+    """What the failure charts leave out, as the end of their axis label: untouched stubs and exercises, and the
+    submissions that hung or crashed."""
     apart = f", {len(stub)} untouched stub{'s' * (len(stub) != 1)} not counted" if stub else ""
     if left := sum(untouched_counts(checks).values()):
         apart += f"; {left} untouched exercise{'s' * (left != 1)} left out"
+    if crashed := len(broken_students(checks)):
+        apart += f"; {crashed} that hung or crashed left out"
     return apart
 
 
 def causes_chart(checks: list[dict], considered: int, apart: str, graded: bool) -> Figure:
-    """Failures by likely cause: how many students hit each (``considered``: the graded students counted)."""
+    """Failures by likely cause across the class: how many students hit each, wherever it showed, each student once
+    per cause (``considered``: the graded students counted)."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    causes = failure_causes(checks)[:SHOWN]
+    causes = class_causes(checks)[:SHOWN]
     fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(causes), 1)))
-    labels = [wrap(f"{m}: {cause}") for m, cause, _ in causes][::-1]
+    labels = [wrap(f"{', '.join(ms)}: {cause}") for ms, cause, _ in causes][::-1]
     counts = [n for _, _, n in causes][::-1]
     ax.barh(range(len(causes)), counts, color="tab:red")
     ax.set_yticks(range(len(causes)), labels, fontsize=8)
     for y, n in enumerate(counts):
-        ax.text(n, y, f" {n}", va="center", fontsize=8)
-    ax.set_xlim(0, max([*counts, 1]) * 1.12)
+        ax.text(n, y, f" {n} of {considered}", va="center", fontsize=8)
+    ax.set_xlim(0, max([*counts, 1]) * 1.2)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-    ax.set_xlabel(f"students (of {considered} graded{apart})")
-    ax.set_title("Failures by likely cause")
+    ax.set_xlabel(wrap(f"students (of {considered} graded{apart}), each counted once per cause", 90, 2))
+    ax.set_title("Failures by likely cause, across the class")
     if not causes:
         nothing(ax, "no failure with a known cause" if graded else NOTHING_GRADED)
     return fig
@@ -150,17 +166,17 @@ def rates_chart(checks: list[dict], stub: set[str], considered: int, apart: str,
     """The most failed checks, stubs left out."""
     import matplotlib.pyplot as plt
 
-    rates = failure_rates([c for c in checks if c["student"] not in stub])[:SHOWN]
+    rates = failure_counts([c for c in checks if c["student"] not in stub])[:SHOWN]
     fig, ax = plt.subplots(figsize=(9, 1.4 + 0.55 * max(len(rates), 1)))
-    failing = [100 * r for _, r in rates][::-1]
-    ax.barh(range(len(rates)), failing, color="tab:purple")
-    ax.set_yticks(range(len(rates)), [wrap(f"{m}: {n}") for (m, n), _ in rates][::-1], fontsize=8)
-    for y, percent in enumerate(failing):
-        ax.text(percent, y, f" {percent:.0f}%", va="center", fontsize=8)
+    failing = [(100 * n / of, n, of) for _, n, of in rates][::-1]
+    ax.barh(range(len(rates)), [percent for percent, _, _ in failing], color="tab:purple")
+    ax.set_yticks(range(len(rates)), [wrap(f"{m}: {name}") for (m, name), _, _ in rates][::-1], fontsize=8)
+    for y, (percent, n, of) in enumerate(failing):
+        ax.text(percent, y, f" {n} of {of}", va="center", fontsize=8)
     ax.set(
-        xlabel=f"students failing it (%, of those of the {considered} graded who worked on it{apart})",
+        xlabel=wrap(f"students failing it (%, of those of the {considered} graded who worked on it{apart})", 90, 2),
         title="Most often failed checks",
-        xlim=(0, 112),  # room for the label of a bar at 100%
+        xlim=(0, 125),  # room for the label of a bar at 100%
         xticks=range(0, 101, 20),
     )
     if not rates:

@@ -12,20 +12,25 @@ from typing import TYPE_CHECKING
 
 import click
 
+from grader import deadlines
 from grader.batch.exports import csv_text, gradescope_json
 from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook
 from grader.batch.summary import (
+    broken_line,
+    class_causes,
     class_lines,
     counts_line,
-    failure_causes,
+    failure_counts,
     failure_rates,
     mean_line,
     milestone_means,
     names,
+    points,
     stubs,
     untouched_line,
 )
 from grader.clierrors import GraderCommand
+from grader.deadlines import Lateness
 from grader.files import write_atomically
 from grader.fingerprint import grader_fingerprint
 from grader.milestones import GRADABLE, MILESTONES
@@ -49,6 +54,22 @@ if TYPE_CHECKING:  # loaded by the commands that use them: `grade` starts withou
     from grader.sandbox.client import Limits
 
 __all__ = ["batch", "export", "report", "failure_rates"]
+
+
+def late_policy_options(command):
+    """--late-policy FILE and --times-from-mtime, shared by export and report."""
+    command = click.option(
+        "--times-from-mtime",
+        is_flag=True,
+        help="Take a submission's time from its files' newest modification time where nbgrader's timestamp.txt "
+        "gives none (a copy or an unzip may change it: only if you know it is the submission's).",
+    )(command)
+    return click.option(
+        "--late-policy",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        help="A TOML file of due dates, extensions and the penalty (docs/instructors.md, 'Due dates and late "
+        "penalties'). A submission whose time is unknown gets no penalty, and is said to.",
+    )(command)
 
 
 @click.command(cls=GraderCommand)  # the grader's errors shown as click's (grader/clierrors.py)
@@ -251,19 +272,31 @@ def _gone_note(submissions: Path, gone: list[str]) -> str:
     type=OutputPath(file_okay=False, path_type=Path),
     help="A folder with STUDENT/results.json in Gradescope's schema for each submission.",
 )
-def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
-    """Export a batch gradebook (grade batch's SQLite file) as CSV and/or per-student Gradescope results."""
+@late_policy_options
+def export(
+    db: Path,
+    csv_out: Path | None,
+    gradescope_dir: Path | None,
+    late_policy: Path | None = None,
+    times_from_mtime: bool = False,
+) -> None:
+    """Export a batch gradebook (grade batch's SQLite file) as CSV and/or per-student Gradescope results.
+
+    With --late-policy, each submission's time (nbgrader's timestamp.txt; the files' modification time only with
+    --times-from-mtime) is judged against its due date: the CSV gains its time, due date, penalty, score after it
+    and a note, and each results.json the score after the penalty. An unknown time gets no penalty, said so."""
     if not csv_out and not gradescope_dir:
         raise click.UsageError("say what to write: --csv FILE and/or --gradescope FOLDER")
     rows, checks = _load(db)
+    lateness = _lateness(rows, late_policy, times_from_mtime)
     if older := _older(rows):
         click.echo(f"note: {_older_note(db, rows, older)}", err=True)
     if csv_out:
-        write_atomically(csv_out, csv_text(rows, checks))
+        write_atomically(csv_out, csv_text(rows, checks, lateness))
         click.echo(f"wrote {csv_out} ({len(rows)} submissions)", err=True)
     if gradescope_dir:
         for row in rows:
-            results = gradescope_json(row, checks)
+            results = gradescope_json(row, checks, lateness.get(row["student"]) if lateness is not None else None)
             write_atomically(gradescope_dir / row["student"] / "results.json", json.dumps(results, indent=2))
         click.echo(f"wrote {len(rows)} results.json files under {gradescope_dir}", err=True)
 
@@ -285,16 +318,23 @@ def export(db: Path, csv_out: Path | None, gradescope_dir: Path | None) -> None:
     show_default=True,
     help="How many of the most failed checks and likely causes to list.",
 )
-def report(db: Path, png_dir: Path | None, top: int) -> None:
+@late_policy_options
+def report(
+    db: Path, png_dir: Path | None, top: int, late_policy: Path | None = None, times_from_mtime: bool = False
+) -> None:
     """Summarise a batch gradebook: per-milestone means, the most failed checks and their likely causes.
 
     Each student's latest grading is reported (the gradebook keeps every attempt). Untouched stubs
     (every check says it is not implemented) and the exercises a student left untouched are counted apart,
     out of the failure rates and causes; each student's milestone counts once among the causes, under the
-    cause its first failing check names."""
+    cause its first failing check names. With --late-policy, the late submissions and their penalties, and
+    those whose time is unknown (no penalty), are listed."""
     rows, checks = _load(db)
     for line in report_lines(db, rows, checks, top):
         click.echo(line)
+    if (lateness := _lateness(rows, late_policy, times_from_mtime)) is not None:
+        for line in late_lines(rows, lateness):
+            click.echo(line)
     if png_dir:
         from grader.batch.charts import draw  # matplotlib's helpers: `grade` starts without them
 
@@ -351,17 +391,55 @@ def _failure_lines(rows: list[dict], checks: list[dict], top: int) -> Iterator[s
         )
     if left := untouched_line(checks):
         yield left
+    if crashed := broken_line(checks):
+        yield crashed
     counted = [c for c in checks if c["student"] not in stub]
-    rates = failure_rates(counted)
+    counts = failure_counts(counted)
     graded = [r for r in rows if r["status"] == "graded"]
     considered = len([r for r in graded if r["student"] not in stub])
-    yield f"most often failed checks (of the {considered} graded, those who worked on the milestone):"
-    for (milestone, name), rate in rates[:top]:
-        yield f"  {100 * rate:5.1f}%  {milestone}: {name}"
-    if causes := failure_causes(checks):
-        yield "most common likely causes (students):"
-        for milestone, cause, n in causes[:top]:
-            yield f"  {n:4d}  {milestone}: {cause}"
+    yield (
+        f"most often failed checks (students failing it, of the {considered} graded those who worked on the "
+        "milestone and did not hang or crash there):"
+    )
+    for (milestone, name), n, of in counts[:top]:
+        yield f"  {100 * n / of:5.1f}%  {f'{n} of {of}':>9}  {milestone}: {name}"
+    if causes := class_causes(checks):
+        yield f"most common likely causes (students of the {considered} graded, each counted once per cause):"
+        for milestones, cause, n in causes[:top]:
+            yield f"  {n:4d}  {', '.join(milestones)}: {cause}"
+
+
+def late_lines(rows: list[dict], lateness: dict[str, Lateness]) -> Iterator[str]:
+    """The late policy's verdicts: each late submission with its penalty and score after it, then the
+    submissions whose time is unknown (no penalty applied)."""
+    late = [(r, lateness[r["student"]]) for r in rows if r["student"] in lateness and lateness[r["student"]].percent]
+    unknown = [r["student"] for r in rows if r["student"] in lateness and lateness[r["student"]].submitted is None]
+    yield f"late policy: {len(late)} of {len(rows)} submission{'s' * (len(rows) != 1)} penalised"
+    for row, judged in late:
+        yield (
+            f"  {row['student']}: {points(row['score'])} -> {points(judged.apply(row['score'] or 0))} ({judged.note})"
+        )
+    if unknown:
+        yield f"  submission time unknown, no penalty applied: {names(unknown)}"
+
+
+def _lateness(rows: list[dict], policy_file: Path | None, use_mtime: bool) -> dict[str, Lateness] | None:
+    """Each row's judgement under the late policy in ``policy_file`` (None without one): its time from where
+    it really is (nbgrader's timestamp.txt; the files' modification time only with ``use_mtime``)."""
+    if policy_file is None:
+        if use_mtime:
+            raise click.UsageError("--times-from-mtime needs --late-policy FILE")
+        return None
+    policy = deadlines.load(policy_file)
+    out = {}
+    for row in rows:
+        student = row["student"].split("/")[0]  # nbgrader's layout with several assignments: "student/assignment"
+        if row["source"].startswith(SOURCE_PREFIX):
+            out[row["student"]] = policy.judge(student, None)
+            continue
+        when, assignment, _ = deadlines.submission_time(Path(row["source"]), use_mtime)
+        out[row["student"]] = policy.judge(student, when, assignment)
+    return out
 
 
 def _older(rows: list[dict]) -> list[dict]:

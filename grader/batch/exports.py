@@ -8,19 +8,33 @@ import io
 from typing import Any
 
 from grader.batch.summary import points
+from grader.deadlines import Lateness
 from grader.milestones import GRADABLE
 from grader.results import CheckResult, gradescope_results
 from grader.submission import SubmissionError
 
+LATE_COLUMNS = ["submitted_at", "due", "late_penalty_percent", "score_after_penalty", "late_note"]
 
-def csv_text(rows: list[dict], checks: list[dict]) -> str:
-    """One row per submission: student, score, max_score, status, then each graded milestone's score."""
+
+def csv_text(rows: list[dict], checks: list[dict], lateness: dict[str, Lateness] | None = None) -> str:
+    """One row per submission: student, score, max_score, status, then each graded milestone's score; with
+    ``lateness`` (a late policy's judgement of each student), when it was submitted, its due date, the percent
+    off, the score after it and the note that says why (an unknown time: no penalty, and said so)."""
     ids = [m for m in GRADABLE if any(c["milestone"] == m for c in checks)]
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["student", "score", "max_score", "status", *ids])
+    writer.writerow(["student", "score", "max_score", "status", *ids, *(LATE_COLUMNS if lateness is not None else [])])
     for row in rows:
         mine = [c for c in checks if c["student"] == row["student"]]
+        late = []
+        if lateness is not None and (judged := lateness.get(row["student"])) is not None:
+            late = [
+                judged.submitted.isoformat() if judged.submitted else "",
+                judged.due.isoformat() if judged.due else "",
+                f"{judged.percent:g}",
+                points(judged.apply(row["score"] or 0)),
+                judged.note,
+            ]
         writer.writerow(
             [
                 row["student"],
@@ -28,15 +42,17 @@ def csv_text(rows: list[dict], checks: list[dict]) -> str:
                 points(row["max_score"]),
                 row["status"],
                 *(points(sum(c["score"] for c in mine if c["milestone"] == m)) if mine else "" for m in ids),
+                *late,
             ]
         )
     return buffer.getvalue()
 
 
-def gradescope_json(row: dict, checks: list[dict]) -> dict[str, Any]:
-    """The student's latest grading in Gradescope's results.json schema."""
+def gradescope_json(row: dict, checks: list[dict], lateness: Lateness | None = None) -> dict[str, Any]:
+    """The student's latest grading in Gradescope's results.json schema; with ``lateness``, the score after its
+    penalty and its note in the output."""
     mine = [c for c in checks if c["student"] == row["student"]]
-    return gradescope_results(
+    results = gradescope_results(
         [
             CheckResult(
                 name=c["name"],
@@ -55,6 +71,15 @@ def gradescope_json(row: dict, checks: list[dict]) -> dict[str, Any]:
         seconds=row["seconds"] or 0,
         output=student_output(row["error"]),
     )
+    return with_lateness(results, lateness) if lateness is not None else results
+
+
+def with_lateness(results: dict[str, Any], lateness: Lateness) -> dict[str, Any]:
+    """A results.json with the late policy applied: the score after the penalty, the note in the output."""
+    results["score"] = lateness.apply(results["score"])
+    note = f"Late policy: {lateness.note}."
+    results["output"] = f"{results['output']} {note}".strip()
+    return results
 
 
 def student_output(error: str | None) -> str:

@@ -76,6 +76,7 @@ CHECK_COLUMNS = (
     "internal_error",
     "counted",
     "case_id",
+    "verdict",
 )
 # Columns that later versions added, each appended to an older gradebook's table as it opens. An older row's
 # grader_hash stays NULL: it matches no grader, so the next batch regrades it.
@@ -87,6 +88,7 @@ ADDED = (
     ("checks", "attempt", "INTEGER"),
     ("checks", "counted", "INTEGER NOT NULL DEFAULT 1"),
     ("checks", "case_id", "TEXT"),  # a parametrized check's case ("" for a plain check; NULL in older books)
+    ("checks", "verdict", "TEXT"),  # a check's Verdict (grader.results): a hang or a crash is told apart by it
 )
 
 
@@ -234,6 +236,7 @@ class Gradebook:
                 int(bool(c.get("internal_error"))),
                 int(bool(c.get("counted", True))),
                 c.get("case"),
+                c.get("verdict"),
             )
             for m in (report or {}).get("milestones", [])
             for c in m["checks"]

@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from grader.batch.gradebook import EMPTY
 from grader.milestones import GRADABLE
+from grader.results import Verdict
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 from grader.sandbox.session import IMPORT_FAILED
 
@@ -26,6 +27,64 @@ _VALUES_ONLY = re.compile(r"^(?:got|expected|shape|value|values)\b", re.IGNORECA
 # Nor one that sends the student to other checks ("see the check ...", "this end-to-end check runs all your
 # files together", "this check uses your TinyGPT too"): the cause is in those checks' own messages.
 _REFERRAL = re.compile(r"^(?:see the check|this (?:end-to-end )?check (?:runs|uses)|if milestone)", re.IGNORECASE)
+
+
+# How a submission that hung or crashed is named: its process did not come back from a check (grader/sandbox's
+# WorkerCrash words it), not a wrong answer. Real bugs (a missing zero_grad, unshifted targets) never do this.
+HUNG, CRASHED = "hung", "crashed"
+# The words of a worker that did not come back, where a gradebook predates the verdict column.
+_HANG_WORDS = ("no answer within", "your code already hung", "the submission's time was up")
+_CRASH_WORDS = ("the worker process ended", "the worker was killed", "the worker stopped answering", "the worker ")
+
+
+def ended(c: dict) -> str | None:
+    """HUNG or CRASHED where the check's process did not come back (a time limit, a crash, a memory limit, a
+    signal), None for any other failure: a wrong answer, an exception the code raised, a stub."""
+    if c["passed"] or set_aside(c):
+        return None
+    verdict, message = c.get("verdict"), str(c["message"])
+    if verdict == Verdict.TIME_LIMIT.value or (verdict is None and any(w in message for w in _HANG_WORDS)):
+        return HUNG
+    if verdict == Verdict.MEMORY_LIMIT.value:
+        return CRASHED
+    if verdict in (Verdict.RUNTIME_ERROR.value, None) and any(w in message for w in _CRASH_WORDS):
+        return CRASHED
+    return None
+
+
+def broken(checks: Iterable[dict]) -> dict[tuple[str, str], str]:
+    """The (student, milestone) pairs whose code hung or crashed there, each with HUNG or CRASHED (HUNG where a
+    check of each kind is in it): counted apart from the failure rates and causes, where they would rank first
+    and hide the class's real bugs."""
+    out: dict[tuple[str, str], str] = {}
+    for c in checks:
+        if kind := ended(c):
+            pair = (c["student"], c["milestone"])
+            out[pair] = HUNG if HUNG in (kind, out.get(pair)) else kind
+    return out
+
+
+def broken_students(checks: Iterable[dict]) -> dict[str, str]:
+    """Each student whose code hung or crashed, with where and how: "hung in m1", "crashed in m3, hung in m4"."""
+    where: dict[str, list[str]] = {}
+    order = {m: i for i, m in enumerate(GRADABLE)}
+    pairs = broken(checks)
+    for (student, milestone), kind in sorted(pairs.items(), key=lambda kv: (kv[0][0], order.get(kv[0][1], 99))):
+        where.setdefault(student, []).append(f"{kind} in {milestone}")
+    return {s: ", ".join(w) for s, w in sorted(where.items())}
+
+
+def broken_line(checks: list[dict], named: bool = True) -> str | None:
+    """The students whose code hung or crashed, counted apart: how many, and (``named``) who and where."""
+    who = broken_students(checks)
+    if not who:
+        return None
+    listed = "; ".join(f"{s} {w}" for s, w in who.items())
+    n = len(who)
+    return (
+        f"{n} submission{'s' * (n != 1)} hung or crashed (the process did not come back from a check), "
+        f"counted apart, out of the failure rates and causes" + f": {listed}" * named
+    )
 
 
 def set_aside(c: dict) -> bool:
@@ -137,6 +196,8 @@ def counts_line(rows: list[dict], named: bool = True, checks: list[dict] | None 
     empty = [r["student"] for r in rows if r["status"] == EMPTY]
     errors = len(rows) - graded - len(empty)
     unrun = could_not_run(rows, checks or [])
+    graded_students = {r["student"] for r in rows if r["status"] == "graded"}
+    crashed = {s: w for s, w in broken_students(checks or []).items() if s in graded_students}
     line = f"{len(rows)} submission{'s' * (len(rows) != 1)}: {graded} graded"
     if unrun:
         line += (
@@ -144,7 +205,13 @@ def counts_line(rows: list[dict], named: bool = True, checks: list[dict] | None 
             + f": {names(unrun)}" * named
             + ")"
         )
-    line += f", {errors} with errors"
+    line += f", {errors + len(crashed)} with errors"
+    if crashed:  # graded, but their code hung or crashed: errors, though the grader recorded their checks
+        line += (
+            f" ({len(crashed)} graded that hung or crashed"
+            + (": " + "; ".join(f"{s} {w}" for s, w in crashed.items())) * named
+            + ")"
+        )
     return line + (f", {len(empty)} with nothing to grade" + f" ({names(empty)})" * named if empty else "")
 
 
@@ -193,6 +260,8 @@ def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[s
         )
     if left := untouched_line(checks):
         lines.append(left)
+    if crashed := broken_line(checks):
+        lines.append(crashed)
     if graded:
         low = sorted(graded, key=lambda r: (shares[r["student"]], r["student"]))[:lowest]
         lines.append(
@@ -231,14 +300,15 @@ def untouched_line(checks: list[dict]) -> str | None:
     return f"exercises left untouched (out of the failure rates and causes), students each: {listed}"
 
 
-def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
-    """Each check's share of the submissions that worked on its milestone which failed it (any of its cases),
-    most failed first.
+def failure_counts(checks: list[dict]) -> list[tuple[tuple[str, str], int, int]]:
+    """Each failed check with how many students failed it (any of its cases) and of how many who worked on its
+    milestone: ((milestone, check), failed, of), the highest share first.
 
     A case the grader could not grade (internal_error) or did not count is not the student's failure: it is left
     out. So is a milestone a student left untouched (``untouched``): it would list every check of an exercise
-    half the class did not reach as failed by them."""
-    skip = untouched(checks)
+    half the class did not reach as failed by them. So is a milestone where the student's code hung or crashed
+    (``broken``): every check there fails for that one reason, and would rank above the class's real bugs."""
+    skip = untouched(checks) | set(broken(checks))
     seen: dict[tuple[str, str], set[str]] = {}
     failed: dict[tuple[str, str], set[str]] = {}
     for c in checks:
@@ -248,7 +318,13 @@ def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
         seen.setdefault(key, set()).add(c["student"])
         if not c["passed"]:
             failed.setdefault(key, set()).add(c["student"])
-    return sorted(((k, len(failed[k]) / len(seen[k])) for k in failed), key=lambda kv: (-kv[1], kv[0]))
+    return sorted(((k, len(failed[k]), len(seen[k])) for k in failed), key=lambda t: (-t[1] / t[2], -t[2], t[0]))
+
+
+def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
+    """Each check's share of the submissions that worked on its milestone which failed it, most failed first
+    (``failure_counts``' shares)."""
+    return [(k, n / of) for k, n, of in failure_counts(checks)]
 
 
 def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
@@ -259,8 +335,9 @@ def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
     (a triu mask is "row i must allow columns 0..i" in one and "the mask is upper-triangular" in the next), and
     counted check by check it would be three causes. A failure whose message names no cause is passed over:
     the failure rates list its check. Untouched milestones (``untouched``) and checks the grader could not
-    grade are left out. The label of a group is its most frequent wording."""
-    skip = untouched(checks)
+    grade are left out, and so are the milestones where the code hung or crashed (``broken``). The label of a
+    group is its most frequent wording."""
+    skip = untouched(checks) | set(broken(checks))
     students: dict[tuple[str, str], set[str]] = {}
     wordings: dict[tuple[str, str], Counter] = {}
     named: set[tuple[str, str]] = set()  # the (student, milestone) pairs already counted under a cause
@@ -277,5 +354,37 @@ def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
         wordings.setdefault(key, Counter())[phrase] += 1
     return sorted(
         ((m, wordings[m, k].most_common(1)[0][0], len(s)) for (m, k), s in students.items()),
+        key=lambda t: (-t[2], t[0], t[1]),
+    )
+
+
+def class_causes(checks: list[dict]) -> list[tuple[tuple[str, ...], str, int]]:
+    """Failures by likely cause across the class: (the milestones it shows in, cause, students), most first.
+
+    ``failure_causes`` counts a student once per milestone; one bug shows in several (a mask's fault in m1 and
+    in the lesson), and here each student counts once per cause, wherever it showed."""
+    skip = untouched(checks) | set(broken(checks))
+    students: dict[str, set[str]] = {}
+    milestones: dict[str, set[str]] = {}
+    wordings: dict[str, Counter] = {}
+    named: set[tuple[str, str]] = set()
+    for c in checks:
+        pair = (c["student"], c["milestone"])
+        if c["passed"] or set_aside(c) or pair in skip or pair in named:
+            continue
+        phrase = likely_cause(c["message"])
+        if phrase is None:
+            continue
+        named.add(pair)
+        key = cause_key(phrase)
+        students.setdefault(key, set()).add(c["student"])
+        milestones.setdefault(key, set()).add(c["milestone"])
+        wordings.setdefault(key, Counter())[phrase] += 1
+    order = {m: i for i, m in enumerate(GRADABLE)}
+    return sorted(
+        (
+            (tuple(sorted(milestones[k], key=lambda m: order.get(m, 99))), wordings[k].most_common(1)[0][0], len(v))
+            for k, v in students.items()
+        ),
         key=lambda t: (-t[2], t[0], t[1]),
     )

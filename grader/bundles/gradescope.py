@@ -35,12 +35,12 @@ import warnings
 import zipfile
 from pathlib import Path
 
-from grader import nofollow, templates
+from grader import deadlines, nofollow, templates
 from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
 from grader.files import atomic_path, write_atomically
 from grader.grading import Grader, Request, grader_failed, internal_errors_line
 from grader.options import limits
-from grader.results import GRADESCOPE_VISIBILITIES, gradescope_results
+from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES, gradescope_results
 from grader.sandbox.client import GraderError
 from grader.submission import SubmissionError
 
@@ -78,18 +78,36 @@ SHOWN = {
 }
 
 
-def build(out: Path, project: Path = PROJECT, visibility: str = "after_published") -> list[str]:
-    """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``;
-    returns the names it holds."""
+LATE_POLICY = "late-policy.toml"  # in the zip: run_autograder passes it when it is there
+
+
+def build(
+    out: Path,
+    project: Path = PROJECT,
+    visibility: str = "after_published",
+    tests: str = "milestone",
+    late_policy: Path | None = None,
+) -> list[str]:
+    """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``, its results
+    laid out as ``tests`` says (a test per milestone or per check), with ``late_policy`` (a TOML file, checked
+    here) as ``late-policy.toml``; returns the names it holds."""
+    if late_policy is not None:
+        deadlines.load(late_policy)  # a mistake is the instructor's to fix now, not found at the first upload
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
+    if tests not in GRADESCOPE_LAYOUTS:
+        raise ValueError(f"tests must be one of {', '.join(GRADESCOPE_LAYOUTS)}, not {tests!r}")
     if not (project / "solutions" / "m1_attention.py").is_file():
         raise FileNotFoundError(f"no reference solutions in {project / 'solutions'}: build from a checkout of the kit")
     files = {name: (project / name).read_bytes() for name in shipped_files(project)}
     for name in [n for n in files if n.endswith(".md")]:
         files[name] = unlinked(files[name].decode(), name, set(files)).encode()
     files["setup.sh"] = templates.text("gradescope-setup.sh").encode()
-    files["run_autograder"] = templates.render("gradescope-run_autograder.sh", visibility=visibility).encode()
+    if late_policy is not None:
+        files[LATE_POLICY] = late_policy.read_bytes()
+    files["run_autograder"] = templates.render(
+        "gradescope-run_autograder.sh", visibility=visibility, tests=tests
+    ).encode()
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name, data in sorted(files.items()):
             info = zipfile.ZipInfo(name, date_time=(2020, 1, 1, 0, 0, 0))  # reproducible bytes
@@ -149,11 +167,28 @@ def locate(root: Path) -> tuple[Path, str]:
     return found, " ".join(filter(None, [f"Graded {where}, found inside your submission.", left_out]))
 
 
-def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
+def late(out: dict, policy_file: Path, metadata: Path) -> dict:
+    """The results with the late policy applied: the time and due date from Gradescope's submission metadata
+    (the submitter's own due date where Gradescope has an extension for them), an extension in the policy by
+    the submitter's email; an unknown time costs nothing and the output says so."""
+    from grader.batch.exports import with_lateness
+
+    policy = deadlines.load(policy_file)
+    submitted, due = deadlines.gradescope_time(metadata)
+    try:
+        users = json.loads(metadata.read_text(encoding="utf-8")).get("users") or []
+        student = str(users[0].get("email") or users[0].get("name") or "")
+    except (OSError, ValueError, AttributeError, IndexError):
+        student = ""
+    return with_lateness(out, policy.judge(student, submitted, due=due))
+
+
+def results(root: Path, visibility: str = "visible", tests: str = "milestone") -> tuple[dict, int]:
     """Gradescope's results.json for the submission in ``root``, and an exit status (1: the grader failed).
 
     The hidden suites carry the points and ``visibility``; the public checks (what students run
-    themselves) follow, always visible and worth 0 points.
+    themselves) follow, always visible and worth 0 points. ``tests``: one test per milestone (each check a
+    line of its output) or one per check.
     """
     path, found = locate(root)
     notes = [found] if found else []
@@ -183,7 +218,7 @@ def results(root: Path, visibility: str = "visible") -> tuple[dict, int]:
             output="The autograder could not grade this submission (the grader itself "
             "failed, not your code); please tell your instructor."
         ), 1
-    out = report.to_gradescope(visibility=visibility, public=public)
+    out = report.to_gradescope(visibility=visibility, public=public, layout=tests)
     if visibility != "visible":
         notes.append(
             f"{SHOWN[visibility]}; the public checks (the ones you can run yourself, worth 0 points "
@@ -203,8 +238,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("submission", type=Path)
     parser.add_argument("results", type=Path)
     parser.add_argument("--visibility", choices=list(VISIBILITIES), default="visible")
+    parser.add_argument("--tests", choices=GRADESCOPE_LAYOUTS, default="milestone")
+    parser.add_argument("--late-policy", type=Path, help="a late policy (grader/deadlines.py); none if absent")
+    parser.add_argument("--metadata", type=Path, help="Gradescope's submission_metadata.json")
     args = parser.parse_args(argv)
-    out, status = results(args.submission, args.visibility)
+    out, status = results(args.submission, args.visibility, args.tests)
+    if args.late_policy is not None and args.late_policy.is_file():
+        out = late(out, args.late_policy, args.metadata or Path("/autograder/submission_metadata.json"))
     write_atomically(args.results, json.dumps(out, indent=2) + "\n")
     return status
 

@@ -7,13 +7,21 @@ RESULTS="$ROOT/results/results.json"
 # Who sees the hidden suites' checks (Gradescope's levels: visible, after_due_date, after_published, hidden);
 # set by `grade gradescope --visibility`. The public checks are always visible, worth 0 points.
 VISIBILITY=@visibility
+# What results.json lists: one test per milestone (its checks, one line each, in the test's output), or
+# one test per check ("check"); set by `grade gradescope --tests`.
+TESTS=@tests
 mkdir -p "$ROOT/results"
+# A late policy, where `grade gradescope --late-policy FILE` put one in the zip (none there: no penalty): the
+# submission's time and due date are read from Gradescope's submission_metadata.json.
+LATE_POLICY="$ROOT/source/late-policy.toml"
+METADATA="$ROOT/submission_metadata.json"
 
 # The exercise files or one notebook, in submission/ or in the one folder inside it; the reason for
 # anything that cannot be graded goes into the results' output, which students see.
 FAILED='{"score": 0, "tests": [], "output": "The autograder could not grade this submission '\
 '(a grader failure); please tell your instructor."}'
 cd "$ROOT/source" || { printf '%s\n' "$FAILED" > "$RESULTS"; exit 1; }
-if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY"; then
+if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY" --tests "$TESTS" \
+        --late-policy "$LATE_POLICY" --metadata "$METADATA"; then
     [ -s "$RESULTS" ] || printf '%s\n' "$FAILED" > "$RESULTS"
 fi

@@ -276,7 +276,7 @@ def test_report_names_the_most_failed_check(tmp_path):
     generate.write_text(generate.read_text().replace("logits[:, -1, :]", "logits[:, 0, :]"))
     assert batch(str(root), "-m", "m4").returncode == 0
     proc = cli("report", str(root / "grades.sqlite"), "--top", "1")
-    assert "50.0%  m4: each new token is the argmax" in proc.stdout, proc.stdout
+    assert "50.0%     1 of 2  m4: each new token is the argmax" in proc.stdout, proc.stdout
 
 
 @pytest.mark.slow

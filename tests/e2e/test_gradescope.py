@@ -18,6 +18,7 @@ else:
 import pytest
 
 from grader.bundles.gradescope import VISIBILITIES
+from grader.milestones import GRADABLE
 from grader.results import CheckResult, Report, gradescope_results
 from helpers import EXERCISES, SOLUTIONS, Variant, cli
 
@@ -110,6 +111,67 @@ def test_reference_scores_full_marks(reference_results):
     assert len({t["number"] for t in results["tests"]}) == len(results["tests"])
 
 
+def test_the_reference_holds_one_test_per_milestone_by_default(reference_results):
+    """The default zip: a test per milestone, named by its title, worth its declared points, each check a line
+    of its output; the public checks' milestones follow, worth 0."""
+    tests = scored(reference_results)
+    milestones = [t["tags"][0] for t in tests]
+    assert len(milestones) == len(set(milestones)) and "m1" in milestones, [t["name"] for t in tests]
+    for test in tests:
+        spec = GRADABLE[test["tags"][0]]
+        assert test["name"] == f"{spec.id}: {spec.title}"
+        assert test["score"] == test["max_score"] == pytest.approx(spec.points), test
+        lines = test["output"].splitlines()
+        assert len(lines) > 1 and all(line.startswith("PASS ") for line in lines), test["output"]
+    assert len(public(reference_results)) == len({t["tags"][0] for t in public(reference_results)})
+
+
+def test_a_zip_built_per_check_lists_every_check(tmp_path):
+    """`grade gradescope --tests check`: the flat list, one test per check, written into run_autograder."""
+    root = unpacked_autograder(tmp_path, "--tests", "check")
+    assert "\nTESTS=check\n" in (root / "source" / "run_autograder").read_text()
+    results = run_autograder(root, LEAKY.build(tmp_path / "leaky"))
+    m1 = [t for t in scored(results) if t["tags"] == ["m1"]]
+    assert len(m1) > 1 and any(t["status"] == "failed" for t in m1) and any(t["status"] == "passed" for t in m1)
+    assert all("\n" not in t["output"] for t in m1)  # a check's own message, not a milestone's lines
+    assert {t["visibility"] for t in scored(results)} == {"after_published"}
+
+
+def test_a_failed_milestone_shows_each_check_and_keeps_the_visibility(leaky_results):
+    """The grouped test of the buggy milestone: failed, its points the checks' sum, each failed check's message
+    on its line, hidden until published as the zip's default says."""
+    m1 = next(t for t in scored(leaky_results) if t["tags"] == ["m1"])
+    lines = m1["output"].splitlines()
+    assert m1["status"] == "failed" and 0 <= m1["score"] < m1["max_score"], m1
+    assert any(line.startswith("FAIL ") and ": " in line for line in lines), m1["output"]
+    assert any(line.startswith("PASS ") for line in lines), m1["output"]
+    assert {t["visibility"] for t in scored(leaky_results)} == {"after_published"}
+    assert {t["visibility"] for t in public(leaky_results)} == {"visible"}
+
+
+def test_grouping_keeps_totals_visibility_and_what_is_set_aside():
+    """gradescope_results(layout="milestone"): a milestone's points are its counted checks', a check set aside is
+    a line that says so, public milestones are visible and worth 0, and the numbers run on."""
+    checks = [
+        CheckResult("a", "m1", 2.0, 2.0, True),
+        CheckResult("b", "m1", 0.0, 1.0, False, "wrong"),
+        CheckResult("c", "m2", 0.0, 3.0, False, "x", counted=False),
+    ]
+    publics = [CheckResult("(public) p", "m1", 1.0, 1.0, True)]
+    results = gradescope_results(
+        checks, score=2.0, output="hi", visibility="hidden", public=publics, layout="milestone"
+    )
+    m1, m2, p1 = results["tests"]
+    assert (m1["score"], m1["max_score"], m1["status"]) == (2.0, 3.0, "failed")
+    assert m1["output"].splitlines() == ["PASS a [2/2]", "FAIL b [0/1]: wrong"]
+    assert m2["max_score"] == 0.0 and "status" not in m2 and "not counted" in m2["output"]
+    assert (p1["max_score"], p1["visibility"], p1["tags"]) == (0.0, "visible", ["m1", "public"])
+    assert "(public)" in p1["name"] and [t["number"] for t in results["tests"]] == ["1", "2", "3"]
+    assert {m1["visibility"], m2["visibility"]} == {"hidden"}
+    with pytest.raises(ValueError):
+        gradescope_results(checks, output="", layout="flat")
+
+
 def test_public_checks_are_listed_visible_and_worth_nothing(reference_results):
     """The checks students run themselves: listed after the hidden suites, 0 points, so the total stays theirs."""
     tests = public(reference_results)
@@ -126,7 +188,8 @@ def test_public_checks_are_listed_visible_and_worth_nothing(reference_results):
 def test_stubs_score_zero(autograder):
     results = run_autograder(autograder, EXERCISES)
     assert results["score"] == 0 and scored(results) and public(results), results
-    assert all(t["output"].startswith("not implemented yet") for t in results["tests"])
+    lines = [line for t in results["tests"] for line in t["output"].splitlines()]
+    assert lines and all(line.startswith("FAIL ") and ": not implemented yet" in line for line in lines), lines
     assert public(results)[0]["status"] == "failed"  # a public check the stubs fail shows as failed
 
 
@@ -272,7 +335,8 @@ def test_the_scripts_are_the_templates_filled_and_pass_shellcheck(autograder, tm
     source = autograder / "source"
     assert (source / "setup.sh").read_text() == (templates / "gradescope-setup.sh").read_text()
     run = (source / "run_autograder").read_text()
-    assert run == (templates / "gradescope-run_autograder.sh").read_text().replace("@visibility", "after_published")
+    template = (templates / "gradescope-run_autograder.sh").read_text()
+    assert run == template.replace("@visibility", "after_published").replace("@tests", "milestone")
     assert "@" not in run.replace('"$@"', "")
     for script in ("setup.sh", "run_autograder"):
         assert subprocess.run(["bash", "-n", str(source / script)]).returncode == 0, script

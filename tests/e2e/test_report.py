@@ -19,9 +19,15 @@ from corpus import BUGGY
 from grader.batch.charts import CAUSES, HEATMAP, HISTOGRAM, RATES, best_first, wrap
 from grader.batch.gradebook import EMPTY, Gradebook
 from grader.batch.summary import (
+    CRASHED,
+    HUNG,
+    broken,
     cause_key,
     check_name,
+    class_causes,
+    ended,
     failure_causes,
+    failure_counts,
     failure_rates,
     is_stub,
     likely_cause,
@@ -30,7 +36,7 @@ from grader.batch.summary import (
     untouched_counts,
 )
 from grader.fingerprint import ROOT_VARIABLE
-from helpers import EXERCISES, REPO, SOLUTIONS, cli
+from helpers import EXERCISES, REPO, SOLUTIONS, Variant, cli
 
 STUB = "not implemented yet: your code raised NotImplementedError (at m1_attention.py:40 in causal_mask)"
 NO_SCALING = (
@@ -404,8 +410,11 @@ def test_export_rounds_to_points_and_report_keeps_full_names(tmp_path):
     assert proc.returncode == 0, proc.stderr
     out = proc.stdout
     assert '1 untouched stub (every check "not implemented yet"), left out of the failure rates: bob' in out, out
-    assert "most often failed checks (of the 5 graded, those who worked on the milestone):" in out, out
-    assert "  40.0%  m1: shapes\n" in out and "  40.0%  m1: pick logits[:, -1]\n" in out, out
+    assert (
+        "most often failed checks (students failing it, of the 5 graded those who worked on the milestone and did "
+        "not hang or crash there):" in out
+    ), out
+    assert "  40.0%     2 of 5  m1: shapes\n" in out and "  40.0%     2 of 5  m1: pick logits[:, -1]\n" in out, out
     assert "     2  m1: the scores are not divided by sqrt(d_k)\n" in out, out
     for name in (HEATMAP, CAUSES, HISTOGRAM, RATES):
         data = (tmp_path / "charts" / name).read_bytes()
@@ -589,3 +598,106 @@ def test_an_output_path_through_a_file_is_a_usage_error(tmp_path, option):
     proc = cli(command, str(db), *option, cwd=tmp_path)
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert f"afile is a file, not a folder: {option[1]} cannot be written" in proc.stderr, proc.stderr
+
+
+def test_a_hang_and_a_crash_are_set_apart_with_or_without_a_verdict():
+    """A check whose process did not come back is a hang or a crash (by its verdict, or, in a gradebook from
+    before the verdict was kept, by its words); the pair is out of the rates and causes, which keep their
+    denominators and count each student once per cause across milestones."""
+    hang = {**check("a", False, "no answer within 10.0 s: an infinite loop, or far too much work?"), "student": "h"}
+    crash = {**check("a", False, "the worker process ended with exit code 3 (os._exit?)"), "student": "c"}
+    assert (ended(hang), ended(crash)) == (HUNG, CRASHED)
+    assert ended({**crash, "verdict": "wrong answer"}) is None  # the verdict, where kept, decides
+    assert ended({**check("a", False, "boom"), "verdict": "time limit exceeded"}) == HUNG
+    wrong = [
+        {**check("a", False, NO_SCALING.format(q=1, got=0.5, n=3), milestone=m), "student": s}
+        for s in ("x", "y")
+        for m in ("m1", "lesson")
+    ]
+    fine = {**check("a", True), "student": "z"}
+    checks = [hang, crash, *wrong, fine]
+    assert broken(checks) == {("h", "m1"): HUNG, ("c", "m1"): CRASHED}
+    assert failure_counts(checks) == [(("lesson", "a"), 2, 2), (("m1", "a"), 2, 3)]
+    assert class_causes(checks) == [(("m1", "lesson"), "the scores are not divided by sqrt(d_k)", 2)]
+
+
+# ---------------------------------------------------------------- a class with broken submissions, graded for real
+
+HANG = Variant(
+    "hangs-in-m1",
+    edits={"m1_attention.py": [("    T, d_k = q.shape[-2], q.shape[-1]\n", "    while True:\n        pass\n")]},
+)
+CRASH = Variant(
+    "crashes-in-m4",
+    edits={"m4_generate.py": [("    idx = start\n", "    import os\n\n    os._exit(3)\n    idx = start\n")]},
+)
+
+
+def broken_class(root: Path) -> dict[str, str]:
+    """Eight students on m1, m3, m4 and sampling: one full marks, one whose attention hangs, one whose generate
+    kills its own process, and five with real bugs (two forget zero_grad). Returns student -> variant name."""
+    real = {
+        "carol": "m3-no-zero-grad",
+        "dave": "m3-no-zero-grad",
+        "erin": "m3-targets-not-shifted",
+        "frank": "m4-no-cropping",
+        "grace": "sampling-filter-before-temperature",
+    }
+    for student, name in real.items():
+        next(v for v in BUGGY if v.name == name).build(root / student)
+    shutil.copytree(SOLUTIONS, root / "alice", ignore=shutil.ignore_patterns("__pycache__"))
+    HANG.build(root / "hank")
+    CRASH.build(root / "cris")
+    return real
+
+
+@pytest.fixture(scope="module")
+def graded_broken_class(tmp_path_factory) -> tuple[Path, str]:
+    root = tmp_path_factory.mktemp("broken") / "class"
+    broken_class(root)
+    proc = cli(
+        "batch", str(root), "--workers", "2", "-m", "m1", "-m", "m3", "-m", "m4", "-m", "sampling", "--timeout", "10"
+    )
+    assert proc.returncode == 0, proc.stderr
+    return root, proc.stderr
+
+
+@pytest.mark.slow
+def test_batch_counts_a_hang_and_a_crash_as_errors(graded_broken_class):
+    """The summary's first line: 8 graded, 2 with errors, naming who hung and who crashed and where."""
+    _, stderr = graded_broken_class
+    lines = stderr.splitlines()
+    counts = next(line for line in lines if line.startswith("8 submissions: "))
+    assert counts.startswith("8 submissions: 8 graded, 2 with errors (2 graded that hung or crashed"), counts
+    apart = next(line for line in lines if "hung or crashed (the process" in line)
+    assert "cris crashed in m4" in apart and "hank hung in m1" in apart, apart
+
+
+@pytest.mark.slow
+def test_report_ranks_the_real_bugs_first_and_shows_the_broken_apart(graded_broken_class, tmp_path):
+    root, _ = graded_broken_class
+    proc = cli("report", str(root / "grades.sqlite"), "--png", str(tmp_path / "charts"))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    apart = next(line for line in lines if "hung or crashed (the process" in line)
+    assert apart.startswith("2 submissions hung or crashed") and "hank hung in m1" in apart, apart
+    assert "cris crashed in m4" in apart, apart
+    at = next(i for i, line in enumerate(lines) if line.startswith("most often failed checks"))
+    ranked = []
+    for line in lines[at + 1 :]:
+        if not line.startswith("  "):
+            break
+        ranked.append(line)
+    # the denominators: the two who forgot zero_grad and the one with unshifted targets fail m3's training
+    # checks, 3 of the 8 who worked on m3 (no one hung or crashed there)
+    assert ranked and ranked[0].split()[1:4] == ["3", "of", "8"] and " m3: " in ranked[0], ranked
+    # the hang's m1 and the crash's m4 rank nothing: m1's checks all pass for everyone else, and m4's
+    # failures are frank's missing crop (1 of the 7 whose m4 did not crash)
+    assert not any(" m1: " in line for line in ranked), ranked
+    assert all(line.split()[3] == "7" for line in ranked if " m4: " in line), ranked
+    causes_at = next(i for i, line in enumerate(lines) if line.startswith("most common likely causes"))
+    causes = [line for line in lines[causes_at + 1 :] if line.startswith("  ")]
+    assert causes and "never zeroed" in causes[0] and causes[0].split()[0] == "2", causes
+    assert not any("hung" in line or "worker" in line or "no answer within" in line for line in causes), causes
+    assert {p.name for p in (tmp_path / "charts").iterdir()} == {CAUSES, HEATMAP, HISTOGRAM, RATES}
+    assert (root / "grades.sqlite").is_file()
