@@ -1,0 +1,69 @@
+"""The contest room for a club (issue 37): the faults a coach met, each through the server. The board's totals and
+the export's are one number; the resolver waits for the students still in their window (or is forced, naming
+them); a refusal prints its time as the pages do; an unknown path is a page for a browser and JSON for a script.
+Through FastAPI's TestClient, on a clock the tests set; no grading runs (results are written to the store)."""
+
+from __future__ import annotations
+
+import csv
+import io
+from datetime import timedelta
+
+import pytest
+from fastapi.testclient import TestClient
+
+from grader.contest.store import Store
+from grader.contest.web.app import create_app
+from helpers import SOLUTIONS, ContestClock, auth, upload
+
+HTML = {"Accept": "text/html"}
+THREE = "[tasks.m1]\npoints = 10\n[tasks.m2]\npoints = 10\n[tasks.m3]\npoints = 10\n"
+FILES = {"m1": "m1_attention.py", "m2": "m2_model.py", "m3": "m3_train.py"}
+
+
+def report(task: str, score: float, max_score: float) -> dict:
+    checks = [
+        {
+            "name": "c",
+            "milestone": task,
+            "score": score,
+            "max_score": max_score,
+            "passed": score == max_score,
+            "message": "",
+        }
+    ]
+    return {
+        "score": score,
+        "max_score": max_score,
+        "milestones": [{"id": task, "title": task, "score": score, "max_score": max_score, "checks": checks}],
+    }
+
+
+def graded(client, folder, clock, who: str, task: str, score: float, max_score: float) -> int:
+    files = [(FILES[task], (SOLUTIONS / FILES[task]).read_bytes())]
+    sent = upload(client, folder, who, task, files)
+    assert sent.status_code == 202, sent.text
+    Store(folder).finish(sent.json()["id"], clock.now, report(task, score, max_score))
+    clock.now += timedelta(seconds=30)
+    return sent.json()["id"]
+
+
+def test_the_boards_total_and_the_exports_are_one_number_under_one_rounding_rule(contest):
+    """A third of each of three 10-point tasks: 3.33 a task on the board. The sum of the rounded tasks (9.99) and
+    the rounded sum (10.00) differed by 0.01; both now give the board's rule, task by task then added up."""
+    assert all((SOLUTIONS / f).is_file() for f in FILES.values())
+    folder = contest(THREE, title="Rounding")
+    clock = ContestClock()
+    client = TestClient(create_app(folder, clock))
+    coach = auth(folder, "coach")
+    for task in ("m1", "m2", "m3"):
+        graded(client, folder, clock, "ada", task, 1, 3)
+    graded(client, folder, clock, "alan", "m1", 2, 3)  # 6.67: one task, no sum to disagree on
+    graded(client, folder, clock, "alan", "m2", 1, 6)  # 1.67 (1.666...): 8.34 by the tasks, 8.33 by the sum
+    board = {r["student"]: r for r in client.get("/api/scoreboard", headers=coach).json()["rows"]}
+    rows = {r["student"]: r for r in csv.DictReader(io.StringIO(client.get("/coach/results.csv", headers=coach).text))}
+    assert board["ada"]["tasks"] == {"m1": 3.33, "m2": 3.33, "m3": 3.33} and board["ada"]["total"] == 9.99
+    assert board["alan"]["total"] == 8.34
+    for name in ("ada", "alan", "grace"):
+        assert float(rows[name]["score"]) == board[name]["total"], (name, rows[name], board[name])
+    assert [float(rows["ada"][t]) for t in ("m1", "m2", "m3")] == [3.33, 3.33, 3.33]
