@@ -67,3 +67,27 @@ def test_the_boards_total_and_the_exports_are_one_number_under_one_rounding_rule
     for name in ("ada", "alan", "grace"):
         assert float(rows[name]["score"]) == board[name]["total"], (name, rows[name], board[name])
     assert [float(rows["ada"][t]) for t in ("m1", "m2", "m3")] == [3.33, 3.33, 3.33]
+
+
+def test_the_resolver_waits_for_a_student_still_in_their_window_or_is_forced_naming_them(contest):
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Resolver")
+    clock = ContestClock()
+    client = TestClient(create_app(folder, clock))
+    coach = auth(folder, "coach")
+    graded(client, folder, clock, "ada", "m1", 4, 4)
+    assert client.post("/coach/extra-time", data={"student": "alan", "minutes": "20"}, headers=coach).status_code == 200
+    assert client.post("/coach/freeze", headers=coach).status_code == 200
+    graded(client, folder, clock, "grace", "m1", 2, 4)  # pending
+    clock.now += timedelta(minutes=55)  # 10:05: the contest's hour is over; alan's runs until 10:20
+    refused = client.post("/coach/resolve", headers=coach)
+    assert refused.status_code == 409, refused.text
+    assert "still in their window: alan (until 10:20:00 UTC)" in refused.json()["detail"]
+    page = client.get("/coach", headers={**coach, **HTML}).text
+    assert 'id="resolve-warning"' in page and "alan (until 10:20:00 UTC)" in page and "Resolve anyway" in page
+    forced = client.post("/coach/resolve", data={"force": "1"}, headers=coach)
+    assert forced.status_code == 200 and forced.json()["revealed"] == {"student": "grace", "task": "m1"}
+    (event,) = [e for e in Store(folder).events() if e["kind"] == "resolve forced"]
+    assert "alan (until 10:20:00 UTC)" in event["detail"]
+    clock.now += timedelta(minutes=16)  # 10:21: every window has ended: no refusal, no force needed
+    assert client.post("/coach/resolve", headers=coach).status_code == 200
+    assert 'id="resolve-warning"' not in client.get("/coach", headers={**coach, **HTML}).text

@@ -356,6 +356,7 @@ def test_the_resolver_reveals_the_lowest_ranked_pending_result_one_step_at_a_tim
     clock.now += timedelta(minutes=1)
     graded("alan", "m1", 4)  # 30, pending
     graded("grace", "m2", 4)  # 20, pending
+    clock.now = CONTEST_START + timedelta(minutes=61)  # the ceremony, after the end: no one in their window
 
     def board() -> dict:
         return client.get("/api/scoreboard", headers=ada).json()

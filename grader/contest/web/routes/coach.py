@@ -10,12 +10,14 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from grader.contest.config import Contest
 from grader.contest.metric import is_metric
-from grader.contest.policy import added_minutes, change_refusal, delay_refusal, set_refusal, void_refusal
+from grader.contest.policy import Phase, added_minutes, change_refusal, delay_refusal, set_refusal, void_refusal
 from grader.contest.scoreboard import coach_view, freeze_note, resolve_next
 from grader.contest.store import QUEUED
 from grader.contest.web import views
 from grader.contest.web.deps import Coach, State
+from grader.contest.web.pages import plain_time
 from grader.contest.web.state import EXTEND, FREEZE_LIFTED, FROZEN_AT, REVEALED, ContestState
 from grader.contest.web.tokens import Who
 
@@ -24,6 +26,7 @@ router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
 STATUSES = ("queued", "graded", "failed", "rejected", "voided")  # the coach's page filters by these
 Minutes = Annotated[float, Form()]  # nan and inf parse: the policy refuses them (change_refusal)
 Undo = Annotated[bool, Form()]  # a form's undo=1 takes the change back
+Force = Annotated[bool, Form()]  # a form's force=1 runs the resolver while a window is still open
 
 
 @router.get("/coach", response_class=HTMLResponse)
@@ -51,6 +54,7 @@ def coach_page(who: Coach, state: State, student: str = "", task: str = "", stat
         regrades=views.regrades(state, contest)[:50],
         personal=contest.window.personal,
         task_points={t.id: t.points for t in contest.tasks},
+        still_open=still_open(state, contest),
         now=views.iso(state.clock()),
     )
 
@@ -237,14 +241,38 @@ def unfreeze(request: Request, who: Coach, state: State) -> Response:
     return views.done(request, "/coach", {"frozen_at": None, "freeze": views.freeze(state.freeze(contest))})
 
 
+def still_open(state: ContestState, contest: Contest) -> list[str]:
+    """The students whose window is open now (extra time, a later start, a personal window), each with its end
+    as the pages print it: "alan (until 10:20:00 UTC)"."""
+    now = state.clock()
+    return [
+        f"{p['name']} (until {plain_time(p['end'], now)})"
+        for p in views.people(state, contest)
+        if p["phase"] == Phase.OPEN.value
+    ]
+
+
 @router.post("/coach/resolve")
-def resolve(request: Request, who: Coach, state: State) -> Response:
+def resolve(request: Request, who: Coach, state: State, force: Force = False) -> Response:
     """DOMjudge's resolver, one click a step: on a board the coach froze, the lowest-ranked student's next
     pending task is revealed (its results since the freeze count on the students' board); once none is
-    pending, the board is live again. Used after the end, it turns the final standings into a ceremony."""
+    pending, the board is live again. Used after the end, it turns the final standings into a ceremony.
+
+    While a student's window is still open (their extra time, say) it is refused, naming them: a result revealed
+    then would show the frozen board to someone still at work. ``force=1`` runs it anyway, and the event says
+    who was still in their window."""
     contest, now = state.rules(), state.clock()
     if state.frozen_by_hand() is None:
         raise HTTPException(409, "freeze the students' scoreboard first: the resolver reveals a frozen board")
+    working = still_open(state, contest)
+    if working and not force:
+        raise HTTPException(
+            409,
+            f"still in their window: {', '.join(working)}; the resolver would show them the frozen results. "
+            'Wait for their end, or resolve with force=1 (the button\'s "resolve anyway")',
+        )
+    if working:
+        state.store.event(now, None, "resolve forced", f"resolved while still in their window: {', '.join(working)}")
     board = state.board(Who("", coach=False), contest)
     counts = views.attempts(state, contest, board.frozen_at)
     pending = {
