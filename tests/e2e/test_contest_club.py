@@ -91,3 +91,16 @@ def test_the_resolver_waits_for_a_student_still_in_their_window_or_is_forced_nam
     clock.now += timedelta(minutes=16)  # 10:21: every window has ended: no refusal, no force needed
     assert client.post("/coach/resolve", headers=coach).status_code == 200
     assert 'id="resolve-warning"' not in client.get("/coach", headers={**coach, **HTML}).text
+
+
+def test_a_late_start_refusal_prints_its_time_as_the_pages_do(contest):
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Late")
+    clock = ContestClock(minutes=1)
+    client = TestClient(create_app(folder, clock))
+    coach = auth(folder, "coach")
+    assert client.post("/coach/start-delay", data={"student": "ada", "minutes": "4"}, headers=coach).status_code == 200
+    refused = upload(client, folder, "ada", "m1", [("m1_attention.py", b"x = 1\n")])
+    assert refused.status_code == 403 and "it opens at 09:04:00 UTC" in refused.json()["detail"], refused.text
+    assert "T09:04" not in refused.json()["detail"]
+    page = client.get("/me", headers={**auth(folder, "ada"), **HTML}).text
+    assert "09:04:00 UTC" in page

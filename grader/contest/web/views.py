@@ -231,7 +231,7 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         "start": iso(window.start),
         "end": iso(window.end),
         "remaining_seconds": round(window.remaining.total_seconds()),
-        "closed": closed_reason(window),  # why the student may not submit now; None while open
+        "closed": closed_reason(window, state.clock()),  # why the student may not submit now; None while open
         "locked": locked,  # before the window: no task, no statement, no notebook
         "starts_in_seconds": round((window.start - state.clock()).total_seconds()) if locked and window.start else None,
         "tasks": tasks,
