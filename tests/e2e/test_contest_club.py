@@ -104,3 +104,18 @@ def test_a_late_start_refusal_prints_its_time_as_the_pages_do(contest):
     assert "T09:04" not in refused.json()["detail"]
     page = client.get("/me", headers={**auth(folder, "ada"), **HTML}).text
     assert "09:04:00 UTC" in page
+
+
+@pytest.mark.parametrize("path", ["/charts", "/coach/nothing-here", "/api/nothing"])
+def test_an_unknown_path_is_a_page_for_a_browser_and_json_for_a_script(contest, path):
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Lost")
+    client = TestClient(create_app(folder, ContestClock()))
+    browser = client.get(path, headers={**auth(folder, "ada"), "Accept": "text/html,application/xhtml+xml"})
+    script = client.get(path, headers={**auth(folder, "ada"), "Accept": "application/json"})
+    assert browser.status_code == script.status_code == 404
+    assert script.json() == {"detail": f"there is no page {path} here"}
+    if path.startswith("/api/"):  # an API path answers JSON whoever asks
+        assert browser.json() == script.json()
+    else:
+        assert browser.headers["content-type"].startswith("text/html")
+        assert f"there is no page {path} here" in browser.text and 'href="/"' in browser.text
