@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import errno
 import io
+import logging
 import os
 import secrets
 import socket
@@ -267,6 +268,18 @@ def max_extra(rules: Contest) -> float:
     return max(span.total_seconds() for span in rules.extra_time.values())
 
 
+def console_log() -> None:
+    """The grading's lines on the server's console, beside uvicorn's: one per recorded grading (who, task, score or
+    verdict: ``grading.grading_line``), each pool replaced. A coach reads there that each upload was graded once."""
+    log = logging.getLogger("grader.contest")
+    if not any(getattr(h, "gptkit_console", False) for h in log.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        handler.gptkit_console = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+
+
 @contest.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
@@ -336,6 +349,7 @@ def serve(
         )
         graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
+        console_log()
         try:
             uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run(sockets=[listening])
         except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C is how a coach stops it
