@@ -131,3 +131,40 @@ def test_each_recorded_grading_has_one_console_line_with_who_the_task_and_the_sc
     assert grading_line(5, "grace", "m1", {"error": "the grading process died"}) == (
         "graded #5: grace m1: failed (the grading process died)"
     )
+
+
+def test_the_heatmap_tells_a_task_not_attempted_from_one_scored_zero(contest):
+    """Issue 37 (1e): ada scored 0 on m1 and never tried m2; both were a red 0. Now m2 is a blank cell marked "–"."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from grader.contest.web.routes.exports import NOT_ATTEMPTED_MARK, attempts_figure, gradebook
+
+    folder = contest("[tasks.m1]\npoints = 10\n[tasks.m2]\npoints = 10\n", title="Heatmap")
+    clock = ContestClock()
+    app = create_app(folder, clock)
+    client = TestClient(app)
+    graded(client, folder, clock, "ada", "m1", 0, 3)
+    graded(client, folder, clock, "alan", "m2", 3, 3)
+    page = client.get("/coach/charts", headers={**auth(folder, "coach"), **HTML})
+    assert page.status_code == 200 and "a task not attempted" in page.text
+    fig = attempts_figure(*gradebook(app.state.contest))
+    ax = fig.axes[0]
+    tasks = [t.get_text() for t in ax.get_xticklabels()]
+    students = [s.get_text() for s in ax.get_yticklabels()]
+    cells = {(students[round(t.get_position()[1])], tasks[round(t.get_position()[0])]): t.get_text() for t in ax.texts}
+    assert cells[("ada", "m1")] == "0" and cells[("ada", "m2")] == NOT_ATTEMPTED_MARK
+    assert cells[("alan", "m2")] == "100" and cells[("alan", "m1")] == NOT_ATTEMPTED_MARK
+
+
+def test_the_coach_page_opens_with_a_table_of_contents_that_counts_open_questions(contest):
+    """Issue 37 (1e): the filters were the page's 9th section; the contents at its top reach each in one tap."""
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Contents")
+    client = TestClient(create_app(folder, ContestClock()))
+    assert client.post("/ask", data={"question": "is m1 causal?"}, headers=auth(folder, "ada")).status_code == 201
+    page = client.get("/coach", headers={**auth(folder, "coach"), **HTML}).text
+    toc = page.split('<nav class="toc" id="toc"')[1].split("</nav>")[0]
+    for anchor in ("grading", "messages", "freeze", "time", "standings", "results", "students", "filters", "events"):
+        assert f'href="#{anchor}"' in toc and f'id="{anchor}"' in page, anchor
+    assert 'Questions <strong class="pending">1</strong>' in toc
+    assert page.index('id="toc"') < page.index('id="grading"')
