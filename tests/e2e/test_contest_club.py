@@ -168,3 +168,60 @@ def test_the_coach_page_opens_with_a_table_of_contents_that_counts_open_question
         assert f'href="#{anchor}"' in toc and f'id="{anchor}"' in page, anchor
     assert 'Questions <strong class="pending">1</strong>' in toc
     assert page.index('id="toc"') < page.index('id="grading"')
+
+
+# --- 2. A jury of several ---------------------------------------------------------------------------------------
+
+
+def coach_token(folder, name: str) -> str:
+    from click.testing import CliRunner
+
+    from grader.contest.commands import contest as contest_group
+
+    made = CliRunner().invoke(contest_group, ["coach", str(folder), name])
+    assert made.exit_code == 0, made.output
+    return made.output.strip().rsplit(": ", 1)[1]
+
+
+def test_two_coaches_act_in_one_round_and_the_audit_names_each_with_a_canned_answer_and_a_category(contest):
+    folder = contest(
+        "[tasks.m1]\npoints = 30\n",
+        title="Jury",
+        more='[clarifications]\ncategories = ["general", "grading"]\ncanned = ["No comment.", "Yes: as stated."]\n',
+    )
+    judges = {name: {"Authorization": f"Bearer {coach_token(folder, name)}"} for name in ("rosa", "tomas")}
+    from click.testing import CliRunner
+
+    from grader.contest.commands import contest as contest_group
+
+    taken = CliRunner().invoke(contest_group, ["coach", str(folder), "ada"])
+    assert taken.exit_code != 0 and "is a student" in taken.output
+    clock = ContestClock()
+    client = TestClient(create_app(folder, clock))
+    ada = auth(folder, "ada")
+    assert client.post("/ask", data={"question": "is a tie split?", "task": "grading"}, headers=ada).status_code == 201
+    assert client.post("/ask", data={"question": "?", "task": "lunch"}, headers=ada).status_code == 400
+    rosa, tomas = judges["rosa"], judges["tomas"]
+    assert client.get("/api/coach", headers=rosa).json()["coach"] == "rosa"
+    assert client.post("/coach/announce", data={"text": "10 minutes left"}, headers=rosa).status_code == 201
+    assert client.post("/coach/answer", data={"question": 1, "canned": "2"}, headers=tomas).status_code == 200
+    assert client.post("/coach/answer", data={"question": 1, "canned": "9"}, headers=tomas).status_code == 400
+    assert client.post("/coach/extra-time", data={"student": "alan", "minutes": 5}, headers=rosa).status_code == 200
+    assert client.post("/coach/freeze", headers=auth(folder, "coach")).status_code == 200  # admin.token: "coach"
+    assert client.get("/api/messages", headers=ada).json()["clarifications"][0]["answer"] == "Yes: as stated."
+    audit = client.get("/api/coach", headers=tomas).json()["audit"]
+    assert [(e["author"], e["kind"]) for e in audit] == [
+        ("coach", "freeze"),
+        ("rosa", "extra time"),
+        ("tomas", "answer"),
+        ("rosa", "announcement"),
+    ]
+    assert "(canned): Yes: as stated." in audit[2]["detail"]
+    page = client.get("/coach", headers={**tomas, **HTML}).text
+    listed = page.split('id="audit-list"')[1].split("</table>")[0]
+    assert listed.count("<strong>rosa</strong>") == 2 and listed.count("<strong>tomas</strong>") == 1
+    assert "Logged in as <strong>tomas</strong>" in page and "Yes: as stated.</option>" in page
+    me = client.get("/me", headers={**ada, **HTML}).text
+    assert "<option>grading</option>" in me
+    assert client.post("/ask", data={"question": "q"}, headers=rosa).status_code == 403, "a coach is no student"
+

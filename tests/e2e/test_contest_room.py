@@ -212,7 +212,11 @@ def test_the_coach_filters_submissions_and_opens_a_students_page(folder):
     Store(folder).finish(1, clock.now, report("m1", 4))
 
     def ids(query: str) -> list[str]:
-        table = client.get(f"/coach?{query}", headers=coach).text.split("<h2>Submissions</h2>")[1].split("<h2>")[0]
+        table = (
+            client.get(f"/coach?{query}", headers=coach)
+            .text.split('<h2 id="submissions">Submissions</h2>')[1]
+            .split("<h2")[0]
+        )
         return [part.split('">')[1].split("<")[0] for part in table.split('<a href="/api/submissions/')[1:]]
 
     assert ids("") == ["3", "2", "1"]

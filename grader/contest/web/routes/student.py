@@ -88,6 +88,7 @@ def me(who: Student, state: State) -> Response:
         selectable=selectable,
         waiting=waiting,
         messages=views.messages(state, who),
+        categories=state.rules().categories,
     )
 
 
