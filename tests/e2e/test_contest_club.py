@@ -225,3 +225,33 @@ def test_two_coaches_act_in_one_round_and_the_audit_names_each_with_a_canned_ans
     assert "<option>grading</option>" in me
     assert client.post("/ask", data={"question": "q"}, headers=rosa).status_code == 403, "a coach is no student"
 
+
+# --- 3. A contestant's own history ------------------------------------------------------------------------------
+
+
+def test_a_student_downloads_their_own_uploads_never_anothers_and_always_sees_what_is_left(contest):
+    import zipfile
+
+    folder = contest("[tasks.m1]\npoints = 30\nmax_submissions = 3\n[tasks.m2]\npoints = 20\n", title="History")
+    clock = ContestClock()
+    client = TestClient(create_app(folder, clock))
+    ada, alan = auth(folder, "ada"), auth(folder, "alan")
+    mine = upload(client, folder, "ada", "m1", [("m1_attention.py", b"# ada's attention\n")]).json()["id"]
+    theirs = upload(client, folder, "alan", "m1", [("m1_attention.py", b"# alan's secret\n")]).json()["id"]
+    got = client.get(f"/submissions/{mine}/files.zip", headers=ada)
+    assert got.status_code == 200 and got.headers["content-type"] == "application/zip"
+    with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
+        assert zf.namelist() == ["m1_attention.py"] and zf.read("m1_attention.py") == b"# ada's attention\n"
+    for who, sid in ((ada, theirs), (ada, 999), (alan, mine)):  # another's is the same 404 as none
+        refused = client.get(f"/submissions/{sid}/files.zip", headers=who)
+        assert refused.status_code == 404 and "of yours" in refused.json()["detail"], refused.text
+        assert b"secret" not in refused.content and b"attention" not in refused.content
+    assert client.get(f"/submissions/{mine}/files.zip").status_code == 401, "no token: nothing"
+    assert client.get(f"/submissions/{theirs}/files.zip", headers=auth(folder, "coach")).status_code == 200
+    page = client.get("/me", headers={**ada, **HTML}).text
+    assert f'href="/submissions/{mine}/files.zip"' in page and f"/submissions/{theirs}/" not in page
+    quota = page.split('id="quota"')[1].split("</div>")[0]
+    assert "<strong>2</strong> of 3 (1 waiting)" in quota and "m2: no cap (0 graded)" in quota
+    Store(folder).finish(mine, clock.now, report("m1", 1, 4))
+    tasks = {t["id"]: t for t in client.get("/api/me", headers=ada).json()["tasks"]}
+    assert (tasks["m1"]["left"], tasks["m1"]["used"], tasks["m2"]["left"]) == (2, 1, None)
