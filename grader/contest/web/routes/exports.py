@@ -91,7 +91,9 @@ def attempts_figure(rows: list[dict], checks: list[dict]) -> Any:
     from grader.batch.summary import NOT_SUBMITTED, stubs
 
     missing = {(c["student"], c["milestone"]) for c in checks if c["name"] == NOT_SUBMITTED}
-    fig = heatmap(rows, [c for c in checks if c["name"] != NOT_SUBMITTED], stubs(checks))
+    # the placeholder's score as "no number": its cell is blank (NaN), and a task nobody tried keeps its column
+    blank = [{**c, "score": float("nan")} if c["name"] == NOT_SUBMITTED else c for c in checks]
+    fig = heatmap(rows, blank, stubs(checks))
     ax = fig.axes[0]
     tasks = [label.get_text() for label in ax.get_xticklabels()]
     students = [label.get_text().removesuffix(" (stub)") for label in ax.get_yticklabels()]
