@@ -255,3 +255,21 @@ def test_a_student_downloads_their_own_uploads_never_anothers_and_always_sees_wh
     Store(folder).finish(mine, clock.now, report("m1", 1, 4))
     tasks = {t["id"]: t for t in client.get("/api/me", headers=ada).json()["tasks"]}
     assert (tasks["m1"]["left"], tasks["m1"]["used"], tasks["m2"]["left"]) == (2, 1, None)
+
+
+def test_a_coach_account_removed_stops_working_and_its_file_is_private_and_git_ignored(contest):
+    import stat
+
+    from click.testing import CliRunner
+
+    from grader.contest.commands import contest as contest_group
+
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Jury")
+    token = {"Authorization": f"Bearer {coach_token(folder, 'rosa')}"}
+    assert stat.S_IMODE((folder / "coaches.csv").stat().st_mode) == 0o600
+    assert "coaches.csv" in (folder / ".gitignore").read_text().splitlines()
+    assert TestClient(create_app(folder, ContestClock())).get("/api/coach", headers=token).status_code == 200
+    again = CliRunner().invoke(contest_group, ["coach", str(folder), "rosa"])
+    assert again.exit_code != 0 and "already" in again.output
+    assert CliRunner().invoke(contest_group, ["coach", str(folder), "rosa", "--remove"]).exit_code == 0
+    assert TestClient(create_app(folder, ContestClock())).get("/api/coach", headers=token).status_code == 401
