@@ -118,6 +118,7 @@ def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> 
     board = read.table(top, ("scoreboard",), KNOWN[("scoreboard",)])
     mode = read.choice(board, ("scoreboard", "mode"), Board, Board.PUBLIC)
     paper = _paper(read, top, folder or Path("."))
+    asked = _clarifications(read, read.table(top, ("clarifications",), KNOWN[("clarifications",)]))
     return Contest(
         title=title,
         tasks=_paper_tasks(read, top, paper) if paper else _tasks(read, top),
@@ -128,7 +129,8 @@ def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> 
         scoreboard=mode,
         freeze=_freeze(read, board, mode, window),
         extra_time=_extra_time(read, read.table(top, ("extra_time",), None)),
-        **_clarifications(read, read.table(top, ("clarifications",), KNOWN[("clarifications",)])),
+        categories=asked.get("categories", Contest.categories),
+        canned=asked.get("canned", Contest.canned),
     )
 
 
