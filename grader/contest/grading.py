@@ -382,7 +382,8 @@ def grading_line(sid: int, student: str, task: str, result: dict[str, Any]) -> s
     score, most = result.get("score"), result.get("max_score")
     verdicts = [c.get("verdict") for m in result.get("milestones", []) for c in m.get("checks", []) if c.get("verdict")]
     verdict = f", {verdicts[0]}" if verdicts and not all(v == "OK" for v in verdicts) else ""
-    points = f"{score:g} of {most:g}" if isinstance(score, int | float) and isinstance(most, int | float) else "graded"
+    numbers = isinstance(score, int | float) and isinstance(most, int | float)
+    points = f"{score:g} of {most:g} grader points" if numbers else "graded"
     return f"graded #{sid}: {student} {task}: {points}{verdict}"
 
 

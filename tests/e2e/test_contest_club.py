@@ -124,10 +124,10 @@ def test_an_unknown_path_is_a_page_for_a_browser_and_json_for_a_script(contest, 
 
 def test_each_recorded_grading_has_one_console_line_with_who_the_task_and_the_score_or_verdict():
     """Issue 37 (1d): the server's console says each grading once (grading.grading_line, logged as it is recorded)."""
-    assert grading_line(3, "ada", "m1", report("m1", 2, 4)) == "graded #3: ada m1: 2 of 4"
+    assert grading_line(3, "ada", "m1", report("m1", 2, 4)) == "graded #3: ada m1: 2 of 4 grader points"
     late = report("m2", 0, 4)
     late["milestones"][0]["checks"][0]["verdict"] = "time limit exceeded"
-    assert grading_line(4, "alan", "m2", late) == "graded #4: alan m2: 0 of 4, time limit exceeded"
+    assert grading_line(4, "alan", "m2", late) == "graded #4: alan m2: 0 of 4 grader points, time limit exceeded"
     assert grading_line(5, "grace", "m1", {"error": "the grading process died"}) == (
         "graded #5: grace m1: failed (the grading process died)"
     )

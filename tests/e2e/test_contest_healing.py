@@ -100,7 +100,7 @@ def test_a_worker_killed_while_idle_is_replaced_at_once_recorded_and_counted_acr
     finally:
         queue.close()
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("graded #")]
-    assert len(lines) == 1 and re.fullmatch(rf"graded #{sid}: ada m1: [\d.]+ of [\d.]+", lines[0]), lines
+    assert len(lines) == 1 and re.fullmatch(rf"graded #{sid}: ada m1: [\d.]+ of [\d.]+ grader points", lines[0]), lines
     again = GradingQueue(store, ContestClock())  # a restarted server: the count is read back, not started at 0
     assert again.replaced == 1 and again.lane_health()["quick"]["replaced"] == 1
     store.close()
