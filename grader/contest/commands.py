@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import errno
 import io
+import logging
 import os
 import secrets
 import socket
@@ -25,7 +26,16 @@ from grader.batch.gradebook import Gradebook
 from grader.clierrors import GraderGroup
 from grader.contest.config import Board, Contest, load
 from grader.contest.feedback import guarded_tasks
-from grader.contest.layout import ADMIN_TOKEN, CONTEST_FILE, ROSTER, SERVE_LOCK, TOKENS, read_tokens
+from grader.contest.layout import (
+    ADMIN_TOKEN,
+    COACHES,
+    CONTEST_FILE,
+    ROSTER,
+    SERVE_LOCK,
+    TOKENS,
+    read_coaches,
+    read_tokens,
+)
 from grader.contest.metric import is_metric
 from grader.contest.policy import contest_end
 from grader.errors import InputError
@@ -133,6 +143,44 @@ def tokens(folder: Path, rotate: bool = False) -> None:
         + (" (the old ones no longer work)" if existing else "")
         + ": give each student only their own line, and keep admin.token to yourself"
     )
+
+
+@contest.command("coach")
+@click.argument("folder", type=click.Path(path_type=Path))
+@click.argument("name")
+@click.option("--remove", is_flag=True, help="Take NAME's account away: their token stops working.")
+def coach_account(folder: Path, name: str, remove: bool = False) -> None:
+    """Give a member of the jury NAME a coach account of their own (FOLDER/coaches.csv, readable by you only) and
+    print its token once: each coach's actions are recorded under their name (the coach page's audit list)."""
+    _folder(folder)
+    name = name.strip()
+    if not name or not all(c.isalnum() or c in "._-" for c in name) or len(name) > 40:
+        raise ContestCommandError(f"{name!r}: a coach's name is letters, digits, '.', '_' or '-', at most 40")
+    students = set(read_tokens(folder)[0].values())
+    if name == "coach" or name in students:
+        raise ContestCommandError(f"{name!r} is {'a student' if name in students else 'the admin token'}: pick another")
+    accounts = {who: token for token, who in read_coaches(folder).items()}
+    if remove:
+        if accounts.pop(name, None) is None:
+            raise ContestCommandError(f"{name!r} has no coach account in {folder / COACHES}")
+    elif name in accounts:
+        raise ContestCommandError(f"{name!r} has a coach account already: --remove it first to give a new token")
+    else:
+        accounts[name] = secrets.token_urlsafe(32)
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["coach", "token"])
+    for who, token in accounts.items():
+        writer.writerow([who, token])
+    _ignore_secrets(folder)
+    ignore = folder / ".gitignore"
+    if COACHES not in ignore.read_text(encoding="utf-8").splitlines():
+        ignore.write_text(ignore.read_text(encoding="utf-8").rstrip("\n") + f"\n{COACHES}\n", encoding="utf-8")
+    _secret(folder / COACHES, out.getvalue())
+    if remove:
+        click.echo(f"{name}'s coach account removed: restart the server for it to take effect")
+    else:
+        click.echo(f"{name}'s coach token (give it to them alone; restart the server to let it in): {accounts[name]}")
 
 
 @contest.command()
@@ -267,6 +315,18 @@ def max_extra(rules: Contest) -> float:
     return max(span.total_seconds() for span in rules.extra_time.values())
 
 
+def console_log() -> None:
+    """The grading's lines on the server's console, beside uvicorn's: one per recorded grading (who, task, score or
+    verdict: ``grading.grading_line``), each pool replaced. A coach reads there that each upload was graded once."""
+    log = logging.getLogger("grader.contest")
+    if not any(getattr(h, "gptkit_console", False) for h in log.handlers):
+        handler = logging.StreamHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+        handler.gptkit_console = True  # type: ignore[attr-defined]
+        log.addHandler(handler)
+    log.setLevel(logging.INFO)
+
+
 @contest.command()
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.option("--host", default="127.0.0.1", show_default=True, help="The address to listen on.")
@@ -336,6 +396,7 @@ def serve(
         )
         graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
+        console_log()
         try:
             uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run(sockets=[listening])
         except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C is how a coach stops it

@@ -73,6 +73,9 @@ class Contest:
     # student -> how much later their fixed window starts (a latecomer; set by the coach): the full duration after
     start_delay: dict[str, timedelta] = field(default_factory=dict)
     paper: Paper | None = None  # the paper the tasks come from (``paper = "..."``): its rules and variants
+    # [clarifications]: what a question may be about besides a task, and the jury's ready answers (issue 37)
+    categories: tuple[str, ...] = ("general", "technical")
+    canned: tuple[str, ...] = ("No comment.", "Read the statement again.", "Yes.", "No.")
 
     def task(self, task_id: str) -> Task | None:
         return next((t for t in self.tasks if t.id == task_id), None)
@@ -83,7 +86,8 @@ class ContestFileError(InputError):
 
 
 KNOWN = {
-    (): {"title", "paper", "tasks", "window", "extra_time", "feedback", "scoreboard", "defaults"},
+    (): {"title", "paper", "tasks", "window", "extra_time", "feedback", "scoreboard", "defaults", "clarifications"},
+    ("clarifications",): {"categories", "canned"},
     ("window",): {"start", "duration", "personal", "hard_end"},
     ("feedback",): {"during", "after"},
     ("scoreboard",): {"mode", "freeze_minutes"},
@@ -114,6 +118,7 @@ def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> 
     board = read.table(top, ("scoreboard",), KNOWN[("scoreboard",)])
     mode = read.choice(board, ("scoreboard", "mode"), Board, Board.PUBLIC)
     paper = _paper(read, top, folder or Path("."))
+    asked = _clarifications(read, read.table(top, ("clarifications",), KNOWN[("clarifications",)]))
     return Contest(
         title=title,
         tasks=_paper_tasks(read, top, paper) if paper else _tasks(read, top),
@@ -124,7 +129,25 @@ def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> 
         scoreboard=mode,
         freeze=_freeze(read, board, mode, window),
         extra_time=_extra_time(read, read.table(top, ("extra_time",), None)),
+        categories=asked.get("categories", Contest.categories),
+        canned=asked.get("canned", Contest.canned),
     )
+
+
+def _clarifications(read: Reader, table: dict) -> dict[str, tuple[str, ...]]:
+    """``[clarifications]``: ``categories`` (what a question may be about besides a task) and ``canned`` (the
+    jury's ready answers), each a list of short texts; the defaults where a key is absent."""
+    found = {}
+    for key in ("categories", "canned"):
+        if key not in table:
+            continue
+        value = table[key]
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value) or not value:
+            raise read.bad(("clarifications", key), value, "a list of texts, none empty")
+        if any(len(v) > 200 for v in value):
+            raise read.bad(("clarifications", key), value, "texts of at most 200 characters")
+        found[key] = tuple(v.strip() for v in value)
+    return found
 
 
 def _window(read: Reader, table: dict) -> Window:

@@ -23,6 +23,7 @@ from grader.batch.summary import NOT_SUBMITTED
 from grader.contest.config import Contest
 from grader.contest.feedback import scaled  # the one conversion to contest points, as the feedback's
 from grader.contest.policy import task_score
+from grader.contest.scoreboard import task_total
 from grader.contest.store import Row, Store
 from grader.files import atomic_path
 from grader.fingerprint import grader_fingerprint
@@ -73,13 +74,21 @@ def combined_report(contest: Contest, chosen: dict[str, Row]) -> dict[str, Any]:
             milestones.append({**scaled(entry, scale), "checks": [scaled(c, scale) for c in entry["checks"]]})
     reports = [row.report for row in chosen.values() if row.report]
     return {
-        "score": sum(m["score"] for m in milestones),
+        # the scoreboard's rule (scoreboard.total): each task's points rounded to 0.01, then added up, so that
+        # the export's total and the board's are the same number (issue 37; a rounded sum could differ by 0.01)
+        "score": total(contest, chosen),
         "max_score": sum(task.points for task in contest.tasks),
         "seconds": sum(r.get("seconds") or 0 for r in reports),
         "worker_cpu_seconds": sum(r.get("worker_cpu_seconds") or 0 for r in reports),
         "protections": reports[0].get("protections", []) if reports else [],
         "milestones": milestones,
     }
+
+
+def total(contest: Contest, chosen: dict[str, Row]) -> float:
+    """The student's total as the scoreboard gives it: the sum of each counted task's points (``task_points``,
+    rounded to 0.01 each), rounded."""
+    return task_total(row.points(contest) for task, row in chosen.items() if contest.task(task) is not None)
 
 
 def write_gradebook(folder: Path, contest: Contest, store: Store, students: tuple[str, ...]) -> Path:

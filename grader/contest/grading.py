@@ -60,6 +60,8 @@ SHARE_WINDOW = 600.0  # seconds: the recent past in which a student's grading ti
 SHARE_SECONDS = 300.0  # a student who used more than this of it waits behind everyone who did not
 EXTERNAL_SLOTS = 16  # submissions handed at once to an executor not the queue's own (a Dask cluster's), by default
 RETRIES = 2  # times a submission is graded again after its grading process died under it
+WATCH_SECONDS = 1.0  # how often the queue looks for a pool broken while it held nothing (a worker killed idle)
+REPLACED = "pools replaced: "  # the store's setting of a lane's replaced pools, + the lane: kept across restarts
 QUICK, METRIC = "quick", "metric"  # the lanes: every task but the metric ones; the metric tasks (lmbudget)
 
 
@@ -161,6 +163,7 @@ class GradingQueue:
         share_window: float = SHARE_WINDOW,
         timer: Callable[[], float] = time.monotonic,
         metric_workers: int | None = None,
+        watch_seconds: float = WATCH_SECONDS,
     ):
         self.store = store
         self.clock = clock
@@ -172,6 +175,10 @@ class GradingQueue:
         sizes = queue_slots(workers, metric_workers, executor is not None, slots)
         processes = lane_slots(workers, metric_workers) if self._own else {}
         self.lanes = {name: Lane(name, processes.get(name, 0), n) for name, n in sizes.items()}
+        for lane in self.lanes.values():  # a restarted server goes on counting: the coach's page never drops to 0
+            lane.replaced = int(store.setting(f"{REPLACED}{lane.name}") or 0)
+        self.watch_seconds = watch_seconds
+        self._stopped = threading.Event()
         self.share_seconds = share_seconds
         self.share_window = share_window
         self.timer = timer
@@ -190,6 +197,21 @@ class GradingQueue:
             lane.executor = self._new_pool(lane.workers) if self._own else self._external
         for row in self.store.queued():
             self.enqueue(row.id)
+        if self._own:
+            threading.Thread(target=self._watch, name="grading-watch", daemon=True).start()
+
+    def _watch(self) -> None:
+        """Replace a lane's pool as soon as one of its processes dies, not when the next upload meets it broken:
+        a pool that held nothing when its worker was killed has no submission to report it (issue 37: health
+        read "alive 0 of 2" until the next upload)."""
+        while not self._stopped.wait(self.watch_seconds):
+            for lane in self.lanes.values():
+                executor = lane.executor
+                if executor is None or not getattr(executor, "_broken", False):  # private, as stop_workers reads it
+                    continue
+                with self._lock:
+                    self._heal(lane, executor)
+                self._dispatch(lane)
 
     def _new_pool(self, workers: int) -> ProcessPoolExecutor:
         # Each grading process dies with the server, and takes its sandboxes and the fork server along: see reaper.
@@ -210,6 +232,18 @@ class GradingQueue:
         log.warning("a grading process of the %s lane died: starting a new pool of %d", lane.name, lane.workers)
         lane.executor = self._new_pool(lane.workers)
         lane.replaced += 1
+        held = len([sid for sid, handed in lane.handed.items() if handed[3] is broken])
+        try:  # the coach's event list says it, and the count outlives the server
+            self.store.set_setting(f"{REPLACED}{lane.name}", str(lane.replaced))
+            self.store.event(
+                self.clock(),
+                None,
+                "worker died",
+                f"a grading process of the {lane.name} lane died: its pool replaced at once "
+                f"({lane.replaced} in all), {held} submission(s) it held graded again",
+            )
+        except Exception:  # noqa: BLE001 - the store closed under us (shutdown): the pool is replaced all the same
+            log.exception("the replaced pool could not be recorded")
         threading.Thread(target=_end, args=(broken,), daemon=True).start()
 
     def enqueue(self, sid: int) -> None:
@@ -282,7 +316,7 @@ class GradingQueue:
             result = {"error": f"the grading process died{tries}: {type(e).__name__}: {e}"}
         try:
             if self.store.finish(sid, self.clock(), result):
-                log.info("submission %d: %s", sid, "failed" if result.get("error") else "graded")
+                log.info("%s", grading_line(sid, student, task, result))
         except Exception:  # noqa: BLE001 - the store closed under us (shutdown): it stays queued
             log.exception("submission %d: could not record its result", sid)
             return
@@ -325,6 +359,7 @@ class GradingQueue:
     def close(self) -> None:
         """Stop: drop what has not started, end the workers and the fork server. Submissions not recorded
         stay queued in the store and are graded at the next start."""
+        self._stopped.set()
         with self._lock:
             self._closed = True
             for lane in self.lanes.values():
@@ -337,6 +372,19 @@ class GradingQueue:
             stop_forkserver()
         elif self._external is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
             self._external.shutdown(wait=False)
+
+
+def grading_line(sid: int, student: str, task: str, result: dict[str, Any]) -> str:
+    """The server's console line for one recorded grading: who, which task, the verdict or the score. Each
+    submission is recorded once (``Store.finish``), so each has one line: a coach reads "graded once" there."""
+    if result.get("error"):
+        return f"graded #{sid}: {student} {task}: failed ({str(result['error'])[:120]})"
+    score, most = result.get("score"), result.get("max_score")
+    verdicts = [c.get("verdict") for m in result.get("milestones", []) for c in m.get("checks", []) if c.get("verdict")]
+    verdict = f", {verdicts[0]}" if verdicts and not all(v == "OK" for v in verdicts) else ""
+    numbers = isinstance(score, int | float) and isinstance(most, int | float)
+    points = f"{score:g} of {most:g} grader points" if numbers else "graded"
+    return f"graded #{sid}: {student} {task}: {points}{verdict}"
 
 
 def _end(pool: Executor) -> None:

@@ -15,6 +15,7 @@ CONTEST_FILE = "contest.toml"
 ROSTER = "roster.csv"
 TOKENS = "tokens.csv"
 ADMIN_TOKEN = "admin.token"
+COACHES = "coaches.csv"  # the jury's named accounts (`grade contest coach`): token,coach
 SERVE_LOCK = "serve.lock"  # held (flock) by the one `grade contest serve` of the folder while it runs
 
 
@@ -31,3 +32,15 @@ def read_tokens(folder: Path) -> tuple[dict[str, str], str | None]:
     admin = folder / ADMIN_TOKEN
     coach = admin.read_text(encoding="utf-8").strip() if admin.exists() else None
     return students, coach or None
+
+
+def read_coaches(folder: Path) -> dict[str, str]:
+    """The named coaches' tokens (token -> name) from ``COACHES``; none without the file."""
+    found: dict[str, str] = {}
+    path = folder / COACHES
+    if path.exists():
+        for row in csv.DictReader(path.read_text(encoding="utf-8").splitlines()):
+            token, name = (row.get("token") or "").strip(), (row.get("coach") or "").strip()
+            if token and name:
+                found[token] = name
+    return found

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from enum import Enum
 
 from grader.contest.config import Contest, Scoring, Task
@@ -116,11 +116,20 @@ def _minutes(span: timedelta) -> str:
     return f"{seconds} s" if seconds < 120 else f"{math.ceil(seconds / 60)} min"
 
 
-def closed_reason(state: WindowState) -> str | None:
+def clock_text(at: datetime, now: datetime | None = None) -> str:
+    """A time as the contest's pages print it, in UTC: "10:04:00 UTC", or "03-15 09:00 UTC" on another day than
+    ``now``'s (with no ``now``: the time of day). Refusals use it too, so that they read as the pages do."""
+    utc = at.astimezone(timezone.utc)
+    if now is None or utc.date() == now.astimezone(timezone.utc).date():
+        return utc.strftime("%H:%M:%S UTC")
+    return utc.strftime("%m-%d %H:%M UTC")
+
+
+def closed_reason(state: WindowState, now: datetime | None = None) -> str | None:
     """Why a student in ``state`` may not submit now (for the server's refusal and `grade submit` alike); None
-    while their window is open."""
+    while their window is open. Times as the pages print them (``clock_text``)."""
     if state.phase is Phase.NOT_STARTED:
-        opens = f": it opens at {state.start.isoformat()}" if state.start else ": log in to start it"
+        opens = f": it opens at {clock_text(state.start, now)}" if state.start else ": log in to start it"
         return f"your contest window has not started{opens}"
     if state.phase is Phase.ENDED:
         return "your contest window has ended: submissions are closed"
@@ -141,7 +150,7 @@ def may_submit(
     task = contest.task(task_id)
     if task is None:
         return Decision(False, f"{task_id} is not a task of this contest: the tasks are {_ids(contest)}")
-    closed = closed_reason(window_state(contest, student, now, first_login))
+    closed = closed_reason(window_state(contest, student, now, first_login), now)
     if closed:
         return Decision(False, closed)
     graded = sorted((s for s in history if s.task == task_id and s.status is Status.GRADED), key=lambda s: s.time)
@@ -309,7 +318,7 @@ def notebook_refusal(state: WindowState) -> str | None:
     open: before it the questions could be read before the clock runs."""
     if state.phase is Phase.OPEN:
         return None
-    opens = f" (it opens at {state.start.isoformat()})" if state.start else ""
+    opens = f" (it opens at {clock_text(state.start)})" if state.start else ""
     when = f"has not started{opens}" if state.phase is Phase.NOT_STARTED else "has ended"
     return f"your contest window {when}: the paper's notebook is handed out while it is open"
 

@@ -32,9 +32,15 @@ class Standings:
     hidden: bool = False  # only the viewer's own row is shown
 
 
+def task_total(points: Iterable[float]) -> float:
+    """The one rounding rule of a total (the board's and the export's alike): each task's points are already
+    rounded to 0.01 (``policy.task_points``); their sum is rounded again only to drop the float's noise."""
+    return round(sum(round(p, 2) for p in points), 2)
+
+
 def _totals(contest: Contest, submissions: Sequence[Submission]) -> tuple[float, dict[str, float]]:
     per_task = {task.id: task_score(task, submissions).score for task in contest.tasks}
-    return round(sum(per_task.values()), 2), per_task
+    return task_total(per_task.values()), per_task
 
 
 def student_row(contest: Contest, student: str, submissions: Iterable[Submission]) -> Row:

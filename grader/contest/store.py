@@ -59,7 +59,8 @@ CREATE TABLE IF NOT EXISTS events (
     at TEXT NOT NULL,
     student TEXT,
     kind TEXT NOT NULL,
-    detail TEXT NOT NULL
+    detail TEXT NOT NULL,
+    author TEXT                     -- the coach who did it (the audit trail); NULL: the server or a student
 );
 CREATE TABLE IF NOT EXISTS settings (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS extra_time (student TEXT PRIMARY KEY, minutes REAL NOT NULL);
@@ -191,6 +192,16 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # a committed upload survives a power cut, not just kill -9
         self._db.executescript(SCHEMA)
+        self._add_column("events", "author", "TEXT")  # a contest.sqlite of before issue 37 has no audit column
+
+    def _add_column(self, table: str, column: str, kind: str) -> None:
+        if column in {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}:
+            return
+        try:
+            self._db.execute(f"ALTER TABLE {table} ADD COLUMN {column} {kind}")
+        except sqlite3.OperationalError as e:  # another Store of the folder added it a moment before
+            if "duplicate column" not in str(e):
+                raise
 
     def close(self) -> None:
         with self._lock:
@@ -416,12 +427,18 @@ class Store:
         assert first is not None
         return first
 
-    def event(self, at: datetime, student: str | None, kind: str, detail: str) -> None:
+    def event(self, at: datetime, student: str | None, kind: str, detail: str, author: str | None = None) -> None:
+        """Record an event; ``author``: the coach who did it (the jury's audit trail)."""
         with self._transaction() as db:
             db.execute(
-                "INSERT INTO events (at, student, kind, detail) VALUES (?, ?, ?, ?)",
-                (at.isoformat(timespec="seconds"), student, kind, detail),  # read by people, not sorted to the µs
+                "INSERT INTO events (at, student, kind, detail, author) VALUES (?, ?, ?, ?, ?)",
+                (at.isoformat(timespec="seconds"), student, kind, detail, author),  # read by people, not to the µs
             )
+
+    def audit(self, limit: int = 200) -> list[dict[str, Any]]:
+        """The coaches' actions, newest first, each with its ``author``."""
+        rows = self._query("SELECT * FROM events WHERE author IS NOT NULL ORDER BY id DESC LIMIT ?", (limit,))
+        return [dict(r) for r in rows]
 
     def events(self, student: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
         if student is None:

@@ -3,7 +3,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import signal
 import time
 
@@ -71,3 +73,34 @@ def test_uploads_after_the_grading_process_died_are_accepted_and_graded(contest)
             wait_for(lambda: all(store.get(sid).status == "graded" for sid in ids))
         finally:
             store.close()
+
+
+def test_a_worker_killed_while_idle_is_replaced_at_once_recorded_and_counted_across_a_restart(contest, caplog):
+    """Issue 37 (1d): a pool whose worker died while it held nothing was rebuilt only at the next upload (health
+    read "alive 0 of 1" meanwhile). Now it is replaced within the queue's watch, the event list says so, the count
+    of replaced pools outlives the server, and each recorded grading has its console line (who, task, score)."""
+    folder = contest(title="Healing test")
+    store = Store(folder)
+    queue = GradingQueue(store, ContestClock(), watch_seconds=0.2)
+    queue.start()
+    try:
+        alive = lambda: queue.lane_health()["quick"]["alive"]  # noqa: E731
+        wait_for(lambda: alive() == 1, seconds=60)
+        quick = queue.lanes["quick"].executor
+        for process in list(getattr(quick, "_processes", {}).values()):  # the quick lane's one worker
+            os.kill(process.pid, signal.SIGKILL)
+        wait_for(lambda: queue.replaced == 1 and alive() == 1, seconds=30)  # no upload came
+        assert queue.lanes["quick"].executor is not quick
+        (event,) = [e for e in store.events() if e["kind"] == "worker died"]
+        assert "quick lane died: its pool replaced at once (1 in all)" in event["detail"]
+        caplog.set_level(logging.INFO, logger="grader.contest")
+        sid = store.accept("ada", "m1", ContestClock()(), lambda f: (f / "m1_attention.py").write_bytes(M1) and ".")
+        queue.enqueue(sid)
+        wait_for(lambda: store.get(sid).status == "graded")
+    finally:
+        queue.close()
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("graded #")]
+    assert len(lines) == 1 and re.fullmatch(rf"graded #{sid}: ada m1: [\d.]+ of [\d.]+ grader points", lines[0]), lines
+    again = GradingQueue(store, ContestClock())  # a restarted server: the count is read back, not started at 0
+    assert again.replaced == 1 and again.lane_health()["quick"]["replaced"] == 1
+    store.close()

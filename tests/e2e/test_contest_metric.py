@@ -155,6 +155,21 @@ def test_a_run_that_failed_is_a_graded_zero_and_counts_against_the_cap(session):
     assert refusal.status_code == 403 and "all 3 graded submissions" in refusal.json()["detail"]
     (row,) = [r for r in board(client, folder, "coach")["A"] if r["student"] == "ada"]
     assert row["loss"] == 3.3, "a failed run has no loss: it never ranks"
+    # issue 37: the page says what the docs say (it counts), never that a failed run "costs you nothing"
+    me = client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
+    assert "costs you nothing" not in me and "it counts against your 3 submissions like any other" in me
+
+
+def test_the_leaderboards_page_lists_only_students_with_a_run(session):
+    """issue 37: alan has no run: no blank row of his on the leaderboard, a line that says one is not listed."""
+    folder, client, submit = session
+    submit("ada", report(3.30, 3.25))
+    for who in ("coach", "ada"):
+        page = client.get("/scoreboard", headers={**auth(folder, who), "Accept": "text/html"}).text
+        table = page.split('class="leaderboards board"')[1].split("</table>")[0]
+        assert "<td>ada</td>" in table and "alan" not in table, table
+        assert "1 student with no run on lmbudget is not listed" in page
+    assert {r["student"] for r in board(client, folder, "coach")["A"]} == {"ada", "alan"}, "the API keeps every row"
 
 
 def test_the_pages_show_both_leaderboards_to_the_coach(session):

@@ -212,7 +212,11 @@ def test_the_coach_filters_submissions_and_opens_a_students_page(folder):
     Store(folder).finish(1, clock.now, report("m1", 4))
 
     def ids(query: str) -> list[str]:
-        table = client.get(f"/coach?{query}", headers=coach).text.split("<h2>Submissions</h2>")[1].split("<h2>")[0]
+        table = (
+            client.get(f"/coach?{query}", headers=coach)
+            .text.split('<h2 id="submissions">Submissions</h2>')[1]
+            .split("<h2")[0]
+        )
         return [part.split('">')[1].split("<")[0] for part in table.split('<a href="/api/submissions/')[1:]]
 
     assert ids("") == ["3", "2", "1"]
@@ -356,6 +360,7 @@ def test_the_resolver_reveals_the_lowest_ranked_pending_result_one_step_at_a_tim
     clock.now += timedelta(minutes=1)
     graded("alan", "m1", 4)  # 30, pending
     graded("grace", "m2", 4)  # 20, pending
+    clock.now = CONTEST_START + timedelta(minutes=61)  # the ceremony, after the end: no one in their window
 
     def board() -> dict:
         return client.get("/api/scoreboard", headers=ada).json()

@@ -401,7 +401,7 @@ def test_the_coach_sees_identical_consecutive_events_once_with_their_count(folde
     assert [(e["student"], e["count"]) for e in events] == [("ada", 1), ("alan", 1), ("ada", 12)], events
     assert events[2]["detail"] == "m1: m1_attention.py is not UTF-8 text"
     page = client.get("/coach", headers={**auth(folder, "coach"), "Accept": "text/html"}).text
-    log = page.split("<h2>Events</h2>")[1]
+    log = page.split('<h2 id="events">Events</h2>')[1]
     assert log.count("m1_attention.py is not UTF-8 text") == 3 and log.count("×12") == 1
 
 

@@ -283,3 +283,15 @@ def test_every_rule_a_paper_names_is_a_rule_of_its_parts_suite():
         for suites in ("hidden", "public"):
             suite = importlib.import_module(f"grader.suites.{suites}.{MILESTONES[part].suite.removesuffix('.py')}")
             assert name in {rule.name for rule in suite.RULES}, f"{suites} {part} suite has no rule {name!r}"
+
+
+def test_clarifications_set_the_categories_and_the_canned_answers_and_refuse_what_is_not_a_list_of_texts():
+    """Issue 37: [clarifications] (the jury's question categories and ready answers); the defaults without it."""
+    head = 'title = "T"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
+    plain = parse(head + "[tasks.m1]\n")
+    assert plain.categories == ("general", "technical") and plain.canned[0] == "No comment."
+    chosen = parse(head + '[clarifications]\ncategories = ["rules"]\ncanned = [" Yes. "]\n[tasks.m1]\n')
+    assert (chosen.categories, chosen.canned) == (("rules",), ("Yes.",))
+    for bad in ('canned = "Yes."', "canned = []", 'categories = [""]', 'categories = ["a", 1]', 'sorted = ["a"]'):
+        with pytest.raises(ContestFileError, match="clarifications"):
+            parse(head + f"[clarifications]\n{bad}\n[tasks.m1]\n")

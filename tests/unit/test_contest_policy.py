@@ -112,7 +112,7 @@ CAPPED = "[tasks.m1]\npoints = 10\nmax_submissions = 2\nmin_interval = 60\n[task
 
 def test_a_submission_is_refused_before_the_window_opens_and_says_when_it_opens():
     decision = may_submit(contest(), "ann", "m1", minutes(-5), [])
-    assert not decision.allowed and "has not started" in decision.reason and "2026-03-14T09:00" in decision.reason
+    assert not decision.allowed and "has not started: it opens at 09:00:00 UTC" in decision.reason
 
 
 def test_a_submission_is_refused_after_the_window_ends():
@@ -489,7 +489,7 @@ def test_a_papers_notebook_is_handed_out_only_while_the_window_is_open():
     rules = contest()
     assert notebook_refusal(window_state(rules, "ann", minutes(30))) is None
     early = notebook_refusal(window_state(rules, "ann", minutes(-5))) or ""
-    assert "has not started (it opens at 2026-03-14T09:00:00+00:00)" in early
+    assert "has not started (it opens at 09:00:00 UTC)" in early
     assert "has ended" in (notebook_refusal(window_state(rules, "ann", minutes(61))) or "")
     unopened = notebook_refusal(window_state(contest(window=PERSONAL), "ann", minutes(5))) or ""
     assert "has not started:" in unopened, "a personal window not opened yet has no time to give"

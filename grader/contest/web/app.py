@@ -22,6 +22,7 @@ from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from grader.contest.policy import NOT_A_NUMBER
 from grader.contest.web import views
@@ -100,7 +101,8 @@ def create_app(
     app.state.store = state.store  # where the app offered its store before the split: kept for its callers
     for router in (student.router, scoreboard.router, coach.router, exports.router, messages.router):
         include(app, router)
-    app.add_exception_handler(HTTPException, refused)
+    # Starlette's own: what an unknown path (a 404) or a wrong method raises too, FastAPI's a subclass of it
+    app.add_exception_handler(StarletteHTTPException, refused)
     app.add_exception_handler(RequestValidationError, bad_form)
     return app
 
@@ -123,15 +125,21 @@ def include(app: FastAPI, router: APIRouter) -> None:
 
 
 async def refused(request: Request, exc: Exception) -> Response:
-    """A refusal as the asker reads it: a page for a browser, ``{"detail": ...}`` for a script."""
-    assert isinstance(exc, HTTPException)
-    if views.wants_html(request):
+    """A refusal as the asker reads it: a page for a browser, ``{"detail": ...}`` for a script and for every
+    path under /api/. An unknown path (``/charts``) is a refusal too: a page that says so, with the way back
+    (issue 37: a browser was shown raw JSON)."""
+    assert isinstance(exc, StarletteHTTPException)
+    detail = exc.detail
+    if exc.status_code == 404 and detail == "Not Found":  # Starlette's words for a path no route matches
+        detail = f"there is no page {request.url.path} here"
+    headers = getattr(exc, "headers", None)
+    if views.wants_html(request) and not request.url.path.startswith("/api/"):
         state = contest_state(request)
         page = state.templates.get_template("error.html").render(
-            title=state.base.title, status=exc.status_code, message=exc.detail, logged_in=identify(request) is not None
+            title=state.base.title, status=exc.status_code, message=detail, logged_in=identify(request) is not None
         )
-        return HTMLResponse(page, status_code=exc.status_code)
-    return JSONResponse({"detail": exc.detail}, status_code=exc.status_code)
+        return HTMLResponse(page, status_code=exc.status_code, headers=headers)
+    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=headers)
 
 
 async def bad_form(request: Request, exc: Exception) -> Response:

@@ -7,10 +7,12 @@ pages with it, so that neither imports the other.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
+from datetime import datetime
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
+
+from grader.contest.policy import clock_text
 
 
 def short_time(moment: str | datetime | None, now: datetime) -> Markup | str:
@@ -20,15 +22,23 @@ def short_time(moment: str | datetime | None, now: datetime) -> Markup | str:
         return ""
     try:
         at = moment if isinstance(moment, datetime) else datetime.fromisoformat(moment)
-        utc = at.astimezone(timezone.utc)
     except (TypeError, ValueError):
         return str(moment)
-    short = (
-        utc.strftime("%H:%M:%S UTC")
-        if utc.date() == now.astimezone(timezone.utc).date()
-        else utc.strftime("%m-%d %H:%M UTC")
+    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(
+        at.isoformat(timespec="seconds"), plain_time(at, now)
     )
-    return Markup('<time datetime="{0}" title="{0}">{1}</time>').format(at.isoformat(timespec="seconds"), short)
+
+
+def plain_time(moment: str | datetime | None, now: datetime) -> str:
+    """A time as the pages print it, without the markup: for a refusal's or an event's words, which a page and a
+    script read alike ("10:04:00 UTC"; "03-15 09:00 UTC" on another day than ``now``'s)."""
+    if not moment:
+        return ""
+    try:
+        at = moment if isinstance(moment, datetime) else datetime.fromisoformat(moment)
+        return clock_text(at, now)
+    except (TypeError, ValueError):
+        return str(moment)
 
 
 def templates(clock: Callable[[], datetime]) -> Environment:

@@ -11,14 +11,14 @@ import dataclasses
 import hmac
 from pathlib import Path
 
-from grader.contest.layout import read_tokens
+from grader.contest.layout import read_coaches, read_tokens
 
 COACH = "coach"
 
 
 @dataclasses.dataclass(frozen=True)
 class Who:
-    name: str  # the student's name; COACH for the coach
+    name: str  # the student's name; COACH for the coach of admin.token, a named coach's name (coaches.csv)
     coach: bool = False
 
 
@@ -27,6 +27,7 @@ class Tokens:
 
     def __init__(self, folder: Path):
         self._students, self._coach = read_tokens(folder)
+        self._coaches = read_coaches(folder)  # the jury's named accounts: token -> name
 
     def names(self) -> tuple[str, ...]:
         """The students who have a token."""
@@ -39,8 +40,14 @@ class Tokens:
         given = token.encode()
         if self._coach and hmac.compare_digest(given, self._coach.encode()):
             return Who(COACH, coach=True)
+        jury = None
+        for known, name in self._coaches.items():  # every token compared, in constant time each
+            if hmac.compare_digest(given, known.encode()):
+                jury = name
         found = None
-        for known, student in self._students.items():  # every token compared, in constant time each
+        for known, student in self._students.items():
             if hmac.compare_digest(given, known.encode()):
                 found = student
+        if jury:
+            return Who(jury, coach=True)
         return Who(found) if found else None

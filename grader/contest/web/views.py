@@ -210,6 +210,9 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
     locked = window.phase is Phase.NOT_STARTED  # the statements are handed out when the window opens
     for task in () if locked else contest.tasks:
         used = sum(1 for r in rows if r.task == task.id and r.status == GRADED and not r.voided)
+        waiting = sum(1 for r in rows if r.task == task.id and r.status == QUEUED and not r.voided)
+        # what the cap still allows: a queued one counts (policy: queued_as_graded), a failed or voided one not
+        left = None if task.max_submissions is None else max(0, task.max_submissions - used - waiting)
         tasks.append(
             {
                 "id": task.id,
@@ -222,6 +225,8 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
                 "max_submissions": task.max_submissions,
                 "min_interval_seconds": task.min_interval.total_seconds(),
                 "used": used,
+                "waiting": waiting,
+                "left": left,  # None: no cap
                 "files": allowed_files(task.id),
             }
         )
@@ -231,7 +236,7 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         "start": iso(window.start),
         "end": iso(window.end),
         "remaining_seconds": round(window.remaining.total_seconds()),
-        "closed": closed_reason(window),  # why the student may not submit now; None while open
+        "closed": closed_reason(window, state.clock()),  # why the student may not submit now; None while open
         "locked": locked,  # before the window: no task, no statement, no notebook
         "starts_in_seconds": round((window.start - state.clock()).total_seconds()) if locked and window.start else None,
         "tasks": tasks,

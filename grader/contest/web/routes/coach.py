@@ -10,12 +10,14 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from grader.contest.config import Contest
 from grader.contest.metric import is_metric
-from grader.contest.policy import added_minutes, change_refusal, delay_refusal, set_refusal, void_refusal
+from grader.contest.policy import Phase, added_minutes, change_refusal, delay_refusal, set_refusal, void_refusal
 from grader.contest.scoreboard import coach_view, freeze_note, resolve_next
 from grader.contest.store import QUEUED
 from grader.contest.web import views
 from grader.contest.web.deps import Coach, State
+from grader.contest.web.pages import plain_time
 from grader.contest.web.state import EXTEND, FREEZE_LIFTED, FROZEN_AT, REVEALED, ContestState
 from grader.contest.web.tokens import Who
 
@@ -24,6 +26,7 @@ router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
 STATUSES = ("queued", "graded", "failed", "rejected", "voided")  # the coach's page filters by these
 Minutes = Annotated[float, Form()]  # nan and inf parse: the policy refuses them (change_refusal)
 Undo = Annotated[bool, Form()]  # a form's undo=1 takes the change back
+Force = Annotated[bool, Form()]  # a form's force=1 runs the resolver while a window is still open
 
 
 @router.get("/coach", response_class=HTMLResponse)
@@ -51,6 +54,10 @@ def coach_page(who: Coach, state: State, student: str = "", task: str = "", stat
         regrades=views.regrades(state, contest)[:50],
         personal=contest.window.personal,
         task_points={t.id: t.points for t in contest.tasks},
+        still_open=still_open(state, contest),
+        audit=state.store.audit(50),
+        canned=contest.canned,
+        coach_name=who.name,
         now=views.iso(state.clock()),
     )
 
@@ -67,6 +74,8 @@ def coach_api(who: Coach, state: State) -> dict[str, Any]:
         "events": views.events(state),
         "health": state.health(),
         "regrades": views.regrades(state, contest),
+        "audit": state.store.audit(),  # each coach's action, with its author (the jury's trail)
+        "coach": who.name,
     }
 
 
@@ -108,7 +117,9 @@ def extend(request: Request, who: Coach, state: State, minutes: Minutes) -> Resp
     total = state.extend_minutes() + minutes
     refuse_change(minutes, state.empty_window(state.rules(extend=total)))
     state.store.set_setting(EXTEND, str(total))
-    state.store.event(state.clock(), None, "extend", f"the window extended by {minutes:g} min (in all {total:g} min)")
+    state.store.event(
+        state.clock(), None, "extend", f"the window extended by {minutes:g} min (in all {total:g} min)", author=who.name
+    )
     return views.done(request, "/coach", {"extend_minutes": total})
 
 
@@ -138,7 +149,7 @@ def extra_time(
     else:
         total = state.store.add_extra_minutes(name, minutes)
     how = f"set to {total:g} min" if set else f"{minutes:g} min more"
-    state.store.event(state.clock(), name, "extra time", f"{how} (by the coach: {total:g} min in all)")
+    state.store.event(state.clock(), name, "extra time", f"{how} (by the coach: {total:g} min in all)", author=who.name)
     return views.done(request, "/coach", {"student": name, "added_minutes": total})
 
 
@@ -153,7 +164,9 @@ def start_delay(
         raise HTTPException(400, refused)
     name = known_student(state, student)
     state.store.set_start_delay(name, minutes)
-    state.store.event(state.clock(), name, "start delay", f"their window starts {minutes:g} min after the contest's")
+    state.store.event(
+        state.clock(), name, "start delay", f"their window starts {minutes:g} min after the contest's", author=who.name
+    )
     return views.done(request, "/coach", {"student": name, "start_delay_minutes": minutes})
 
 
@@ -173,7 +186,7 @@ def void(sid: int, request: Request, who: Coach, state: State, undo: Undo = Fals
     if refused:
         raise HTTPException(409, refused)
     state.store.set_voided(sid, not undo)
-    state.store.event(state.clock(), None, "unvoid" if undo else "void", f"submission {sid}")
+    state.store.event(state.clock(), None, "unvoid" if undo else "void", f"submission {sid}", author=who.name)
     return views.done(request, "/coach", {"id": sid, "voided": not undo})
 
 
@@ -186,7 +199,7 @@ def regrade(sid: int, request: Request, who: Coach, state: State) -> Response:
             409,
             f"submission {sid} did not fail and has no checks set aside: only such a submission is graded again",
         )
-    state.store.event(state.clock(), None, "regrade", f"submission {sid} queued again")
+    state.store.event(state.clock(), None, "regrade", f"submission {sid} queued again", author=who.name)
     state.enqueue(sid)
     return views.done(request, "/coach", {"id": sid, "status": QUEUED})
 
@@ -196,7 +209,7 @@ async def regrade_task(request: Request, who: Coach, state: State, task: Annotat
     if state.rules().task(task) is None:
         raise HTTPException(400, f"{task!r} is not a task of this contest")
     ids = await run_in_threadpool(state.store.requeue_task, task, state.clock())  # many rows: off the event loop
-    state.store.event(state.clock(), None, "regrade", f"{task}: {len(ids)} submission(s) queued again")
+    state.store.event(state.clock(), None, "regrade", f"{task}: {len(ids)} submission(s) queued again", author=who.name)
     for sid in ids:
         state.enqueue(sid)
     return views.done(request, "/coach", {"task": task, "queued": ids})
@@ -208,7 +221,7 @@ def reveal(task_id: str, request: Request, who: Coach, state: State, undo: Undo 
         raise HTTPException(404, f"{task_id} is not a metric task of this contest: it has no split B")
     state.store.set_setting(f"{REVEALED}{task_id}", None if undo else state.clock().isoformat())
     what = "sealed again" if undo else "revealed to the students"
-    state.store.event(state.clock(), None, "reveal", f"{task_id}: leaderboard B {what}")
+    state.store.event(state.clock(), None, "reveal", f"{task_id}: leaderboard B {what}", author=who.name)
     return views.done(request, "/coach", {"task": task_id, "revealed": not undo})
 
 
@@ -218,7 +231,7 @@ def freeze(request: Request, who: Coach, state: State) -> Response:
     if not state.store.setting(FROZEN_AT):
         state.resolve(None)  # a new freeze: nothing of it revealed yet
     state.store.set_setting(FROZEN_AT, at)
-    state.store.event(state.clock(), None, "freeze", f"the students' scoreboard frozen as of {at}")
+    state.store.event(state.clock(), None, "freeze", f"the students' scoreboard frozen as of {at}", author=who.name)
     return views.done(request, "/coach", {"frozen_at": at, "freeze": views.freeze(state.freeze(state.rules()))})
 
 
@@ -233,18 +246,44 @@ def unfreeze(request: Request, who: Coach, state: State) -> Response:
     if state.freeze(contest).by == "schedule":
         state.store.set_setting(FREEZE_LIFTED, now.isoformat())
     lifted = "the scheduled freeze lifted: " if before.frozen and state.freeze_lifted() else ""
-    state.store.event(now, None, "unfreeze", f"{lifted}the students' scoreboard is live again")
+    state.store.event(now, None, "unfreeze", f"{lifted}the students' scoreboard is live again", author=who.name)
     return views.done(request, "/coach", {"frozen_at": None, "freeze": views.freeze(state.freeze(contest))})
 
 
+def still_open(state: ContestState, contest: Contest) -> list[str]:
+    """The students whose window is open now (extra time, a later start, a personal window), each with its end
+    as the pages print it: "alan (until 10:20:00 UTC)"."""
+    now = state.clock()
+    return [
+        f"{p['name']} (until {plain_time(p['end'], now)})"
+        for p in views.people(state, contest)
+        if p["phase"] == Phase.OPEN.value
+    ]
+
+
 @router.post("/coach/resolve")
-def resolve(request: Request, who: Coach, state: State) -> Response:
+def resolve(request: Request, who: Coach, state: State, force: Force = False) -> Response:
     """DOMjudge's resolver, one click a step: on a board the coach froze, the lowest-ranked student's next
     pending task is revealed (its results since the freeze count on the students' board); once none is
-    pending, the board is live again. Used after the end, it turns the final standings into a ceremony."""
+    pending, the board is live again. Used after the end, it turns the final standings into a ceremony.
+
+    While a student's window is still open (their extra time, say) it is refused, naming them: a result revealed
+    then would show the frozen board to someone still at work. ``force=1`` runs it anyway, and the event says
+    who was still in their window."""
     contest, now = state.rules(), state.clock()
     if state.frozen_by_hand() is None:
         raise HTTPException(409, "freeze the students' scoreboard first: the resolver reveals a frozen board")
+    working = still_open(state, contest)
+    if working and not force:
+        raise HTTPException(
+            409,
+            f"still in their window: {', '.join(working)}; the resolver would show them the frozen results. "
+            'Wait for their end, or resolve with force=1 (the button\'s "resolve anyway")',
+        )
+    if working:
+        state.store.event(
+            now, None, "resolve forced", f"resolved while still in their window: {', '.join(working)}", author=who.name
+        )
     board = state.board(Who("", coach=False), contest)
     counts = views.attempts(state, contest, board.frozen_at)
     pending = {
@@ -254,5 +293,5 @@ def resolve(request: Request, who: Coach, state: State) -> Response:
     if step is None:
         return unfreeze(request, who, state)  # every result revealed: the board is live
     state.resolve(step)
-    state.store.event(now, step[0], "resolve", f"{step[1]}: the results since the freeze revealed")
+    state.store.event(now, step[0], "resolve", f"{step[1]}: the results since the freeze revealed", author=who.name)
     return views.done(request, "/coach", {"revealed": {"student": step[0], "task": step[1]}})

@@ -8,6 +8,8 @@ import json
 import re
 import threading
 import zipfile
+from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, HTTPException
 from fastapi.responses import FileResponse, HTMLResponse, Response
@@ -60,7 +62,47 @@ def charts_page(who: Coach, state: State) -> Response:
     rows, checks = gradebook(state)
     with charts_lock:
         names = [path.name for path in draw(rows, checks, state.folder / CHARTS)]
+        if names:
+            attempts_heatmap(rows, checks, state.folder / CHARTS)
     return views.render(state, "charts.html", names=names, students=len(rows), now=views.iso(state.clock()))
+
+
+NOT_ATTEMPTED_MARK = "–"  # a heatmap cell of a task with no graded submission: not a red 0
+
+
+def attempts_heatmap(rows: list[dict], checks: list[dict], folder: Path) -> Path:
+    """The heatmap again, for a contest: a task the student never had graded is a blank cell marked "–", apart
+    from a task attempted and scored 0 (a red "0"). The gradebook records the first as a 0 of its points
+    (``export.not_submitted``), which the batch's heatmap cannot tell from the second (issue 37)."""
+    import matplotlib.pyplot as plt
+
+    from grader.batch.charts import HEATMAP
+
+    fig = attempts_figure(rows, checks)
+    path = folder / HEATMAP
+    fig.savefig(path, dpi=100, bbox_inches="tight")
+    plt.close(fig)
+    return path
+
+
+def attempts_figure(rows: list[dict], checks: list[dict]) -> Any:
+    """``attempts_heatmap``'s figure (matplotlib's, drawn with the Agg backend as ``draw`` sets it)."""
+    from grader.batch.charts import heatmap
+    from grader.batch.summary import NOT_SUBMITTED, stubs
+
+    missing = {(c["student"], c["milestone"]) for c in checks if c["name"] == NOT_SUBMITTED}
+    # the placeholder's score as "no number": its cell is blank (NaN), and a task nobody tried keeps its column
+    blank = [{**c, "score": float("nan")} if c["name"] == NOT_SUBMITTED else c for c in checks]
+    fig = heatmap(rows, blank, stubs(checks))
+    ax = fig.axes[0]
+    tasks = [label.get_text() for label in ax.get_xticklabels()]
+    students = [label.get_text().removesuffix(" (stub)") for label in ax.get_yticklabels()]
+    for i, student in enumerate(students):
+        for j, task in enumerate(tasks):
+            if (student, task) in missing:
+                ax.text(j, i, NOT_ATTEMPTED_MARK, ha="center", va="center", fontsize=9, color="#777")
+    ax.set_xlabel(f"{NOT_ATTEMPTED_MARK} (blank): not attempted, no graded submission; 0: attempted and scored 0")
+    return fig
 
 
 @router.get("/charts/{name}")

@@ -36,8 +36,10 @@ def checked(state: ContestState, who: Who, text: str, most: int, what: str) -> s
 @router.post("/ask")
 def ask(request: Request, who: Student, state: State, question: Text = "", task: Text = "") -> Response:
     """A student's clarification request, about a task or (``task`` empty) the contest."""
-    if task and state.rules().task(task) is None:
-        raise HTTPException(400, f"{task!r} is not a task of this contest")
+    contest = state.rules()
+    if task and contest.task(task) is None and task not in contest.categories:
+        about = ", ".join([*(t.id for t in contest.tasks), *contest.categories])
+        raise HTTPException(400, f"{task!r} is not a task or a category of this contest ({about})")
     text = checked(state, who, question, MOST_QUESTION, "question")
     cid = state.store.ask(who.name, task or None, state.clock(), text)
     state.store.event(state.clock(), who.name, "question", f"#{cid}{' about ' + task if task else ''}")
@@ -48,7 +50,7 @@ def ask(request: Request, who: Student, state: State, question: Text = "", task:
 def announce(request: Request, who: Coach, state: State, text: Text = "") -> Response:
     text = checked(state, who, text, MOST_TEXT, "announcement")
     aid = state.store.announce(state.clock(), text)
-    state.store.event(state.clock(), None, "announcement", f"#{aid} to every student")
+    state.store.event(state.clock(), None, "announcement", f"#{aid} to every student", author=who.name)
     return views.done(request, "/coach#messages", {"id": aid}, status=201)
 
 
@@ -60,13 +62,26 @@ def answer(
     question: Annotated[int, Form()],
     text: Text = "",
     public: Annotated[bool, Form()] = False,
+    canned: Text = "",
 ) -> Response:
-    """Answer question ``question``: to its student alone, or (``public``) to every student."""
+    """Answer question ``question``: to its student alone, or (``public``) to every student. ``canned``: the
+    number (from 1) of one of the contest's ready answers ([clarifications] canned), sent when ``text`` is empty."""
+    ready = state.rules().canned
+    if canned.strip() and not text.strip():
+        if not canned.strip().isdigit() or not 1 <= int(canned) <= len(ready):
+            raise HTTPException(400, f"canned must be a ready answer's number, 1 to {len(ready)}")
+        text = ready[int(canned) - 1]
     text = checked(state, who, text, MOST_TEXT, "answer")
     if not state.store.answer(question, state.clock(), text, public):
         raise HTTPException(404, f"no question {question}")
     to = "every student" if public else "its student"
-    state.store.event(state.clock(), None, "answer", f"question #{question} answered to {to}")
+    state.store.event(
+        state.clock(),
+        None,
+        "answer",
+        f"question #{question} answered to {to}{' (canned)' if text in ready else ''}: {text[:80]}",
+        author=who.name,
+    )
     return views.done(request, "/coach#messages", {"id": question, "public": public})
 
 

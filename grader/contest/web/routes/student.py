@@ -4,8 +4,10 @@ paper's notebook, upload to a task and select the submissions that count."""
 from __future__ import annotations
 
 import dataclasses
+import io
 import json
 import logging
+import zipfile
 from datetime import datetime, timedelta
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -88,6 +90,7 @@ def me(who: Student, state: State) -> Response:
         selectable=selectable,
         waiting=waiting,
         messages=views.messages(state, who),
+        categories=state.rules().categories,
     )
 
 
@@ -144,6 +147,28 @@ def own(state: ContestState, sid: int, who: Who) -> Row:
 @router.get("/api/submissions/{sid}")
 def submission(sid: int, who: Anyone, state: State) -> dict[str, Any]:
     return views.submission(state, own(state, sid, who), state.rules(), full=who.coach)
+
+
+@router.get("/submissions/{sid}/files.zip")
+def download(sid: int, who: Anyone, state: State) -> Response:
+    """The files of submission ``sid`` as they were uploaded, in a zip: a student's own (another's is the same 404
+    as none), the coach's any. Regular files only: a link in an upload is never followed out of it."""
+    row = own(state, sid, who)
+    if row.path is None:
+        raise HTTPException(404, f"submission {sid} was refused: no file of it was kept")
+    root = (state.folder / row.path).resolve()
+    uploads = state.store.uploads.resolve()
+    if not root.is_relative_to(uploads) or not root.exists():
+        raise HTTPException(404, f"the files of submission {sid} are not kept any more")
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
+        files = [root] if root.is_file() else sorted(root.rglob("*"))
+        for path in files:
+            if path.is_file() and not path.is_symlink():
+                zf.write(path, path.name if path == root else str(path.relative_to(root)))
+    name = f"submission-{sid}-{row.task}.zip"
+    attachment = {"Content-Disposition": f'attachment; filename="{name}"'}
+    return Response(out.getvalue(), media_type="application/zip", headers=attachment)
 
 
 @router.post("/select/{sid}")
