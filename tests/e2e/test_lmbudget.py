@@ -37,8 +37,8 @@ from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
 from grader.sandbox.client import Limits
 from helpers import cli
 
-# serial: a training run within a CPU budget and a wall limit; a second busy core would stretch it
-pytestmark = pytest.mark.serial
+# Not serial: the budget is CPU time, which a busy neighbour does not stretch, and the wall-clock limit is
+# wall_factor times it (an honest run beside another test gets a core of its own on two, or half of one)
 
 REPO = Path(__file__).resolve().parents[2]
 BUDGET, WALL, MARGIN, EVAL_CPU = 6.0, 20.0, 3.0, 3.0

@@ -2,14 +2,19 @@
 correct submissions written in another style keep full public marks.
 
 Every submission here is the reference with exact text edits (helpers.Variant: an edit whose text is missing
-fails loudly), graded by the release's own `grade check`, on the one milestone concerned. That the unmodified
-reference scores full public marks, and that the release still holds no hidden text, is tests/e2e/test_release.py's.
+fails loudly), graded by the release's own grader (one process for the module: tests/release_grader.py), on the
+one milestone concerned. That the unmodified reference scores full public marks, and that the release still holds no
+hidden text, is tests/e2e/test_release.py's.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import select
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -261,13 +266,37 @@ def release(tmp_path_factory) -> Path:
     return out
 
 
-def graded(release: Path, variant: Variant, milestone: str) -> dict:
+@pytest.fixture(scope="module")
+def release_grader(release: Path):
+    """One process in the release grading every submission of this module with the release's own grader
+    (tests/release_grader.py): what `grade check -m M --format json` prints there, without a process, torch and
+    a fork server started for each of some fifty submissions."""
+    proc = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parents[1] / "release_grader.py")],
+        cwd=release,
+        env={**os.environ, "PYTHONPATH": str(release)},
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdin and proc.stdout
+    hello = json.loads(proc.stdout.readline() or "{}")
+    assert Path(hello.get("grader", "/")).is_relative_to(release), f"not the release's grader: {hello}"
+    yield proc
+    proc.stdin.close()
+    proc.wait(timeout=60)
+
+
+def graded(release: Path, release_grader: subprocess.Popen, variant: Variant, milestone: str) -> dict:
     """The variant, built in the release, graded there on ``milestone`` alone: that milestone's report."""
-    variant.build(release / variant.name)
-    proc = cli("check", variant.name, "-m", milestone, "--format", "json", cwd=release)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(proc.stdout)
-    assert report["checks"] == "public", report
+    folder = variant.build(release / variant.name)
+    assert release_grader.stdin and release_grader.stdout
+    release_grader.stdin.write(json.dumps([str(folder), milestone]) + "\n")
+    release_grader.stdin.flush()
+    ready, _, _ = select.select([release_grader.stdout], [], [], 300)
+    assert ready, f"the release's grader gave no report for {variant.name} in 300 s"
+    report = json.loads(release_grader.stdout.readline() or "{}")
+    assert report.get("checks") == "public", report
     (result,) = (m for m in report["milestones"] if m["id"] == milestone)
     return result
 
@@ -279,16 +308,16 @@ def summary(result: dict) -> str:
 
 
 @pytest.mark.parametrize("variant", BUGS, ids=lambda v: v.name)
-def test_common_bug_loses_public_points_and_names_its_cause(release, variant):
-    result = graded(release, variant, variant.milestone)
+def test_common_bug_loses_public_points_and_names_its_cause(release, release_grader, variant):
+    result = graded(release, release_grader, variant, variant.milestone)
     assert result["score"] < result["max_score"], summary(result)
     messages = [c["message"] for c in result["checks"] if not c["passed"]]
     assert any(variant.expect in m for m in messages), f"no message names {variant.expect!r}: {summary(result)}"
 
 
 @pytest.mark.parametrize("milestone,variant", CORRECT, ids=lambda x: x.name if isinstance(x, Variant) else x)
-def test_correct_code_in_another_style_keeps_full_public_marks(release, milestone, variant):
-    result = graded(release, variant, milestone)
+def test_correct_code_in_another_style_keeps_full_public_marks(release, release_grader, milestone, variant):
+    result = graded(release, release_grader, variant, milestone)
     assert result["score"] == result["max_score"], summary(result)
 
 
@@ -314,11 +343,11 @@ FIRST = [
 
 
 @pytest.mark.parametrize("name,cause", FIRST, ids=[name for name, _ in FIRST])
-def test_the_first_failing_public_check_names_the_cause(release, name, cause):
+def test_the_first_failing_public_check_names_the_cause(release, release_grader, name, cause):
     # built under its own folder name: BUGS above may hold a variant of the same name
     variant = dataclasses.replace(next(v for v in corpus.BUGGY if v.name == name), name=f"first-{name}")
     assert variant.milestone
-    result = graded(release, variant, variant.milestone)
+    result = graded(release, release_grader, variant, variant.milestone)
     failed = [c["message"] for c in result["checks"] if not c["passed"]]
     assert failed, summary(result)
     assert cause in failed[0], f"the first failure does not name {cause!r}: {failed[0][:400]}\n{summary(result)}"
