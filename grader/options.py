@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import socket
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
@@ -127,7 +129,20 @@ def dask_client(address: str):
         from distributed import Client
     except ImportError:
         raise click.UsageError("--scheduler needs Dask: pip install 'gptkit[dask]'") from None
+    _reachable(address)
     try:
         return Client(address, timeout=30)
+    except OSError as e:
+        raise click.UsageError(f"no Dask scheduler answers at {address}: {e}") from None
+
+
+def _reachable(address: str) -> None:
+    """A port that refuses the connection is said at once: Dask's client retries a refused one until its 30 s
+    timeout. Only for tcp:// addresses; any other scheme is left to Dask."""
+    parsed = urllib.parse.urlsplit(address)
+    if parsed.scheme != "tcp" or not parsed.hostname or parsed.port is None:
+        return
+    try:
+        socket.create_connection((parsed.hostname, parsed.port), timeout=5).close()
     except OSError as e:
         raise click.UsageError(f"no Dask scheduler answers at {address}: {e}") from None
