@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
+from grader import nofollow
 from grader.errors import BadUsage
 
 UNKNOWN = "submission time unknown: no late penalty applied"
@@ -205,13 +206,20 @@ def nbgrader_time(source: Path) -> tuple[datetime | None, str | None]:
     submission at ``source`` (the assignment's folder, a notebook in it, or a folder in it); (None, None) where
     there is none or it does not read as a time."""
     folder = source if source.is_dir() else source.parent
-    for place in (folder, folder.parent):
+    # The outer folder first: nbgrader writes its stamp in the assignment's folder, and a folder inside it is the
+    # student's, where a timestamp.txt of their own would claim any time they like.
+    for place in (folder.parent, folder):
         stamp = place / NBGRADER_TIMESTAMP
-        if stamp.is_file() and not stamp.is_symlink():
-            try:
-                return parse_time(stamp.read_text(encoding="utf-8")), place.name
-            except (ValueError, UnicodeDecodeError):
-                return None, place.name
+        try:
+            text = nofollow.read_bytes(stamp, 4096).decode("utf-8")
+        except FileNotFoundError:
+            continue
+        except (OSError, ValueError):  # a link, not a file, too large, not text: no time, said so
+            return None, place.name
+        try:
+            return parse_time(text), place.name
+        except ValueError:
+            return None, place.name
     return None, None
 
 
@@ -219,13 +227,15 @@ def newest_mtime(source: Path) -> datetime | None:
     """The newest modification time of the files at ``source`` (a file, or a folder's files, links not
     followed): a batch folder's only clue, used only when the instructor asks for it."""
     if source.is_file():
-        return datetime.fromtimestamp(source.stat().st_mtime, timezone.utc)
-    times = [
-        (Path(d) / f).lstat().st_mtime
-        for d, _, files in os.walk(source)
-        for f in files
-        if not (Path(d) / f).is_symlink()
-    ]
+        return datetime.fromtimestamp(source.lstat().st_mtime, timezone.utc)
+    try:  # the bounded walk the grader uses: a tree too deep or too wide has no time, not a crash
+        times = [
+            os.stat(e.path.name, dir_fd=e.dir_fd, follow_symlinks=False).st_mtime
+            for e in nofollow.walk(source)
+            if e.kind == nofollow.FILE
+        ]
+    except (OSError, ValueError):  # TreeTooLarge, LinkFound, or a folder that went away
+        return None
     return datetime.fromtimestamp(max(times), timezone.utc) if times else None
 
 

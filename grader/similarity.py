@@ -18,10 +18,13 @@ from dataclasses import asdict, dataclass
 from itertools import combinations
 from pathlib import Path
 
+from grader import nofollow
 from grader.batch.discover import discover
 from grader.errors import BadUsage
 from grader.milestones import STUDENT_MODULES
 from grader.submission import SubmissionError, notebook_cells
+
+MAX_FILE_BYTES = 1 << 20  # an exercise file far larger than any solution is left out, not read whole
 
 STUBS = Path(__file__).resolve().parents[1] / "exercises"
 K = 25  # characters of normalised code per k-gram (copydetect's default)
@@ -76,11 +79,14 @@ def fingerprints(code: str, boilerplate: frozenset[int] | set[int] = frozenset()
 def student_files(path: Path) -> dict[str, str]:
     """A submission's exercise files by name: a folder's ``mN_name.py``, or a notebook's code cells as one."""
     if path.is_dir():
-        return {
-            f"{m}.py": (path / f"{m}.py").read_text(encoding="utf-8", errors="replace")
-            for m in STUDENT_MODULES
-            if (path / f"{m}.py").is_file() and not (path / f"{m}.py").is_symlink()
-        }
+        files = {}
+        for m in STUDENT_MODULES:
+            try:  # a submission's file: read without following a link, and bounded (a huge one is not code)
+                data = nofollow.read_bytes(path / f"{m}.py", MAX_FILE_BYTES)
+            except (OSError, ValueError):
+                continue
+            files[f"{m}.py"] = data.decode("utf-8", errors="replace")
+        return files
     if path.suffix == ".ipynb":
         try:
             cells, _ = notebook_cells(path)

@@ -193,3 +193,40 @@ def test_gradescope_late_submission_extension_and_unknown_time(tmp_path, policy_
     assert by_policy["score"] == pytest.approx(full) and "with an extension" in by_policy["output"]
     unknown = run(None)
     assert unknown["score"] == pytest.approx(full) and deadlines.UNKNOWN in unknown["output"], unknown["output"]
+
+
+def test_a_students_own_timestamp_a_link_or_a_huge_stamp_is_no_time(tmp_path):
+    """timestamp.txt is nbgrader's only where nbgrader writes it: one in a folder of the student's is not read
+    before it, and a link or an oversized stamp gives no time rather than a time or a crash."""
+    from grader.deadlines import nbgrader_time
+
+    assignment = tmp_path / "submitted" / "ada" / "ps1"
+    inner = assignment / "work"
+    inner.mkdir(parents=True)
+    (assignment / "timestamp.txt").write_text("2026-12-02 10:00:00 UTC")
+    (inner / "timestamp.txt").write_text("2020-01-01 00:00:00 UTC")  # the student's claim
+    when, name = nbgrader_time(inner)
+    assert name == "ps1" and when is not None and when.year == 2026, (when, name)
+    (assignment / "timestamp.txt").unlink()
+    (assignment / "timestamp.txt").symlink_to(inner / "timestamp.txt")
+    assert nbgrader_time(assignment) == (None, "ps1")
+    (assignment / "timestamp.txt").unlink()
+    (assignment / "timestamp.txt").write_text("2026-12-02 10:00:00 UTC\n" + "#" * 10_000)
+    assert nbgrader_time(assignment) == (None, "ps1")
+
+
+def test_the_newest_mtime_of_a_tree_too_deep_is_unknown_not_a_crash(tmp_path):
+    from grader.deadlines import newest_mtime
+    from grader.nofollow import MAX_DEPTH
+
+    deep = tmp_path / "sub"
+    folder = deep
+    for _ in range(MAX_DEPTH + 2):
+        folder = folder / "d"
+    folder.mkdir(parents=True)
+    (folder / "m1_attention.py").write_text("x = 1\n")
+    assert newest_mtime(deep) is None
+    shallow = tmp_path / "ok"
+    shallow.mkdir()
+    (shallow / "m1_attention.py").write_text("x = 1\n")
+    assert newest_mtime(shallow) is not None

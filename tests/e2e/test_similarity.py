@@ -106,3 +106,19 @@ def test_independent_work_scores_low_and_the_table_names_the_pair(a_class):
     table = cli("similarity", str(a_class))
     assert table.returncode == 0 and "m1_attention.py  alice / bob" in table.stdout, table.stdout
     assert "1 pair of the 5 students at or above 60%" in table.stdout
+
+
+def test_a_linked_or_huge_exercise_file_is_not_read(tmp_path):
+    """A submission's files are read without following links and bounded: a link to another student's file (or
+    anything on the instructor's machine) and a file of gigabytes are left out."""
+    from grader.similarity import MAX_FILE_BYTES, student_files
+
+    other = tmp_path / "other.py"
+    other.write_text("secret = 1\n")
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "m1_attention.py").symlink_to(other)
+    with open(mine / "m2_model.py", "wb") as f:
+        f.truncate(MAX_FILE_BYTES + 1)  # sparse: big to read, nothing on disk
+    (mine / "m3_train.py").write_text("def train():\n    pass\n")
+    assert set(student_files(mine)) == {"m3_train.py"}
