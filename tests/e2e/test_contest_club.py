@@ -273,3 +273,23 @@ def test_a_coach_account_removed_stops_working_and_its_file_is_private_and_git_i
     assert again.exit_code != 0 and "already" in again.output
     assert CliRunner().invoke(contest_group, ["coach", str(folder), "rosa", "--remove"]).exit_code == 0
     assert TestClient(create_app(folder, ContestClock())).get("/api/coach", headers=token).status_code == 401
+
+
+def test_a_download_never_follows_a_link_planted_in_the_kept_upload(contest, tmp_path):
+    """The kept files are walked as the grader walks a submission: a link in them (to another student's upload or
+    any file of the server's) is left out of the zip, not followed."""
+    import zipfile
+
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Links")
+    client = TestClient(create_app(folder, ContestClock()))
+    ada = auth(folder, "ada")
+    mine = upload(client, folder, "ada", "m1", [("m1_attention.py", b"# ada's attention\n")]).json()["id"]
+    (kept,) = [p.parent for p in folder.rglob("m1_attention.py") if p.read_bytes() == b"# ada's attention\n"]
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the server's secret\n")
+    (kept / "stolen.txt").symlink_to(secret)
+    (kept / "tree").symlink_to(tmp_path)
+    got = client.get(f"/submissions/{mine}/files.zip", headers=ada)
+    with zipfile.ZipFile(io.BytesIO(got.content)) as zf:
+        assert zf.namelist() == ["m1_attention.py"], zf.namelist()
+    assert b"secret" not in got.content

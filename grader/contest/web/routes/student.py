@@ -16,6 +16,7 @@ from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from grader import nofollow
 from grader.contest.config import Scoring
 from grader.contest.metric import is_metric
 from grader.contest.policy import may_select, notebook_refusal, selection_refusal
@@ -162,10 +163,14 @@ def download(sid: int, who: Anyone, state: State) -> Response:
         raise HTTPException(404, f"the files of submission {sid} are not kept any more")
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
-        files = [root] if root.is_file() else sorted(root.rglob("*"))
-        for path in files:
-            if path.is_file() and not path.is_symlink():
-                zf.write(path, path.name if path == root else str(path.relative_to(root)))
+        if root.is_file():
+            with nofollow.open_file(root) as f:
+                zf.writestr(root.name, f.read())
+        else:  # the grader's own walk: no link followed, its depth and size bounded
+            for entry in nofollow.walk(root, skip=lambda rel: False):
+                if entry.kind == nofollow.FILE:
+                    with entry.open() as f:
+                        zf.writestr(str(entry.path), f.read())
     name = f"submission-{sid}-{row.task}.zip"
     attachment = {"Content-Disposition": f'attachment; filename="{name}"'}
     return Response(out.getvalue(), media_type="application/zip", headers=attachment)
