@@ -68,10 +68,11 @@ def pool_context() -> multiprocessing.context.BaseContext:
     where there is a fork server; else spawned."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
-    from multiprocessing import forkserver  # here: not on every platform (Windows has none)
+    from multiprocessing import forkserver, resource_tracker  # here: not on every platform (Windows has none)
 
     context = multiprocessing.get_context("forkserver")
     context.set_forkserver_preload(["grader.runner", "grader.suites.fixtures", "torch._dynamo", "hypothesis"])
+    resource_tracker.ensure_running()  # the fork server's start starts it too, unblocking Ctrl-C: first, then
     _ignoring_interrupts(forkserver.ensure_running)
     return context
 
@@ -80,15 +81,24 @@ def _ignoring_interrupts(start: Callable[[], None]) -> None:
     """Start a process (Python's fork server) that ignores Ctrl-C, as do the workers it forks: Ctrl-C, which a
     terminal sends to every process of the batch, is the parent's alone to handle (it stops the workers and
     says what was saved), and a worker that took it too would print its own KeyboardInterrupt traceback.
-    A signal ignored stays ignored in a child (exec included), and Python then installs no handler for it."""
+
+    Ctrl-C is blocked in this thread while it starts: a child inherits the blocked mask (exec included), the
+    fork server then ignores it, and its workers keep the mask. The batch itself must not lose a Ctrl-C
+    pressed meanwhile (it would then grade everything): another thread may take the signal, so it is caught,
+    not ignored, and raised once the start is over."""
     if threading.current_thread() is not threading.main_thread():
         start()  # only the main thread may set handlers; a server's pool started elsewhere keeps Python's default
         return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    pressed: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda number, _frame: pressed.append(number))
+    signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         start()
     finally:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # one pending here reaches the catcher
         signal.signal(signal.SIGINT, previous)
+    if pressed:
+        raise KeyboardInterrupt
 
 
 def ignore_interrupts() -> None:

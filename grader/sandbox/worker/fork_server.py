@@ -121,6 +121,7 @@ def run_worker(config: dict, sock: socket.socket, out_fd: int, files: Loaded) ->
     os.close(out_fd)
     signal.signal(signal.SIGXFSZ, signal.SIG_DFL)  # flooding output kills the worker, visibly
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # a batch's pool starts with it blocked
     jail.set_limits(config["limits"], own_uid=OWN_UIDS)
     if OWN_UIDS and not jail.drop_privileges(config["uid"]):
         os._exit(files.agreement.EXIT_NOT_RUN_AS_ROOT)  # never run a submission as root
