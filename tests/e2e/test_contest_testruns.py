@@ -10,12 +10,12 @@ from datetime import timedelta
 
 import pytest
 from fastapi.testclient import TestClient
+from test_contest_club import graded
 
 from grader.contest.web.app import create_app
 from grader.sandbox.client import Limits
 from grader.sandbox.testrun import OUTPUT_KEPT
 from helpers import REPO, SOLUTIONS, ContestClock, auth
-from test_contest_club import graded
 
 pytestmark = pytest.mark.slow  # a real sandbox runs each script
 
@@ -98,7 +98,8 @@ def test_attack_the_script_cannot_read_the_hidden_suites_or_the_solutions(room):
     assert all(path.is_file() for path in secrets)
     script = "import os\n"
     for path in secrets:
-        script += f"try:\n    print(open({str(path)!r}).read())\nexcept OSError as e:\n    print('refused', type(e).__name__)\n"
+        script += f"try:\n    print(open({str(path)!r}).read())\n"
+        script += "except OSError as e:\n    print('refused', type(e).__name__)\n"
     script += f"print(os.path.exists({str(REPO / 'grader')!r}))\n"
     run = ran(client, folder, "alan", "m2", script)
     assert run["verdict"] == "ok", run

@@ -13,7 +13,6 @@ from grader.sandbox.testrun import CRASHED, ERROR, MEMORY, OUTPUT, SCRIPT, TIME,
 from helpers import open_contest
 
 
-
 def run(task: str, status: str = "done") -> dict:
     return {"task": task, "status": status}
 
