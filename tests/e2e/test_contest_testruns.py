@@ -11,11 +11,12 @@ from datetime import timedelta
 import pytest
 from fastapi.testclient import TestClient
 from test_contest_club import graded
+from test_contest_server import grade_submit
 
 from grader.contest.web.app import create_app
 from grader.sandbox.client import Limits
 from grader.sandbox.testrun import OUTPUT_KEPT
-from helpers import REPO, SOLUTIONS, ContestClock, auth
+from helpers import REPO, SOLUTIONS, ContestClock, ServedInThread, auth, tokens
 
 pytestmark = pytest.mark.slow  # a real sandbox runs each script
 
@@ -163,3 +164,19 @@ def test_a_closed_window_and_a_bad_upload_are_refused(room):
     finally:
         clock.now = now
     assert closed.status_code == 403 and "test runs are closed" in closed.json()["detail"], closed.text
+
+
+def test_grade_submit_test_run_prints_the_output_and_the_verdict(room, tmp_path):
+    client, folder, _ = room
+    (tmp_path / "m1_attention.py").write_bytes(M1[1])
+    (tmp_path / "try.py").write_text("import m1_attention\nprint('loaded', m1_attention.__name__)\n")
+    (tmp_path / "fail.py").write_text("raise ValueError('mine')\n")
+    with ServedInThread(client.app) as served:
+        common = ["--server", served.url, "-m", "m1"]
+        ok = grade_submit(str(tmp_path), *common, "--test-run", str(tmp_path / "try.py"), token=tokens(folder)["alan"])
+        failed = grade_submit(
+            str(tmp_path), *common, "--test-run", str(tmp_path / "fail.py"), token=tokens(folder)["alan"]
+        )
+    assert ok.exit_code == 0 and "loaded m1_attention" in ok.output and ": ok in " in ok.output, ok.output
+    assert failed.exit_code == 1 and "ValueError: mine" in failed.output and ": error in " in failed.output
+    assert client.get("/api/me", headers=auth(folder, "alan")).json()["submissions"] == []
