@@ -9,7 +9,7 @@ from grader.contest.config import ContestFileError, Task, parse
 from grader.contest.testruns import MAX_SCRIPT_BYTES, check_files, refusal
 from grader.contest.uploads import UploadError
 from grader.sandbox.client import StudentError, WorkerCrash
-from grader.sandbox.testrun import CRASHED, ERROR, MEMORY, OUTPUT, SCRIPT, TIME, tail, verdict_of
+from grader.sandbox.testrun import CRASHED, ERROR, MEMORY, OUTPUT, SCRIPT, TIME, read_tail, tail, verdict_of
 from helpers import open_contest
 
 
@@ -54,6 +54,15 @@ def test_the_output_kept_is_its_end_and_says_when_it_was_cut():
     assert tail(b"0123456789", 20, kept=4) == ("6789", True)
     text, cut = tail("é".encode() * 3, 6, kept=5)  # a character split by the cut is replaced, not an error
     assert cut and text.endswith("éé") and "\ufffd" in text
+
+
+def test_the_output_file_is_read_from_its_end_and_never_through_a_link(tmp_path):
+    out = tmp_path / "out.txt"
+    out.write_bytes(b"x" * 100 + b"the end\n")
+    assert read_tail(out, kept=8) == ("the end\n", True)
+    (tmp_path / "link.txt").symlink_to(out)  # a worker that swapped its output for a link reads as nothing
+    assert read_tail(tmp_path / "link.txt") == ("", False)
+    assert read_tail(tmp_path / "gone.txt") == ("", False)
 
 
 def test_the_verdict_names_the_limit_met():

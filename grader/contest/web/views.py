@@ -26,6 +26,7 @@ from grader.sandbox.testrun import OUTPUT_KEPT
 if TYPE_CHECKING:
     from grader.contest.web.state import ContestState
 
+TEST_RUNS_SHOWN = 10  # a student's newest test runs on their page, each up to 64 KB of output: the page stays light
 EVENTS_READ = 500  # the latest events the coach's view collapses (runs of identical ones) and shows the first of
 
 
@@ -247,7 +248,7 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         "submissions": [submission(state, r, contest) for r in reversed(rows)],
         "paper": state.base.paper is not None,
         "paper_parts": [part.id for part in state.base.paper.parts] if state.base.paper else [],
-        "test_runs": [test_run(run) for run in runs],
+        "test_runs": [test_run(run) for run in runs[:TEST_RUNS_SHOWN]],  # the rest at /api/test-runs/ID
     }
 
 
