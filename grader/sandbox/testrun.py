@@ -18,7 +18,7 @@ from typing import Any
 from grader import nofollow
 
 from .client import ForkServer, ProbeFault, StudentError, WorkerCrash, remove_tree
-from .common.agreement import Request
+from .common.agreement import ErrorKind, Request
 
 OUTPUT_KEPT = 64 << 10  # the bytes of a test run's output given back: its end, where a traceback is
 SCRIPT = "test_run.py"  # the script's name in the test run's folder, beside the student's files
@@ -53,6 +53,8 @@ def verdict_of(e: Exception) -> str:
         if e.limit == "memory":
             return MEMORY
         return OUTPUT if "printed more than" in str(e) else CRASHED
+    if isinstance(e, StudentError) and e.type == ErrorKind.MEMORY_ERROR:  # the address-space limit, met in their code
+        return MEMORY
     return ERROR
 
 

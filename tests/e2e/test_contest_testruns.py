@@ -83,6 +83,13 @@ def test_an_infinite_loop_hits_the_time_limit(room):
     assert "looping" in run["output"] and SECONDS <= run["seconds"] < SECONDS + 5
 
 
+def test_too_much_memory_meets_the_memory_limit(room):
+    client, folder, _ = room
+    run = ran(client, folder, "alan", "m2", "print('allocating', flush=True)\nhoard = bytearray(64 << 30)\n")
+    assert run["verdict"] == "memory limit" and "MemoryError" in run["error"], run
+    assert "allocating" in run["output"]
+
+
 def test_a_huge_print_is_cut_to_its_end_and_says_so(room):
     client, folder, _ = room
     run = ran(client, folder, "ada", "m2", "for i in range(50_000):\n    print(f'line {i:06d}')\nprint('the end')\n")

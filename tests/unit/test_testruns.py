@@ -70,6 +70,7 @@ def test_the_verdict_names_the_limit_met():
     assert verdict_of(WorkerCrash("killed", limit="memory")) == MEMORY
     assert verdict_of(WorkerCrash("your code printed more than 8 MB of output")) == OUTPUT
     assert verdict_of(WorkerCrash("the worker crashed with a segmentation fault")) == CRASHED
+    assert verdict_of(StudentError("MemoryError", "", [])) == MEMORY
     assert verdict_of(StudentError("ValueError", "bad", [])) == ERROR
 
 
