@@ -13,6 +13,8 @@ from fastapi.testclient import TestClient
 from test_contest_club import graded
 from test_contest_server import grade_submit
 
+from grader.contest.store import Store
+from grader.contest.testruns import TestRunQueue, check_files, write
 from grader.contest.web.app import create_app
 from grader.sandbox.client import Limits
 from grader.sandbox.testrun import OUTPUT_KEPT
@@ -187,3 +189,20 @@ def test_grade_submit_test_run_prints_the_output_and_the_verdict(room, tmp_path)
     assert ok.exit_code == 0 and "loaded m1_attention" in ok.output and ": ok in " in ok.output, ok.output
     assert failed.exit_code == 1 and "ValueError: mine" in failed.output and ": error in " in failed.output
     assert client.get("/api/me", headers=auth(folder, "alan")).json()["submissions"] == []
+
+
+def test_a_test_run_left_waiting_by_a_stopped_server_runs_at_the_next_start(module_contest):
+    folder = module_contest(TASKS, title="Restart", name="restart")
+    store, clock = Store(folder), ContestClock()
+    files = check_files([], b"print('after the restart')\n")
+    rid = store.accept_test_run("ada", "m1", clock, lambda where: write(files, where), lambda runs: None)
+    queue = TestRunQueue(store, clock, Limits(call_seconds=SECONDS))
+    queue.start()
+    try:
+        deadline = time.monotonic() + 120
+        while (run := store.test_run(rid)) is not None and run["status"] == "queued" and time.monotonic() < deadline:
+            time.sleep(0.3)
+    finally:
+        queue.close()
+    assert run is not None and run["verdict"] == "ok" and run["output"] == "after the restart\n", run
+    assert not store.test_run_folder(rid).exists(), "its files are deleted once it has run"
