@@ -60,12 +60,14 @@ def test_a_test_run_prints_the_students_output_on_their_input(room):
     client, folder, _ = room
     script = "import torch\nfrom m1_attention import causal_attention\ntorch.manual_seed(0)\n"
     script += "q = torch.randn(1, 4, 8)\nout, weights = causal_attention(q, q, q)\nprint('shape', tuple(out.shape))\n"
+    script += "print('<b>bold</b>')\n"
     run = ran(client, folder, "ada", "m1", script)
     assert run["verdict"] == "ok" and run["error"] is None, run
     assert "shape (1, 4, 8)" in run["output"] and not run["cut"]
     assert 0 < run["seconds"] < SECONDS
     page = client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
     assert f'id="test-run-{run["id"]}"' in page and "shape (1, 4, 8)" in page and "Test run (not scored)" in page
+    assert "&lt;b&gt;bold&lt;/b&gt;" in page and "<b>bold" not in page  # the output is text, never markup
 
 
 def test_an_error_shows_the_students_traceback_tail(room):
