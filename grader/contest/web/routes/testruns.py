@@ -20,6 +20,7 @@ from grader.contest.web import views
 from grader.contest.web.deps import Anyone, State, Student
 from grader.contest.web.limits import TooBig
 from grader.contest.web.state import SQLITE_IDS, ContestState
+from grader.contest.web.tokens import Who
 
 log = logging.getLogger("grader.contest")
 
@@ -89,7 +90,7 @@ async def send(task: str, request: Request, who: Student, state: State) -> Respo
     return views.done(request, f"/me#test-run-{rid}", payload, status=202)
 
 
-def own(state: ContestState, rid: int, who: Any) -> dict[str, Any]:
+def own(state: ContestState, rid: int, who: Who) -> dict[str, Any]:
     """Test run ``rid`` if ``who`` may see it (the coach: any); the same 404 for another's as for none."""
     run = state.store.test_run(rid) if rid in SQLITE_IDS else None
     if run is None or (not who.coach and run["student"] != who.name):
