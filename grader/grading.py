@@ -121,6 +121,21 @@ class Grader:
         report.submission = request.name if request.name is not None else str(request.submission)
         return report
 
+    def test_run(self, folder: Path, limits: Limits | None = None) -> dict[str, Any]:
+        """A contest's test run of ``folder`` (the student's files and their script) on the warm server, within
+        one call's time (``limits.call_seconds``): grader/sandbox/testrun.py. A failure of the grader's own is
+        raised, after which the next one gets a fresh server."""
+        from grader.sandbox.testrun import run_script
+
+        limits = limits or self.limits
+        warm = self._warm(list(MILESTONES))
+        warm.limits = limits
+        try:
+            return run_script(warm, folder, limits.call_seconds)
+        except BaseException:
+            self.reset()
+            raise
+
     def warm_up(self, milestones: Sequence[str] = tuple(MILESTONES)) -> None:
         """Start the warm server now, not on the first request (a contest's pool, while the room logs in; a
         watch, while this process loads torch itself). Not waited for: its first grading waits for it."""

@@ -55,6 +55,16 @@ def grade_one(
             return {"error": f"{type(e).__name__}: {e}"}
 
 
+def test_run_one(folder: str, limits: Limits) -> dict:
+    """In a worker process: a contest's test run of ``folder`` (grader/sandbox/testrun.py); the grader's own
+    failure becomes {"error": ...}, as grade_one's."""
+    with _one_at_a_time:
+        try:
+            return process_grader(limits).test_run(Path(folder), limits)
+        except Exception as e:  # noqa: BLE001 - recorded as this test run's failure, not the student's
+            return {"error": f"{type(e).__name__}: {e}"}
+
+
 def warm_up(limits: Limits) -> None:
     """In a worker process: start its Grader's fork server now, so that the first submission it gets does not
     wait for it (the contest server calls this once per worker when it starts)."""

@@ -47,6 +47,7 @@ class Task:
     select: int | None = None  # with Scoring.SELECTED: how many submissions a student may mark
     max_submissions: int | None = None  # graded submissions; None: no cap
     min_interval: timedelta = timedelta(0)  # between two graded submissions to this task
+    test_runs: int = 20  # test runs of one student on their own input (never scored); 0: none
 
 
 @dataclass(frozen=True)
@@ -91,9 +92,9 @@ KNOWN = {
     ("window",): {"start", "duration", "personal", "hard_end"},
     ("feedback",): {"during", "after"},
     ("scoreboard",): {"mode", "freeze_minutes"},
-    ("defaults",): {"scoring", "select", "max_submissions", "min_interval"},  # a task's keys but its points
+    ("defaults",): {"scoring", "select", "max_submissions", "min_interval", "test_runs"},  # a task's but its points
 }
-TASK_KEYS = {"points", "scoring", "select", "max_submissions", "min_interval"}
+TASK_KEYS = {"points", "scoring", "select", "max_submissions", "min_interval", "test_runs"}
 
 
 def load(path: Path) -> Contest:
@@ -245,6 +246,7 @@ def _task(read: Reader, task_id: str, table: dict, own: set[str]) -> Task:
     if scoring is not Scoring.SELECTED and select is not None and "select" in own:
         raise read.fail(path("select"), f'tasks.{task_id}.select only applies with scoring = "selected"')
     interval = read.number(table, path("min_interval"), positive=False)
+    test_runs = read.number(table, path("test_runs"), positive=False, integer=True)
     return Task(
         id=task_id,
         points=float(points),
@@ -252,6 +254,7 @@ def _task(read: Reader, task_id: str, table: dict, own: set[str]) -> Task:
         select=int(select) if scoring is Scoring.SELECTED and select is not None else None,
         max_submissions=_int(read.number(table, path("max_submissions"), positive=True, integer=True)),
         min_interval=timedelta(seconds=interval or 0),
+        test_runs=Task.test_runs if test_runs is None else int(test_runs),
     )
 
 

@@ -88,7 +88,25 @@ CREATE TABLE IF NOT EXISTS previous (
     requeued_at TEXT NOT NULL,
     report TEXT                     -- the grader's JSON report then (a metric task's leaderboards read it)
 );
+-- A student's test run on their own input (CMS's user tests): never a submission, so never a score, a cap or a
+-- board's. Its files are kept in DIR/test-runs/<id>/ until it has run.
+CREATE TABLE IF NOT EXISTS test_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    student TEXT NOT NULL,
+    task TEXT NOT NULL,
+    received_at TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('queued', 'done')),
+    verdict TEXT,                   -- ok, error, time limit, memory limit, output limit, crashed, failed
+    error TEXT,
+    output TEXT,                    -- the tail of what it printed (grader/sandbox/testrun.py: OUTPUT_KEPT)
+    cut INTEGER NOT NULL DEFAULT 0, -- 1: the output was longer, only its end is kept
+    seconds REAL,
+    done_at TEXT
+);
+CREATE INDEX IF NOT EXISTS test_runs_student ON test_runs (student, task);
 """
+TEST_RUNS = "test-runs"  # DIR/test-runs/<id>/: a test run's files, until it has run
+DONE = "done"
 
 
 COLUMNS = (
@@ -177,6 +195,18 @@ def _row(r: sqlite3.Row) -> Row:
 
 class Refused(UserError):
     """An upload the rules refuse at the moment it would be recorded; ``str()`` is the reason, for the student."""
+
+    status = 403  # the HTTP status the server answers it with
+
+
+class TestRunRefused(Refused):
+    """A test run refused (its limit used, one already waiting); ``status``: 429 or 409."""
+
+    __test__ = False  # pytest: not a test class
+
+    def __init__(self, status: int, reason: str):
+        super().__init__(reason)
+        self.status = status
 
 
 class Store:
@@ -528,3 +558,81 @@ class Store:
                 (student,),
             )
         return [{**dict(r), "public": bool(r["public"])} for r in rows]
+
+    # --- Test runs (never submissions: no score, cap or board reads them) -------------------------------------
+
+    def accept_test_run(
+        self,
+        student: str,
+        task: str,
+        at: Callable[[], datetime],
+        write: Callable[[Path], None],
+        decide: Callable[[list[dict[str, Any]]], tuple[int, str] | None],
+    ) -> int:
+        """Record a test run, queued: ``write(folder)`` saves its files into the new, empty ``folder``. ``decide``
+        is given the student's test runs as they stand inside the transaction (so two sent at once cannot both
+        pass the limit) and returns (HTTP status, reason) to refuse it: :class:`TestRunRefused`."""
+        with self._transaction() as db:
+            now = at()
+            rows = [dict(r) for r in db.execute("SELECT * FROM test_runs WHERE student = ? ORDER BY id", (student,))]
+            refusal = decide(rows)
+            if refusal:
+                raise TestRunRefused(*refusal)
+            cursor = db.execute(
+                "INSERT INTO test_runs (student, task, received_at, status) VALUES (?, ?, ?, ?)",
+                (student, task, now.isoformat(), QUEUED),
+            )
+            rid = int(cursor.lastrowid or 0)
+            folder = self.test_run_folder(rid)
+            if folder.exists():  # left by a test run whose row was never committed (killed in between)
+                shutil.rmtree(folder)
+            folder.mkdir(parents=True)
+            try:
+                write(folder)
+            except BaseException:
+                shutil.rmtree(folder, ignore_errors=True)
+                raise
+        return rid
+
+    def test_run_folder(self, rid: int) -> Path:
+        return self.folder / TEST_RUNS / str(rid)
+
+    def finish_test_run(self, rid: int, at: datetime, result: dict[str, Any]) -> bool:
+        """Record a queued test run's ``result`` (grader/sandbox/testrun.py's; ``{"error": ...}``: the grader
+        failed) and delete its files; False if it is no longer queued."""
+        failed = "verdict" not in result
+        with self._transaction() as db:
+            done = db.execute(
+                "UPDATE test_runs SET status = ?, verdict = ?, error = ?, output = ?, cut = ?, seconds = ?, "
+                "done_at = ? WHERE id = ? AND status = ?",
+                (
+                    DONE,
+                    "failed" if failed else str(result["verdict"]),
+                    None if result.get("error") is None else str(result["error"]),
+                    str(result.get("output", "")),
+                    int(bool(result.get("cut"))),
+                    result.get("seconds"),
+                    at.isoformat(),
+                    rid,
+                    QUEUED,
+                ),
+            ).rowcount
+        shutil.rmtree(self.test_run_folder(rid), ignore_errors=True)
+        return done > 0
+
+    def test_run(self, rid: int) -> dict[str, Any] | None:
+        rows = self._query("SELECT * FROM test_runs WHERE id = ?", (rid,))
+        return {**dict(rows[0]), "cut": bool(rows[0]["cut"])} if rows else None
+
+    def test_runs_of(self, student: str) -> list[dict[str, Any]]:
+        """The student's test runs, newest first."""
+        rows = self._query("SELECT * FROM test_runs WHERE student = ? ORDER BY id DESC", (student,))
+        return [{**dict(r), "cut": bool(r["cut"])} for r in rows]
+
+    def queued_test_runs(self) -> list[int]:
+        """The test runs still to run (a server stopped before it ran them), oldest first."""
+        return [r["id"] for r in self._query("SELECT id FROM test_runs WHERE status = ? ORDER BY id", (QUEUED,))]
+
+    def test_run_counts(self) -> dict[str, int]:
+        """Each student's test runs (the coach's page)."""
+        return {r["student"]: r["n"] for r in self._query("SELECT student, COUNT(*) AS n FROM test_runs GROUP BY 1")}

@@ -45,15 +45,15 @@ def _files(path: Path, task: str) -> list[Path]:
     return found
 
 
-def multipart(files: list[Path]) -> tuple[bytes, str]:
+def multipart(files: list[Path], script: Path | None = None) -> tuple[bytes, str]:
     """``files`` as a multipart/form-data body and its content type: the upload `grade submit` sends (and the
-    contest benchmark, benchmarks/contest_load.py)."""
+    contest benchmark, benchmarks/contest_load.py); ``script``: a test run's, as the ``script`` field's file."""
     boundary = "gptkit" + secrets.token_hex(16)
     body = b""
-    for f in files:
+    for field, f in [("files", f) for f in files] + ([("script", script)] if script else []):
         body += (
             (
-                f'--{boundary}\r\nContent-Disposition: form-data; name="files"; filename="{f.name}"\r\n'
+                f'--{boundary}\r\nContent-Disposition: form-data; name="{field}"; filename="{f.name}"\r\n'
                 "Content-Type: application/octet-stream\r\n\r\n"
             ).encode()
             + f.read_bytes()
@@ -100,22 +100,29 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
 )
 @click.option("-m", "--task", required=True, type=click.Choice(list(GRADABLE)), help="The task to submit to.")
 @click.option("--no-wait", is_flag=True, help="Upload and exit, without waiting for the grade.")
+@click.option(
+    "--test-run",
+    "script",
+    type=click.Path(path_type=Path, dir_okay=False, exists=True),
+    help="Not a submission: run your files on this script of yours in the contest's sandbox and print what it "
+    "printed (never scored; exit status 1 unless it ran to its end).",
+)
 @click.option("--wait-seconds", type=click.FloatRange(1), default=1800, show_default=True, hidden=True)
-def submit(path: Path, server: str, token: str | None, task: str, no_wait: bool, wait_seconds: float) -> None:
+def submit(
+    path: Path, server: str, token: str | None, task: str, no_wait: bool, script: Path | None, wait_seconds: float
+) -> None:
     """Submit PATH (a folder: the task's exercise files in it; or a .py, .ipynb or .zip file) to a contest
     server, wait for the grade and print the feedback the contest shows."""
     if not token:
         raise BadUsage("give your contest token: --token TOKEN, or set GPTKIT_CONTEST_TOKEN")
     files = _files(path, task)
-    for f in files:
-        if f.stat().st_size == 0:
-            raise SubmitError(f"{f.name} is empty: save your work in it first (nothing was uploaded)")
-    body, kind = multipart(files)
-    if len(body) > MAX_UPLOAD_BYTES:  # the server would refuse it (413), and may cut the connection mid-upload
-        raise SubmitError(f"{', '.join(f.name for f in files)}: {too_big(len(body))}, the contest's limit")
+    body, kind = _body(files, script)
     me = _call(server, token, "/api/me")  # opens a personal window, as logging in on the web page does
     if me.get("phase") != "open":
         raise SubmitError(me.get("closed") or f"your contest window is {me.get('phase')}: submissions are closed")
+    if script is not None:
+        send_test_run(server, token, task, body, kind, wait_seconds)
+        return
     accepted = _call(server, token, f"/submit/{task}", body, kind)
     click.echo(f"uploaded {', '.join(f.name for f in files)}: submission {accepted['id']}, queued", err=True)
     if no_wait:
@@ -129,3 +136,33 @@ def submit(path: Path, server: str, token: str | None, task: str, no_wait: bool,
             raise SubmitError(f"not graded after {wait_seconds:g} s: look later on the contest page")
         time.sleep(POLL_SECONDS)
     click.echo("\n".join(feedback_lines(entry)))
+
+
+def _body(files: list[Path], script: Path | None) -> tuple[bytes, str]:
+    """The upload's body and content type, once the refusals the client can foresee are ruled out."""
+    for f in files:
+        if f.stat().st_size == 0:
+            raise SubmitError(f"{f.name} is empty: save your work in it first (nothing was uploaded)")
+    body, kind = multipart(files, script)
+    if len(body) > MAX_UPLOAD_BYTES:  # the server would refuse it (413), and may cut the connection mid-upload
+        raise SubmitError(f"{', '.join(f.name for f in files)}: {too_big(len(body))}, the contest's limit")
+    return body, kind
+
+
+def send_test_run(server: str, token: str, task: str, body: bytes, kind: str, wait_seconds: float) -> None:
+    """Send a test run (never scored), wait for it and print its output, then its verdict; exit status 1 unless
+    it ran to its end."""
+    accepted = _call(server, token, f"/test-run/{task}", body, kind)
+    click.echo(f"test run {accepted['id']} on {task} (not scored), queued", err=True)
+    deadline = time.monotonic() + wait_seconds
+    while (run := _call(server, token, accepted["url"]))["status"] == "queued":
+        if time.monotonic() > deadline:
+            raise SubmitError(f"not run after {wait_seconds:g} s: look later on the contest page")
+        time.sleep(POLL_SECONDS)
+    click.echo(run["output"], nl=False)
+    for line in (run.get("message"), run.get("error")):
+        if line:
+            click.echo(line, err=True)
+    click.echo(f"test run {run['id']}: {run['verdict']} in {run['seconds'] or 0:.1f} s", err=True)
+    if run["verdict"] != "ok":
+        raise click.exceptions.Exit(1)

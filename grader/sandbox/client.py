@@ -557,6 +557,7 @@ class WorkerConnection:
         self.deadline: float | None = None  # the current test's time budget, set by its MilestoneView
         self.hung = False
         self.cpu_at_end: float | None = None  # measured when it was reaped
+        self.keep_output = False  # a test run reads what it printed once it is reaped (grader/sandbox/testrun.py)
 
     def request(
         self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None, timeout: float | None = None
@@ -643,7 +644,8 @@ class WorkerConnection:
         self.cpu_at_end = float(status.get("cpu", 0.0))
         if self.copy is not None:
             remove_tree(self.copy)
-            remove_tree(self.output)  # what it printed: never read
+            if not self.keep_output:
+                remove_tree(self.output)  # what it printed: never read
         return status
 
     def close(self) -> None:

@@ -25,9 +25,11 @@ from grader.contest.policy import Submission, WindowState, window_state
 from grader.contest.reaper import end_leftovers
 from grader.contest.scoreboard import Freeze, Standings, coach_view, freeze_of, students_board
 from grader.contest.store import GRADED, QUEUED, Row, Store
+from grader.contest.testruns import TestRunQueue
 from grader.contest.web.limits import BODY_SECONDS, Limiter
 from grader.contest.web.pages import templates
 from grader.contest.web.tokens import Tokens, Who
+from grader.options import limits as default_limits
 from grader.paper.config import SECRET_FILE
 from grader.roster import read_roster
 from grader.variants import read_or_make_secret, seed_of
@@ -78,6 +80,8 @@ class ContestState:
         self.students = tuple(dict.fromkeys([*roster, *self.tokens.names()]))
         self.store = Store(folder)
         self.queue: GradingQueue | None = None  # while the app's lifespan runs
+        # test runs: a process of their own, made on the first one (testruns.py), not only within the lifespan
+        self.test_runs = TestRunQueue(self.store, clock, settings.limits or default_limits())
         # refused uploads and wrong logins, per token and per address (a classroom behind one router shares one)
         self.failures = Limiter({"token": settings.refusals_per_minute, "address": settings.address_per_minute})
         self.uploads = Limiter({"token": settings.uploads_per_minute})
@@ -123,8 +127,10 @@ class ContestState:
         )
         queue.start()
         self.queue = queue
+        self.test_runs.start()
 
     def stop_grading(self) -> None:
+        self.test_runs.close()  # first: the grading queue's close stops the fork server both start processes from
         queue, self.queue = self.queue, None
         if queue is not None:
             queue.close()

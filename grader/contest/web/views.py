@@ -21,10 +21,12 @@ from grader.contest.scoreboard import Freeze, Standings
 from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row
 from grader.contest.uploads import allowed_files
 from grader.milestones import GRADABLE
+from grader.sandbox.testrun import OUTPUT_KEPT
 
 if TYPE_CHECKING:
     from grader.contest.web.state import ContestState
 
+TEST_RUNS_SHOWN = 10  # a student's newest test runs on their page, each up to 64 KB of output: the page stays light
 EVENTS_READ = 500  # the latest events the coach's view collapses (runs of identical ones) and shows the first of
 
 
@@ -206,6 +208,7 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
     is a login (it opens a personal window)."""
     contest, window = state.window(name, login=True)
     rows = state.store.of(name)
+    runs = state.store.test_runs_of(name)
     tasks = []
     locked = window.phase is Phase.NOT_STARTED  # the statements are handed out when the window opens
     for task in () if locked else contest.tasks:
@@ -213,6 +216,7 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         waiting = sum(1 for r in rows if r.task == task.id and r.status == QUEUED and not r.voided)
         # what the cap still allows: a queued one counts (policy: queued_as_graded), a failed or voided one not
         left = None if task.max_submissions is None else max(0, task.max_submissions - used - waiting)
+        tried = sum(1 for r in runs if r["task"] == task.id)
         tasks.append(
             {
                 "id": task.id,
@@ -228,6 +232,7 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
                 "waiting": waiting,
                 "left": left,  # None: no cap
                 "files": allowed_files(task.id),
+                "test_runs_left": max(0, task.test_runs - tried),  # apart from the submissions: never scored
             }
         )
     return {
@@ -243,7 +248,19 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         "submissions": [submission(state, r, contest) for r in reversed(rows)],
         "paper": state.base.paper is not None,
         "paper_parts": [part.id for part in state.base.paper.parts] if state.base.paper else [],
+        "test_runs": [test_run(run) for run in runs[:TEST_RUNS_SHOWN]],  # the rest at /api/test-runs/ID
     }
+
+
+def test_run(run: dict[str, Any]) -> dict[str, Any]:
+    """A test run as its student sees it (and the coach): what it printed, its verdict, its time."""
+    shown = {k: run[k] for k in ("id", "task", "status", "verdict", "error", "output", "cut", "seconds")}
+    shown["received_at"] = run["received_at"]
+    if run["cut"]:
+        shown["message"] = f"only the last {OUTPUT_KEPT >> 10} KB of the output is kept"
+    if run["verdict"] == "failed":
+        shown["message"] = f"the grader failed on this test run ({run['error']}): it costs you nothing; send it again"
+    return shown
 
 
 def people(state: ContestState, contest: Contest) -> list[dict[str, Any]]:

@@ -29,6 +29,7 @@ class Request:
     COUNT_OPS = "count_ops"  # call a module's function, counting the tensor operations it dispatches (rules.py)
     SAVE = "save"  # a handle's object as torch.save's bytes (a uint8 tensor), for RESTORE in a fresh worker
     RESTORE = "restore"  # torch.load those bytes here: a copy that remembers nothing of another worker's calls
+    RUN = "run"  # a contest's test run: the student's own script run as __main__, its output read from its file
     ALL = (
         IMPORT,
         CALL,
@@ -44,6 +45,7 @@ class Request:
         COUNT_OPS,
         SAVE,
         RESTORE,
+        RUN,
     )
 
 

@@ -63,6 +63,14 @@ def grader_fault(e: BaseException) -> bool:
     return not any(_student_file(f.filename) for f in traceback.extract_tb(e.__traceback__))
 
 
+def student_traceback(e: BaseException) -> str:
+    """``e``'s traceback as Python prints it, with the frames of the student's files only (a test run's output:
+    the worker's own frames are no help to them)."""
+    shown = traceback.TracebackException.from_exception(e, capture_locals=False)
+    shown.stack = traceback.StackSummary.from_list([f for f in shown.stack if _student_file(f.filename)])
+    return "".join(shown.format(chain=False))
+
+
 def grader_trace(e: BaseException) -> str:
     """Where the grader's code failed: file, line and function of each frame (no source text)."""
     frames = traceback.extract_tb(e.__traceback__)

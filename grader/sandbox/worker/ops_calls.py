@@ -1,5 +1,5 @@
 """The requests that import the student's files and call into them: import, call, getattr, value, count_ops,
-standin.
+standin, and a contest's test run (run).
 
 Every exception raised here or in what it calls is the student's (unmarked: see ``faults.py``), except the
 op counter's own setup and read-out in ``op_count_ops``, marked as the grader's.
@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from .faults import blame, missing
+from .faults import blame, missing, student_traceback
 from .handles import Handles
 from .op_counter import op_counter_class
 from .student_imports import import_student_module
@@ -88,3 +88,24 @@ class CallOps(Handles):
 
     def op_standin(self, req, blobs):
         return self.standin.make_standin(req["vocab_size"], req["d"], req["max_T"], req["seed"], bool(req.get("tied")))
+
+    def op_run(self, req, blobs):
+        """A contest's test run: the student's own script (a file of their copy) run as ``__main__``. What it
+        prints goes to the worker's output file, which the grading side reads the tail of; an exception's
+        traceback, their files' frames only, is printed there too, then raised as any student error.
+        ``sys.exit(0)`` is a normal end."""
+        import runpy
+
+        try:
+            runpy.run_path(req["script"], run_name="__main__")
+        except SystemExit as e:
+            if e.code not in (None, 0):
+                raise
+        except BaseException as e:
+            sys.stdout.flush()  # what it printed first comes first: stdout is buffered, stderr is not
+            print(student_traceback(e), end="", file=sys.stderr)
+            raise
+        finally:
+            for stream in (sys.stdout, sys.stderr):  # buffered: flushed before the reply says it is done
+                stream.flush()
+        return None

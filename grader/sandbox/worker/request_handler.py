@@ -3,7 +3,7 @@
 The fork server (``fork_server.py``) forks one worker per request for one; the worker
 imports the student's modules and answers a small menu of requests (``Request`` in
 ``../common/agreement.py``: import, call, getattr, value, state_dict, describe, load,
-input_grad, grads, count_positions, standin, count_ops, save, restore) with plain data.
+input_grad, grads, count_positions, standin, count_ops, save, restore, run) with plain data.
 
 This file is the dispatch: the menu, the serve loop, and each reply's shape (a value, a
 handle, or an error marked as the student's or the grader's). The requests themselves live
@@ -46,6 +46,7 @@ class RequestHandler(CallOps, StateOps, ProbeOps):
             Request.COUNT_OPS: self.op_count_ops,
             Request.SAVE: self.op_save,
             Request.RESTORE: self.op_restore,
+            Request.RUN: self.op_run,
         }
 
     def serve(self) -> None:

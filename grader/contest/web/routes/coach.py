@@ -59,6 +59,7 @@ def coach_page(who: Coach, state: State, student: str = "", task: str = "", stat
         canned=contest.canned,
         coach_name=who.name,
         now=views.iso(state.clock()),
+        test_runs=state.store.test_run_counts(),
     )
 
 
@@ -76,6 +77,7 @@ def coach_api(who: Coach, state: State) -> dict[str, Any]:
         "regrades": views.regrades(state, contest),
         "audit": state.store.audit(),  # each coach's action, with its author (the jury's trail)
         "coach": who.name,
+        "test_runs": state.store.test_run_counts(),  # each student's, never scored (grader/contest/testruns.py)
     }
 
 
