@@ -4,8 +4,10 @@ fails (its scheduler gone) failing only its own lane's submissions. The executor
 
 from __future__ import annotations
 
+import re
 from concurrent.futures import Future
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -16,10 +18,38 @@ from grader.contest.config import load
 from grader.contest.grading import LANES, LOCAL, METRIC, QUICK, GradingQueue, Remote, lane_plan, queue_slots
 from grader.contest.store import Store
 from helpers import ContestClock, contest_folder, open_contest
-from test_lane_scheduling import Jobs, accept
 
 CONTEST = open_contest("Dask lane", "[tasks.m1]\npoints = 30\n[tasks.lmbudget]\npoints = 10\n")
 CLUSTER = "the Dask cluster at tcp://10.0.0.2:8786"
+
+
+class Jobs:
+    """An executor whose futures the test completes (as test_lane_scheduling's): ``handed`` (sid, future)."""
+
+    def __init__(self) -> None:
+        self.handed: list[tuple[int, Future]] = []
+
+    def submit(self, fn, path: str, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        self.handed.append((int(re.search(r"uploads/(\d+)", path).group(1)), future))  # type: ignore[union-attr]
+        return future
+
+    def shutdown(self, wait: bool = True, cancel_futures: bool = False) -> None:
+        pass
+
+    def running(self) -> list[int]:
+        return [sid for sid, future in self.handed if not future.done()]
+
+    def future(self, sid: int) -> Future:
+        return next(future for s, future in self.handed if s == sid)
+
+    def finish(self, sid: int) -> None:
+        self.future(sid).set_result({"milestones": [{"id": "m1", "score": 1, "max_score": 1, "checks": []}]})
+
+
+def accept(store: Store, student: str, task: str) -> int:
+    name = "lmbudget.py" if task == "lmbudget" else "m1_attention.py"
+    return store.accept(student, task, ContestClock()(), lambda target: (target / name).write_text("x = 1") and ".")
 
 
 @pytest.mark.parametrize(
@@ -98,7 +128,7 @@ def test_a_scheduler_gone_fails_the_clusters_submissions_only(store: Store, monk
     queue, cluster, local = split_queue(store, monkeypatch, threads=0)
     held = accept(store, "ada", "lmbudget")
     queue.enqueue(held)
-    next(f for s, _, f in cluster.handed if s == held).cancel()  # as _cascade_future does on a lost scheduler
+    cluster.future(held).cancel()  # as Dask's _cascade_future does when the scheduler is lost
 
     def refuse(*args, **kwargs) -> Future:
         raise RuntimeError("Client is closed")
