@@ -347,7 +347,7 @@ def console_log() -> None:
     show_default="half of --workers, at least 1",
     help="A metric task's submissions (lmbudget's training runs) graded at once, by processes of their own, so "
     "that a quick task's upload never waits behind them; 0: they share --workers. With --scheduler: the "
-    "cluster's threads they may hold (by default half; never all; with --scheduler-lanes metric, all).",
+    "cluster's threads they may hold (by default half, never all; with --scheduler-lanes metric, all by default).",
 )
 @limit_options
 @submission_timeout_option(CONTEST_SUBMISSION_SECONDS)
