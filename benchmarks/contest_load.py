@@ -592,22 +592,15 @@ def main() -> None:
     parser.add_argument("--metric-cpu", type=float, default=3.0, help="--dask-lane: a run's CPU budget (default 3)")
     args = parser.parse_args()
     print(cpu_line(), flush=True)
-    if args.dask_lane:
+    if args.dask_lane or args.burst:
+        args.metric_runs = args.metric_runs or (4 if args.dask_lane else 0)
+        run = dask_lane if args.dask_lane else metric_burst if args.metric_runs else burst
         with tempfile.TemporaryDirectory() as scratch:
             files = Path(scratch) / "files"
             for kind, data in variants().items():
                 (files / kind).mkdir(parents=True)
                 (files / kind / FILE).write_bytes(data)
-            args.metric_runs = args.metric_runs or 4
-            dask_lane(args, Path(scratch), files)
-        return
-    if args.burst:
-        with tempfile.TemporaryDirectory() as scratch:
-            files = Path(scratch) / "files"
-            for kind, data in variants().items():
-                (files / kind).mkdir(parents=True)
-                (files / kind / FILE).write_bytes(data)
-            (metric_burst if args.metric_runs else burst)(args, Path(scratch), files)
+            run(args, Path(scratch), files)
         return
     print(f"{args.students} students x {args.per_student} uploads, {args.workers} workers", flush=True)
     with tempfile.TemporaryDirectory() as scratch:
