@@ -175,6 +175,9 @@ def test_the_metric_lane_on_a_dask_cluster_and_the_quick_lane_here(tmp_path: Pat
         with urllib.request.urlopen(page, timeout=60) as answer:
             assert f"the Dask cluster at {address}" in answer.read().decode()
 
+        said = (folder / f"serve-{port}.log").read_text()
+        assert f"the Dask cluster at {address} for the metric tasks and local processes for the quick tasks" in said
+
         cluster.close()  # the scheduler gone: only the metric lane's submission fails
         assert wait_for(port, keys["ada"], run, 120) == "failed"
         after = call(port, keys["linus"], "/submit/m1", [m1])["id"]
@@ -184,6 +187,22 @@ def test_the_metric_lane_on_a_dask_cluster_and_the_quick_lane_here(tmp_path: Pat
     finally:
         stop_server(server)
         cluster.close()
+
+
+def test_a_metric_lane_sent_away_in_a_round_without_one_is_a_warning_and_everything_graded_here(contest):
+    """`--scheduler-lanes metric` kept in a coach's command for a round of quick tasks only: the server says the
+    cluster has nothing to grade and serves with its own processes (the address is never dialled: none answers)."""
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Quick round", start=opened_a_minute_ago())
+    port = free_port()
+    server = serve_contest(folder, port, 1, 120, "tcp://127.0.0.1:9", ("--scheduler-lanes", "metric"))
+    try:
+        health = call(port, tokens(folder)["coach"], "/api/coach")["health"]
+        assert [(lane["lane"], lane["where"]) for lane in health["lanes"]] == [("quick", "local processes")], health
+    finally:
+        stop_server(server)
+    said = (folder / f"serve-{port}.log").read_text()
+    assert "the contest has no metric task, so --scheduler-lanes metric leaves the cluster nothing to grade" in said
+    assert "with 1 grading worker(s)" in said and "Traceback" not in said
 
 
 def wait_for(port: int, token: str, sid: int, seconds: float) -> str:
