@@ -440,7 +440,8 @@ def serve(
 
 def cluster_lanes(scheduler: str | None, lanes: str, metric_workers: int | None, rules: Contest) -> frozenset[str]:
     """The lanes ``--scheduler-lanes`` sends to the cluster, or a usage error for a choice that cannot be met.
-    Empty where the one lane named does not exist in this contest (a metric lane without a metric task)."""
+    In a contest without a metric task the quick lane is its only one: ``metric`` sends nothing (empty), ``quick``
+    everything."""
     if lanes == "all":
         return frozenset(LANES)
     if not scheduler:
@@ -449,8 +450,8 @@ def cluster_lanes(scheduler: str | None, lanes: str, metric_workers: int | None,
         raise click.UsageError(
             f"--scheduler-lanes {lanes} needs two lanes, and --metric-workers 0 makes one of every task: drop one"
         )
-    if lanes == METRIC and not any(is_metric(task.id) for task in rules.tasks):
-        return frozenset()
+    if not any(is_metric(task.id) for task in rules.tasks):
+        return frozenset() if lanes == METRIC else frozenset(LANES)
     return frozenset({lanes})
 
 

@@ -155,6 +155,7 @@ def test_the_lanes_a_coach_sends_to_the_cluster(tmp_path: Path):
     assert cluster_lanes("tcp://h:8786", "metric", None, with_metric) == {METRIC}
     assert cluster_lanes("tcp://h:8786", "quick", 2, with_metric) == {QUICK}
     assert cluster_lanes("tcp://h:8786", "metric", None, quick_only) == frozenset()  # serve warns, grades here
+    assert cluster_lanes("tcp://h:8786", "quick", None, quick_only) == frozenset(LANES)  # its one lane: the quick
 
 
 @pytest.mark.parametrize(
