@@ -30,6 +30,16 @@ side by side: the quick (m1) uploads' median, p95 and max time from upload to ve
 with lanes on), the training runs' own, the last verdict, the audit, and the load average before and after each
 run (a shared machine's figures say so). The task runs on the frozen grader corpus written to a file (a
 ``file:`` corpus, as a contest with stakes uses), with the shipped calibration.
+
+``--dask-lane [--metric-runs 4] [--students 20] [--workers 2]``: a mixed load, the metric runs (the reference
+recipe on a tiny task file: a training budget of ``--metric-cpu`` CPU seconds, 16 evaluation windows, as the
+tests' task) at the burst's start and the m1 burst after them, served twice on the same machine: (a) all local
+(the metric lane of its default size, ``--workers`` for the quick lane) and (b) the metric lane on a local Dask
+cluster standing in for another machine (``--scheduler ADDR --scheduler-lanes metric``, as many single-threaded
+workers as (a)'s metric lane has processes). Printed side by side: the quick uploads' median and worst time from
+upload to verdict, the training runs' throughput (runs graded per minute, from the burst's start to the last
+run's verdict), the audit and the load average. A stand-in on the same cores adds no CPU: it measures what the
+Dask path costs, not what a second machine gives (docs/contest/README.md, "The Dask lane").
 """
 
 from __future__ import annotations
@@ -360,15 +370,21 @@ def burst(args, tmp: Path, files: Path) -> None:
         )
 
 
-def run_metric_burst(args, tmp: Path, files: Path, lanes: bool) -> tuple[list[Upload], Path, float]:
+def run_metric_burst(
+    args, tmp: Path, files: Path, lanes: bool, scheduler: str | None = None
+) -> tuple[list[Upload], Path, float]:
     """The burst of ``--students`` m1 uploads, with ``--metric-runs`` lmbudget uploads from more students at its
-    start; ``--workers`` workers, the metric lane on (its default size) or off (``--metric-workers 0``)."""
+    start; ``--workers`` workers, the metric lane on (its default size) or off (``--metric-workers 0``); with
+    ``scheduler``, the metric lane on that Dask cluster (``--scheduler-lanes metric``)."""
     runs = [(f"trainer{s:02d}", METRIC_KIND, 0.1 * s) for s in range(args.metric_runs)]
     plan = runs + quick_plan(args, start=0.5)
-    folder = tmp / f"metric-burst-{'lanes' if lanes else 'shared'}"
+    folder = tmp / f"metric-burst-{'dask' if scheduler else 'lanes' if lanes else 'shared'}"
     tokens = make_contest(folder, [name for name, _, _ in plan], metric=True)
     port = free_port()
-    proc = serve_contest(folder, port, args.workers, wait=120, options=() if lanes else ("--metric-workers", "0"))
+    options = () if lanes else ("--metric-workers", "0")
+    if scheduler:
+        options = ("--scheduler-lanes", "metric")
+    proc = serve_contest(folder, port, args.workers, wait=120, scheduler=scheduler, options=options)
     uploads, began = served_burst(args, files, tokens, proc, port, plan)
     return uploads, folder, began
 
@@ -385,6 +401,64 @@ def metric_task_file(tmp: Path) -> Path:
     (tmp / "corpus.txt").write_bytes(gzip.decompress(FROZEN.read_bytes()))
     write_task(dataclasses.replace(load_task(TASK_FILE), corpus="file:corpus.txt"), tmp / "task.toml")
     return tmp / "task.toml"
+
+
+def tiny_task_file(tmp: Path, cpu_seconds: float) -> Path:
+    """The tests' kind of task file (tests/e2e/test_contest_lanes.py): the frozen grader corpus as a ``file:``
+    corpus, a training budget of ``cpu_seconds``, 16 evaluation windows; a run of the reference recipe takes a
+    few seconds, so that a mixed load runs in minutes."""
+    import dataclasses
+
+    from grader.lmbudget.task import load_task, write_task
+
+    path = metric_task_file(tmp)
+    task = dataclasses.replace(
+        load_task(path), budget_cpu_seconds=cpu_seconds, wall_factor=4.0, eval_windows=16, probe_windows=8
+    )
+    write_task(task, path)
+    return path
+
+
+def dask_lane(args, tmp: Path, files: Path) -> None:
+    """The mixed load served all local, then with the metric lane on a local Dask cluster stand-in."""
+    from grader.contest.grading import default_metric_workers
+    from grader.lmbudget.task import ENV_VAR
+
+    os.environ[ENV_VAR] = str(tiny_task_file(tmp, args.metric_cpu))  # the servers' and the Dask workers' grading
+    (files / METRIC_KIND).mkdir()
+    shutil.copy(ROOT / "solutions" / f"{METRIC_KIND}.py", files / METRIC_KIND / f"{METRIC_KIND}.py")
+    threads = default_metric_workers(args.workers)  # as many as the local metric lane's processes: a fair pair
+    print(
+        f"mixed load: {args.metric_runs} lmbudget runs (reference recipe, {args.metric_cpu:g} CPU s budget) at the "
+        f"start, then {args.students} m1 uploads within {args.burst_seconds:g} s; --workers {args.workers}",
+        flush=True,
+    )
+    served = (
+        (f"(a) all local: quick lane {args.workers} processes, metric lane {threads}", False),
+        (f"(b) metric lane on a local Dask cluster of {threads} thread(s), quick lane {args.workers} processes", True),
+    )
+    for label, dask in served:
+        cluster: list[subprocess.Popen] = []
+        load = os.getloadavg()[0]
+        try:
+            scheduler = None
+            if dask:
+                scheduler, cluster = dask_cluster(threads)
+            uploads, folder, began = run_metric_burst(args, tmp, files, True, scheduler)
+        finally:
+            for proc in cluster:
+                stop_server(proc)
+        quick = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at and u.variant != METRIC_KIND]
+        ran = [u.verdict_at - began for u in uploads if u.verdict_at and u.variant == METRIC_KIND]
+        span = max(ran, default=float("nan"))
+        print(
+            f"  {label}:\n    quick (m1) upload -> verdict: median {percentile(quick, 50):.1f} s, worst "
+            f"{max(quick, default=float('nan')):.1f} s ({len(quick)} verdicts)\n    metric: {len(ran)} runs graded "
+            f"in {span:.0f} s from the burst's start, {60 * len(ran) / span:.1f} runs/min\n    "
+            + ", ".join(f"{name} {n}" for name, n in audit(folder, uploads).items())
+            + f"; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after",
+            flush=True,
+        )
 
 
 def metric_burst(args, tmp: Path, files: Path) -> None:
@@ -512,15 +586,21 @@ def main() -> None:
     parser.add_argument(
         "--metric-runs", type=int, default=0, help="with --burst: this many lmbudget uploads at its start, lanes off/on"
     )
+    parser.add_argument(
+        "--dask-lane", action="store_true", help="a mixed load: all local, then the metric lane on Dask"
+    )
+    parser.add_argument("--metric-cpu", type=float, default=3.0, help="--dask-lane: a run's CPU budget (default 3)")
     args = parser.parse_args()
     print(cpu_line(), flush=True)
-    if args.burst:
+    if args.dask_lane or args.burst:
+        args.metric_runs = args.metric_runs or (4 if args.dask_lane else 0)
+        run = dask_lane if args.dask_lane else metric_burst if args.metric_runs else burst
         with tempfile.TemporaryDirectory() as scratch:
             files = Path(scratch) / "files"
             for kind, data in variants().items():
                 (files / kind).mkdir(parents=True)
                 (files / kind / FILE).write_bytes(data)
-            (metric_burst if args.metric_runs else burst)(args, Path(scratch), files)
+            run(args, Path(scratch), files)
         return
     print(f"{args.students} students x {args.per_student} uploads, {args.workers} workers", flush=True)
     with tempfile.TemporaryDirectory() as scratch:

@@ -14,9 +14,10 @@ import logging
 import os
 import secrets
 import socket
+from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import click
 
@@ -26,6 +27,7 @@ from grader.batch.gradebook import Gradebook
 from grader.clierrors import GraderGroup
 from grader.contest.config import Board, Contest, load
 from grader.contest.feedback import guarded_tasks
+from grader.contest.grading import LANES, METRIC, QUICK, Remote
 from grader.contest.layout import (
     ADMIN_TOKEN,
     COACHES,
@@ -345,11 +347,20 @@ def console_log() -> None:
     show_default="half of --workers, at least 1",
     help="A metric task's submissions (lmbudget's training runs) graded at once, by processes of their own, so "
     "that a quick task's upload never waits behind them; 0: they share --workers. With --scheduler: the "
-    "cluster's threads they may hold (by default half; never all).",
+    "cluster's threads they may hold (by default half, never all; with --scheduler-lanes metric, all by default).",
 )
 @limit_options
 @submission_timeout_option(CONTEST_SUBMISSION_SECONDS)
 @scheduler_option
+@click.option(
+    "--scheduler-lanes",
+    type=click.Choice(["all", *LANES]),
+    default="all",
+    show_default=True,
+    help="With --scheduler: the lanes the cluster grades. metric: only the metric tasks' training runs go to "
+    "the cluster (all its threads), the quick tasks stay on --workers processes of this machine; quick: the "
+    "other way round. The coach page's health panel shows where each lane grades.",
+)
 def serve(
     folder: Path,
     host: str,
@@ -360,6 +371,7 @@ def serve(
     memory_mb: int,
     submission_timeout: float,
     scheduler: str | None,
+    scheduler_lanes: str = "all",
 ) -> None:
     """Run the contest in FOLDER: students log in with their token, upload, see their feedback and the
     scoreboard; the coach's page is /coach. Uploads are kept in FOLDER/uploads and the records in
@@ -367,9 +379,18 @@ def serve(
     _folder(folder)
     if not (folder / TOKENS).exists() or not (folder / ADMIN_TOKEN).exists():
         raise ContestCommandError(f"{folder} has no tokens yet: run `grade contest tokens {folder}` first")
-    secret = held_out_refusal(_rules(folder))  # as `check`: a metric task's held-out text students have
+    rules = _rules(folder)
+    secret = held_out_refusal(rules)  # as `check`: a metric task's held-out text students have
     if secret:
         raise ContestCommandError(secret)
+    remote_lanes = cluster_lanes(scheduler, scheduler_lanes, metric_workers, rules)
+    if scheduler and not remote_lanes:
+        click.echo(
+            f"warning: the contest has no metric task, so --scheduler-lanes {scheduler_lanes} leaves the cluster "
+            f"nothing to grade: every task is graded by --workers processes here, and {scheduler} is not used",
+            err=True,
+        )
+        scheduler = None
     try:
         import uvicorn
 
@@ -391,10 +412,17 @@ def serve(
         slots = max(1, sum(client.nthreads().values())) if client else None
         if executor is not None and slots is not None:
             warm_cluster(executor, slots, chosen)
+        remote = Remote(remote_lanes, f"the Dask cluster at {scheduler}", dask_threads(client)) if client else None
         app = create_app(  # a mistake in contest.toml or the roster is the coach's: an InputError
-            folder, workers=workers, limits=chosen, executor=executor, slots=slots, metric_workers=metric_workers
+            folder,
+            workers=workers,
+            limits=chosen,
+            executor=executor,
+            slots=slots,
+            metric_workers=metric_workers,
+            remote=remote,
         )
-        graders = f"the Dask cluster at {scheduler}" if scheduler else f"{workers} grading worker(s)"
+        graders = graded_by(workers, scheduler, remote_lanes)
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
         console_log()
         try:
@@ -408,6 +436,49 @@ def serve(
             client.close()
         if lock is not None:
             lock.close()
+
+
+def cluster_lanes(scheduler: str | None, lanes: str, metric_workers: int | None, rules: Contest) -> frozenset[str]:
+    """The lanes ``--scheduler-lanes`` sends to the cluster, or a usage error for a choice that cannot be met.
+    In a contest without a metric task the quick lane is its only one: ``metric`` sends nothing (empty), ``quick``
+    everything."""
+    if lanes == "all":
+        return frozenset(LANES)
+    if not scheduler:
+        raise click.UsageError(f"--scheduler-lanes {lanes} needs --scheduler ADDRESS: the cluster that lane goes to")
+    if metric_workers == 0:
+        raise click.UsageError(
+            f"--scheduler-lanes {lanes} needs two lanes, and --metric-workers 0 makes one of every task: drop one"
+        )
+    if not any(is_metric(task.id) for task in rules.tasks):
+        return frozenset() if lanes == METRIC else frozenset(LANES)
+    return frozenset({lanes})
+
+
+def graded_by(workers: int, scheduler: str | None, lanes: frozenset[str]) -> str:
+    """Who grades, as `serve` prints it when it starts."""
+    if not scheduler:
+        return f"{workers} grading worker(s)"
+    if lanes >= set(LANES):
+        return f"the Dask cluster at {scheduler}"
+    (remote,) = lanes
+    local = QUICK if remote == METRIC else METRIC
+    return f"the Dask cluster at {scheduler} for the {remote} tasks and local processes for the {local} tasks"
+
+
+def dask_threads(client: Any) -> Callable[[], int | None]:
+    """The cluster's threads alive now, for the coach's health panel: 0 while the client has lost its scheduler
+    (it says so at once; asking would wait), and within 2 s or 0: a hung scheduler must not hang the page."""
+
+    def threads() -> int | None:
+        if client.status != "running":
+            return 0
+        try:
+            return sum(client.nthreads(callback_timeout=2).values())
+        except Exception:  # noqa: BLE001 - any failure to answer is a cluster the coach must look at
+            return 0
+
+    return threads
 
 
 def warm_cluster(executor: Executor, slots: int, chosen: Limits) -> None:

@@ -10,6 +10,11 @@ executor not the queue's own (a Dask cluster), the lanes share its ``slots`` (it
 gets ``metric_workers`` of them (by default half), never all while there are two, the quick lane the rest.
 ``lane_slots`` decides the sizes, ``lane_of`` which lane a task is graded in.
 
+One lane on a cluster, the other here (``Remote.lanes``, ``grade contest serve --scheduler-lanes metric``): the
+lane sent to the executor gets the cluster's threads as its slots, the other keeps a pool of its own processes,
+healed as ever (``lane_plan``). A cluster that fails (its scheduler gone) fails only the submissions of the lane
+it grades, as any grader failure: the coach grades them again once it is back; the local lane never notices.
+
 Fair, not first come first served, within each lane: one student's five uploads of a training run that sleeps
 out its budget must not hold the only worker for half an hour ahead of everyone else. The queue keeps the
 waiting submissions itself and hands each lane's executor only as many as the lane has ``slots``; each time
@@ -63,6 +68,17 @@ RETRIES = 2  # times a submission is graded again after its grading process died
 WATCH_SECONDS = 1.0  # how often the queue looks for a pool broken while it held nothing (a worker killed idle)
 REPLACED = "pools replaced: "  # the store's setting of a lane's replaced pools, + the lane: kept across restarts
 QUICK, METRIC = "quick", "metric"  # the lanes: every task but the metric ones; the metric tasks (lmbudget)
+LANES = (QUICK, METRIC)
+LOCAL = "local processes"  # where a lane of the queue's own pool grades, as the coach's health panel says it
+
+
+@dataclass(frozen=True)
+class Remote:
+    """Which lanes an executor not the queue's own (a Dask client's) grades, and what the coach is told of it."""
+
+    lanes: frozenset[str] = frozenset(LANES)  # the others keep a pool of the queue's own processes
+    where: str = "an executor not the server's own"  # "the Dask cluster at tcp://10.0.0.2:8786"
+    threads: Callable[[], int | None] = lambda: None  # its threads alive now; None: not known (its slots shown)
 
 
 def default_metric_workers(workers: int) -> int:
@@ -97,6 +113,26 @@ def queue_slots(workers: int, metric_workers: int | None, external: bool, slots:
     return {**lane_slots(workers, metric_workers), **({QUICK: slots} if slots else {})}
 
 
+def lane_plan(
+    workers: int, metric_workers: int | None, slots: int | None, remote: Collection[str]
+) -> dict[str, tuple[int, int]]:
+    """Each lane's (processes of the queue's own, submissions handed at once), ``remote`` the lanes graded on an
+    executor not the queue's own (none: every lane local, ``lane_slots``; all of them: they share its ``slots``,
+    ``queue_slots``). Split, the local lane keeps its own processes and the remote one gets the executor's
+    slots (a cluster's threads; ``EXTERNAL_SLOTS`` by default): the metric lane at most ``metric_workers`` of
+    them, as the coach may cap it."""
+    local = lane_slots(workers, metric_workers)
+    if not remote:  # ``slots``: the quick lane's, if not its processes
+        return {name: (local[name], n) for name, n in queue_slots(workers, metric_workers, False, slots).items()}
+    if not set(remote) & set(local):  # the lane sent away does not exist here: ``slots`` are the executor's
+        return {name: (n, n) for name, n in local.items()}
+    if set(remote) >= set(local):
+        return {name: (0, n) for name, n in queue_slots(workers, metric_workers, True, slots).items()}
+    threads = slots or max(workers, EXTERNAL_SLOTS)
+    capped = {METRIC: min(threads, metric_workers or threads)}
+    return {name: (0, capped.get(name, threads)) if name in remote else (n, n) for name, n in local.items()}
+
+
 def lane_of(task: str, lanes: Collection[str]) -> str:
     """The lane ``task``'s submissions are graded in, of ``lanes``: a metric task's own, where there is one."""
     return METRIC if is_metric(task) and METRIC in lanes else QUICK
@@ -109,6 +145,7 @@ class Lane:
     name: str
     workers: int  # processes of its own pool (with an executor not the queue's own: 0)
     slots: int  # submissions handed to its executor at once
+    own: bool = True  # graded by a pool of the queue's own, which it heals; else by the queue's Remote executor
     executor: Executor | None = None
     waiting: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # sid -> (student, path, task), in order
     running: dict[int, tuple[str, float]] = field(default_factory=dict)  # sid -> (student, when handed out)
@@ -146,8 +183,9 @@ class Lane:
 
 class GradingQueue:
     """``workers`` processes grading the quick tasks' queued submissions of ``store``, and ``metric_workers`` the
-    metric tasks' (see ``lane_slots``). ``start`` re-queues what a previous server left queued; ``close`` stops
-    the pools (what is still queued stays queued for the next start)."""
+    metric tasks' (see ``lane_slots``); ``executor`` instead, for the lanes of ``remote`` (by default every
+    lane: ``lane_plan``). ``start`` re-queues what a previous server left queued; ``close`` stops the pools
+    (what is still queued stays queued for the next start)."""
 
     def __init__(
         self,
@@ -164,6 +202,7 @@ class GradingQueue:
         timer: Callable[[], float] = time.monotonic,
         metric_workers: int | None = None,
         watch_seconds: float = WATCH_SECONDS,
+        remote: Remote | None = None,
     ):
         self.store = store
         self.clock = clock
@@ -171,10 +210,12 @@ class GradingQueue:
         self.on_done = on_done
         self.options = options  # a student's extra arguments to grade_one for a task: a paper's seed and rules
         self._external = executor
-        self._own = executor is None
-        sizes = queue_slots(workers, metric_workers, executor is not None, slots)
-        processes = lane_slots(workers, metric_workers) if self._own else {}
-        self.lanes = {name: Lane(name, processes.get(name, 0), n) for name, n in sizes.items()}
+        self.remote = (remote or Remote()) if executor is not None else None
+        plan = lane_plan(workers, metric_workers, slots, self.remote.lanes if self.remote else ())
+        self.lanes = {
+            name: Lane(name, processes, n, own=self.remote is None or name not in self.remote.lanes)
+            for name, (processes, n) in plan.items()
+        }
         for lane in self.lanes.values():  # a restarted server goes on counting: the coach's page never drops to 0
             lane.replaced = int(store.setting(f"{REPLACED}{lane.name}") or 0)
         self.watch_seconds = watch_seconds
@@ -191,13 +232,16 @@ class GradingQueue:
         """Pools replaced after a grading process died, every lane's."""
         return sum(lane.replaced for lane in self.lanes.values())
 
+    def _owns_any(self) -> bool:
+        return any(lane.own for lane in self.lanes.values())
+
     def start(self) -> None:
         """Start the pools and queue every submission left queued, oldest first."""
         for lane in self.lanes.values():
-            lane.executor = self._new_pool(lane.workers) if self._own else self._external
+            lane.executor = self._new_pool(lane.workers) if lane.own else self._external
         for row in self.store.queued():
             self.enqueue(row.id)
-        if self._own:
+        if self._owns_any():
             threading.Thread(target=self._watch, name="grading-watch", daemon=True).start()
 
     def _watch(self) -> None:
@@ -227,7 +271,7 @@ class GradingQueue:
     def _heal(self, lane: Lane, broken: Executor) -> None:
         """Replace ``broken``, the pool of ``lane`` a grading process died in, once (called with the lock held):
         the submissions it held come back through _record, each graded again."""
-        if not self._own or self._closed or lane.executor is not broken:
+        if not lane.own or self._closed or lane.executor is not broken:
             return  # not ours to replace, or replaced already by another of its failed submissions
         log.warning("a grading process of the %s lane died: starting a new pool of %d", lane.name, lane.workers)
         lane.executor = self._new_pool(lane.workers)
@@ -263,6 +307,18 @@ class GradingQueue:
 
     def _dispatch(self, lane: Lane) -> None:
         """Hand ``lane``'s executor the lane's next submissions while it has free slots."""
+        refused: list[tuple[int, str, str, Exception]] = []
+        try:
+            self._hand_out(lane, refused)
+        finally:  # outside the lock: each written as failed, as a grading that failed
+            for sid, student, task, error in refused:
+                self._write(sid, student, task, {"error": f"{self._lost(lane)}: {type(error).__name__}: {error}"})
+
+    def _lost(self, lane: Lane) -> str:
+        where = self.remote.where if self.remote and not lane.own else "its grading pool"
+        return f"{where} could not grade it (grade it again once it is back)"
+
+    def _hand_out(self, lane: Lane, refused: list[tuple[int, str, str, Exception]]) -> None:
         while True:
             with self._lock:
                 if self._closed or lane.executor is None or len(lane.pending) >= lane.slots:
@@ -281,6 +337,11 @@ class GradingQueue:
                     if lane.executor is executor:
                         return  # not ours to heal: it stays waiting
                     continue
+                except Exception as e:  # noqa: BLE001 - a cluster's client that gave up (its scheduler gone)
+                    if lane.own:
+                        raise
+                    refused.append((sid, student, task, e))  # this lane's, failed: the other lane goes on
+                    continue
                 lane.running[sid] = (student, now)
                 lane.served[student] = now
                 lane.pending[sid] = future
@@ -295,17 +356,21 @@ class GradingQueue:
             now = self.timer()
             if student:
                 lane.ended[student].append((now, now - started))
-            if future.cancelled():
+            lost = future.cancelled() and not lane.own and not self._closed  # Dask cancels what its scheduler lost
+            if future.cancelled() and not lost:
                 return  # closing: it stays queued for the next start
-            died = isinstance(future.exception(), BrokenProcessPool)
+            died = not lost and isinstance(future.exception(), BrokenProcessPool)
             if died and executor is not None:
                 self._heal(lane, executor)
-            again = died and self._own and not self._closed and self._retries[sid] < RETRIES
+            again = died and lane.own and not self._closed and self._retries[sid] < RETRIES
             if again:
                 self._retries[sid] += 1
                 lane.waiting = {sid: (student, path, task), **lane.waiting}  # first in its student's turn
         self._dispatch(lane)  # the freed slot goes to the next student's turn before this result is written
         if again:
+            return
+        if lost:
+            self._write(sid, student, task, {"error": f"{self._lost(lane)}: its scheduler lost the connection"})
             return
         try:
             result = future.result()
@@ -314,6 +379,10 @@ class GradingQueue:
                 return
             tries = f" {self._retries[sid] + 1} times" if self._retries[sid] else ""
             result = {"error": f"the grading process died{tries}: {type(e).__name__}: {e}"}
+        self._write(sid, student, task, result)
+
+    def _write(self, sid: int, student: str, task: str, result: dict[str, Any]) -> None:
+        """Record ``result`` as submission ``sid``'s (only while it is still queued) and say so."""
         try:
             if self.store.finish(sid, self.clock(), result):
                 log.info("%s", grading_line(sid, student, task, result))
@@ -322,27 +391,34 @@ class GradingQueue:
             return
         self.on_done(sid)
 
-    def lane_alive(self, lane: Lane) -> int:
-        """``lane``'s grading processes alive now; on an executor not the queue's own (a Dask client's): its
-        slots, as its workers are not this server's to count."""
-        if not self._own:
-            return lane.slots
+    def lane_alive(self, lane: Lane, threads: int | None = None) -> int:
+        """``lane``'s grading processes alive now; on an executor not the queue's own (a Dask client's): the
+        slots its ``threads`` alive now can fill (all of them where the executor cannot say)."""
+        if not lane.own:
+            return lane.slots if threads is None else min(lane.slots, threads)
         processes = getattr(lane.executor, "_processes", None) or {}  # private, as stop_workers reads it
         return sum(1 for process in list(processes.values()) if process.is_alive())
 
+    def where(self, lane: Lane) -> str:
+        """Where ``lane`` grades, for the coach: ``LOCAL``, or the remote executor's name."""
+        return LOCAL if lane.own or self.remote is None else self.remote.where
+
     def lane_health(self) -> dict[str, dict[str, Any]]:
         """Each lane's size (``workers``: its processes; on an executor not the queue's own, its slots), its
-        processes ``alive``, the submissions it is grading (``busy``) and those ``waiting`` here for a slot, and
-        its pools ``replaced``."""
+        processes ``alive``, the submissions it is grading (``busy``) and those ``waiting`` here for a slot, its
+        pools ``replaced``, ``where`` it grades and, on a cluster, its ``threads`` alive now (else None)."""
         with self._lock:
             counts = {name: (len(lane.pending), len(lane.waiting)) for name, lane in self.lanes.items()}
+        threads = self.remote.threads() if self.remote else None
         return {
             name: {
-                "workers": lane.workers if self._own else lane.slots,
-                "alive": self.lane_alive(lane),
+                "workers": lane.workers if lane.own else lane.slots,
+                "alive": self.lane_alive(lane, threads),
                 "busy": counts[name][0],
                 "waiting": counts[name][1],
                 "replaced": lane.replaced,
+                "where": self.where(lane),
+                "threads": None if lane.own else threads,
             }
             for name, lane in self.lanes.items()
         }
@@ -364,13 +440,14 @@ class GradingQueue:
             self._closed = True
             for lane in self.lanes.values():
                 lane.waiting.clear()  # still queued in the store: graded at the next start
-        if self._own:
-            for executor in self.executors():
-                stop_workers(executor)
-            for executor in self.executors():
-                executor.shutdown(wait=True, cancel_futures=True)
+        own = [lane.executor for lane in self.lanes.values() if lane.own and lane.executor is not None]
+        for executor in own:
+            stop_workers(executor)
+        for executor in own:
+            executor.shutdown(wait=True, cancel_futures=True)
+        if own:
             stop_forkserver()
-        elif self._external is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
+        if self._external is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
             self._external.shutdown(wait=False)
 
 

@@ -136,3 +136,80 @@ def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(contest):
     finally:
         queue.close()
         store.close()
+
+
+def test_the_metric_lane_on_a_dask_cluster_and_the_quick_lane_here(tmp_path: Path, contest, monkeypatch):
+    """`--scheduler ADDR --scheduler-lanes metric` (issue 37, item 5): a training run holds the cluster's one thread
+    while two m1 uploads get their verdicts from the server's own process; the coach's health shows where each
+    lane grades. Then the cluster goes away: the training run it held fails (the coach grades it again later),
+    and the quick lane grades on."""
+    distributed = pytest.importorskip("distributed")
+    monkeypatch.setenv(ENV_VAR, str(task_file(tmp_path / "lmbudget")))  # the server's and the workers' grading
+    students = ("ada", "alan", "grace", "linus")
+    folder = contest(TASKS, title="Dask lane", start=opened_a_minute_ago(), scoreboard=None, students=students)
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "lmbudget.py").write_text(SLEEPER)
+    m1 = tmp_path / "m1" / "m1_attention.py"
+    m1.parent.mkdir()
+    m1.write_bytes((SOLUTIONS / "m1_attention.py").read_bytes())
+    keys = tokens(folder)
+    port = free_port()
+    cluster = distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None)
+    address = cluster.scheduler_address
+    server = serve_contest(folder, port, 1, 120, address, ("--scheduler-lanes", "metric"))
+    try:
+        run = call(port, keys["ada"], "/submit/lmbudget", [tmp_path / "run" / "lmbudget.py"])["id"]
+        time.sleep(2)
+        quick = {who: call(port, keys[who], "/submit/m1", [m1])["id"] for who in ("alan", "grace")}
+        for who, sid in quick.items():
+            assert wait_for(port, keys[who], sid, 180) == "graded"
+            assert call(port, keys["ada"], f"/api/submissions/{run}")["status"] == "queued", "the run still trains"
+        lanes = {lane["lane"]: lane for lane in call(port, keys["coach"], "/api/coach")["health"]["lanes"]}
+        assert lanes["quick"]["where"] == "local processes" and lanes["quick"]["threads"] is None, lanes
+        assert lanes["quick"]["alive"] == lanes["quick"]["workers"] == 1 and lanes["quick"]["busy"] == 0, lanes
+        assert lanes["metric"]["where"] == f"the Dask cluster at {address}" and lanes["metric"]["threads"] == 1, lanes
+        assert lanes["metric"]["alive"] == lanes["metric"]["workers"] == 1 and lanes["metric"]["busy"] == 1, lanes
+        page = urllib.request.Request(
+            f"http://127.0.0.1:{port}/coach", headers={"Authorization": f"Bearer {keys['coach']}"}
+        )
+        with urllib.request.urlopen(page, timeout=60) as answer:
+            assert f"the Dask cluster at {address}" in answer.read().decode()
+
+        said = (folder / f"serve-{port}.log").read_text()
+        assert f"the Dask cluster at {address} for the metric tasks and local processes for the quick tasks" in said
+
+        cluster.close()  # the scheduler gone: only the metric lane's submission fails
+        assert wait_for(port, keys["ada"], run, 120) == "failed"
+        after = call(port, keys["linus"], "/submit/m1", [m1])["id"]
+        assert wait_for(port, keys["linus"], after, 180) == "graded"
+        lanes = {lane["lane"]: lane for lane in call(port, keys["coach"], "/api/coach")["health"]["lanes"]}
+        assert lanes["metric"]["alive"] == 0 and lanes["quick"]["alive"] == 1, lanes
+    finally:
+        stop_server(server)
+        cluster.close()
+
+
+def test_a_metric_lane_sent_away_in_a_round_without_one_is_a_warning_and_everything_graded_here(contest):
+    """`--scheduler-lanes metric` kept in a coach's command for a round of quick tasks only: the server says the
+    cluster has nothing to grade and serves with its own processes (the address is never dialled: none answers)."""
+    folder = contest("[tasks.m1]\npoints = 30\n", title="Quick round", start=opened_a_minute_ago())
+    port = free_port()
+    server = serve_contest(folder, port, 1, 120, "tcp://127.0.0.1:9", ("--scheduler-lanes", "metric"))
+    try:
+        health = call(port, tokens(folder)["coach"], "/api/coach")["health"]
+        assert [(lane["lane"], lane["where"]) for lane in health["lanes"]] == [("quick", "local processes")], health
+    finally:
+        stop_server(server)
+    said = (folder / f"serve-{port}.log").read_text()
+    assert "the contest has no metric task, so --scheduler-lanes metric leaves the cluster nothing to grade" in said
+    assert "with 1 grading worker(s)" in said and "Traceback" not in said
+
+
+def wait_for(port: int, token: str, sid: int, seconds: float) -> str:
+    """Submission ``sid``'s status once it is no longer queued (or "queued" after ``seconds``)."""
+    deadline = time.monotonic() + seconds
+    status = "queued"
+    while time.monotonic() < deadline and status == "queued":
+        time.sleep(0.5)
+        status = call(port, token, f"/api/submissions/{sid}")["status"]
+    return status

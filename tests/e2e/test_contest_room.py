@@ -109,6 +109,8 @@ def test_the_coach_sees_the_gradings_health_on_the_page_and_in_the_api(folder):
                 "waiting": 1,
                 "oldest_wait_seconds": 180,
                 "replaced": 0,
+                "where": "local processes",
+                "threads": None,
             }
         ],
     }

@@ -107,8 +107,9 @@ def test_quick_uploads_are_handed_out_while_two_training_runs_wait_their_turn(st
     assert jobs.running() == [runs[0], quick[1]], "the next quick upload does not wait for the training run"
     jobs.finish(quick[1])
     health = queue.lane_health()
-    assert health[METRIC] == {"workers": 1, "alive": 1, "busy": 1, "waiting": 1, "replaced": 0}
-    assert health[QUICK] == {"workers": 1, "alive": 1, "busy": 0, "waiting": 0, "replaced": 0}
+    outside = {"where": "an executor not the server's own", "threads": None}
+    assert health[METRIC] == {"workers": 1, "alive": 1, "busy": 1, "waiting": 1, "replaced": 0, **outside}
+    assert health[QUICK] == {"workers": 1, "alive": 1, "busy": 0, "waiting": 0, "replaced": 0, **outside}
     jobs.finish(runs[0])
     assert jobs.running() == [runs[1]]
     queue.close()
@@ -167,6 +168,8 @@ def test_the_coach_sees_each_lane_on_the_page_and_in_the_api(tmp_path: Path):
         "waiting": 0,
         "oldest_wait_seconds": None,
         "replaced": 0,
+        "where": "local processes",
+        "threads": None,
     }
     assert metric == {**quick, "lane": "metric", "workers": 1, "waiting": 1, "oldest_wait_seconds": 0}
     page = client.get("/coach", headers={**auth(folder, "coach"), "Accept": "text/html"}).text

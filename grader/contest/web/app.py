@@ -24,6 +24,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from grader.contest.grading import Remote
 from grader.contest.policy import NOT_A_NUMBER
 from grader.contest.web import views
 from grader.contest.web.deps import contest_state, identify, same_origin
@@ -58,6 +59,7 @@ def create_app(
     address_per_minute: int = 60,
     slots: int | None = None,
     metric_workers: int | None = None,
+    remote: Remote | None = None,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
@@ -66,7 +68,8 @@ def create_app(
     how long an upload's body may take to arrive; ``refusals_per_minute`` the refused uploads of one token
     recorded in a minute, ``address_per_minute`` those and the wrong logins of one address (a classroom behind
     one router shares it); ``slots`` the submissions handed to the executor at once (default: ``workers``, or
-    grading.EXTERNAL_SLOTS for an ``executor``); ``metric_workers`` the metric tasks' lane (grading.lane_slots).
+    grading.EXTERNAL_SLOTS for an ``executor``); ``metric_workers`` the metric tasks' lane (grading.lane_slots);
+    ``remote`` the lanes ``executor`` grades (the others on processes of the server's own) and its name.
     Grading starts with the app's lifespan: an app without it (a TestClient outside ``with``) grades nothing."""
     settings = Settings(
         workers=workers,
@@ -74,6 +77,7 @@ def create_app(
         executor=executor,
         slots=slots,
         metric_workers=metric_workers,
+        remote=remote,
         uploads_per_minute=uploads_per_minute,
         body_seconds=body_seconds,
         refusals_per_minute=refusals_per_minute,

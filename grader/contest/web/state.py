@@ -18,7 +18,7 @@ from typing import Any
 
 from grader.contest import policy
 from grader.contest.config import Contest, load
-from grader.contest.grading import METRIC, QUICK, GradingQueue, lane_of, lane_slots, queue_slots
+from grader.contest.grading import LOCAL, METRIC, QUICK, GradingQueue, Remote, lane_of, lane_plan
 from grader.contest.layout import CONTEST_FILE, ROSTER
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Submission, WindowState, window_state
@@ -60,6 +60,7 @@ class Settings:
     metric_workers: int | None = None  # the metric lane's (grading.lane_slots); None: half the workers, at least 1
     executor: Executor | None = None
     slots: int | None = None
+    remote: Remote | None = None  # the lanes ``executor`` grades (by default all) and how the coach is told of it
     uploads_per_minute: int = 10
     body_seconds: float = BODY_SECONDS
     refusals_per_minute: int = 10
@@ -106,14 +107,13 @@ class ContestState:
         """Start the grading queue, and write the start (a restart, after a crash or not) to the event log."""
         left = len(self.store.queued())
         again = f": {left} submission(s) left queued are graded now" if left else ""
-        if self.settings.executor is None:  # its own processes: end what a server killed with -9 left
+        plan = self.lane_plan()
+        if any(processes for processes, _ in plan.values()):  # its own processes: end what a server killed left
             ended = end_leftovers(self.folder)
             again += f"; ended {ended} grading process(es) an earlier server left running" if ended else ""
-        lanes = self.lane_sizes()
+        lanes = {name: self.lane_where(processes, n) for name, (processes, n) in plan.items()}
         metric = f" and {lanes[METRIC]} for the metric tasks" if METRIC in lanes else ""
-        self.store.event(
-            self.clock(), None, "server started", f"grading started with {lanes[QUICK]} worker(s){metric}{again}"
-        )
+        self.store.event(self.clock(), None, "server started", f"grading started with {lanes[QUICK]}{metric}{again}")
         s = self.settings
         queue = GradingQueue(
             self.store,
@@ -124,6 +124,7 @@ class ContestState:
             options=self.paper_options,
             slots=s.slots,
             metric_workers=self.metric_workers(),
+            remote=s.remote,
         )
         queue.start()
         self.queue = queue
@@ -265,23 +266,37 @@ class ContestState:
         default, grading.default_metric_workers)."""
         return self.settings.metric_workers if any(is_metric(t.id) for t in self.base.tasks) else 0
 
+    def lane_plan(self) -> dict[str, tuple[int, int]]:
+        """Each lane's (grading processes of its own, submissions graded at once): grading.lane_plan."""
+        s = self.settings
+        remote = (s.remote or Remote()).lanes if s.executor is not None else ()
+        return lane_plan(s.workers, self.metric_workers(), s.slots, remote)
+
     def lane_sizes(self) -> dict[str, int]:
         """Each lane's size: its grading processes, or on an executor not the server's own (a Dask client's) the
-        submissions it hands it at once (grading.lane_slots, grading.queue_slots)."""
-        s = self.settings
-        if s.executor is None:
-            return lane_slots(s.workers, self.metric_workers())
-        return queue_slots(s.workers, self.metric_workers(), True, s.slots)
+        submissions it hands it at once."""
+        return {name: processes or n for name, (processes, n) in self.lane_plan().items()}
+
+    def lane_where(self, processes: int, slots: int) -> str:
+        """How a lane grades, as the event log says it: "2 local process(es)", "4 at once on the Dask cluster at X"."""
+        if processes:
+            return f"{processes} local process(es)"
+        return f"{slots} at once on {(self.settings.remote or Remote()).where}"
 
     def health(self) -> dict[str, Any]:
         """The grading's health for the coach: worker processes alive (of those asked for), submissions waiting,
         the oldest waiting one's age in seconds, pools replaced after a grading process died; the same for each
         lane in ``lanes`` (the quick tasks', the metric tasks': grading.py), with the submissions being graded
-        (``busy``) and those waiting for a slot (``waiting``)."""
+        (``busy``) and those waiting for a slot (``waiting``), where it grades (``where``: grading.LOCAL, or the
+        cluster's name) and a cluster's threads alive now (``threads``; None for local processes)."""
         queued, now = self.store.queued(), self.clock()
         queue = self.queue
         running = queue.lane_health() if queue is not None else {}
         sizes = {name: lane["workers"] for name, lane in running.items()} or self.lane_sizes()
+        planned = {
+            name: LOCAL if processes else (self.settings.remote or Remote()).where
+            for name, (processes, _) in self.lane_plan().items()
+        }
         lanes = []
         for name, size in sizes.items():
             mine = [row for row in queued if lane_of(row.task, sizes) == name]
@@ -295,6 +310,8 @@ class ContestState:
                     "waiting": max(0, len(mine) - busy),
                     "oldest_wait_seconds": round((now - mine[0].received_at).total_seconds()) if mine else None,
                     "replaced": running.get(name, {}).get("replaced", 0),
+                    "where": running.get(name, {}).get("where", planned.get(name, LOCAL)),
+                    "threads": running.get(name, {}).get("threads"),
                 }
             )
         oldest = round((now - queued[0].received_at).total_seconds()) if queued else None
