@@ -52,6 +52,7 @@ def coach_page(who: Coach, state: State, student: str = "", task: str = "", stat
         health=state.health(),
         messages=views.messages(state, who),
         regrades=views.regrades(state, contest)[:50],
+        regrade_requests=views.regrade_requests(state, contest),
         personal=contest.window.personal,
         task_points={t.id: t.points for t in contest.tasks},
         still_open=still_open(state, contest),
@@ -74,6 +75,7 @@ def coach_api(who: Coach, state: State) -> dict[str, Any]:
         "events": views.events(state),
         "health": state.health(),
         "regrades": views.regrades(state, contest),
+        "regrade_requests": views.regrade_requests(state, contest),  # the students' requests and their answers
         "audit": state.store.audit(),  # each coach's action, with its author (the jury's trail)
         "coach": who.name,
     }
