@@ -83,6 +83,22 @@ CHECK_COLUMNS = (
     "case_id",
     "verdict",
 )
+# The columns of an answered regrade request's row (grader/batch/regrades.py), as ``record_answer`` writes them.
+REQUEST_COLUMNS = (
+    "student",
+    "milestone",
+    "reason",
+    "status",
+    "answer",
+    "answered_at",
+    "answered_by",
+    "old_attempt",
+    "old_score",
+    "old_max_score",
+    "new_attempt",
+    "new_score",
+    "new_max_score",
+)
 # Columns that later versions added, each appended to an older gradebook's table as it opens. An older row's
 # grader_hash stays NULL: it matches no grader, so the next batch regrades it.
 ADDED = (
@@ -389,12 +405,12 @@ class Gradebook:
         return None if max_score is None else (round(score, 2), round(max_score, 2))
 
     def record_answer(self, request: dict) -> int:
-        """Keep an answered regrade request: ``request`` holds the table's columns (its id aside)."""
-        columns = [c for c in request if c != "id"]
+        """Keep an answered regrade request: ``request``'s values of REQUEST_COLUMNS (a missing one NULL)."""
+        columns = REQUEST_COLUMNS
         with self.db:
             cursor = self.db.execute(
                 f"INSERT INTO regrade_requests ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                [request[c] for c in columns],
+                [request.get(c) for c in columns],
             )
         return int(cursor.lastrowid or 0)
 

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 import click
 
 from grader import nofollow
+from grader.batch.discover import REQUEST_FILE
 from grader.batch.gradebook import Gradebook
 from grader.clierrors import GraderGroup
 from grader.errors import BadUsage
@@ -36,7 +37,6 @@ if TYPE_CHECKING:  # loaded where used: `grade` starts without them (finding sub
     from grader.batch.discover import FoundSubmission
     from grader.sandbox.client import Limits
 
-REQUEST_FILE = "regrade.txt"
 MOST_BYTES = 4096  # a milestone's line and a reason of a few paragraphs
 ACCEPTED, DECLINED = "accepted", "declined"
 
@@ -206,6 +206,7 @@ def answer(
         "answered_at": time.strftime("%Y-%m-%dT%H:%M:%S"),
         "answered_by": by,
         "old_attempt": before["attempt"],
+        "old_graded_at": before["graded_at"],
         "old_score": old and old[0],
         "old_max_score": old and old[1],
     }
@@ -214,6 +215,7 @@ def answer(
             raise BadUsage(f"{student}'s folder holds nothing to grade ({found.problem}): nothing to grade again")
         from grader.batch.run import grade_all  # the pool and torch: only for a regrade
 
+        done["files_changed"] = found.digest() != before["hash"]
         grade_all([found], book, json.loads(before["milestones"]), limits, workers=1, regrade=True)
         after = book.latest(student)
         assert after is not None
@@ -237,7 +239,13 @@ def answered_line(done: dict) -> str:
         return f"declined {done['student']}'s request on {done['milestone']}; the answer is kept in the gradebook"
     old = "not graded" if done["old_score"] is None else f"{done['old_score']:g}"
     new = "not graded" if done["new_score"] is None else f"{done['new_score']:g} of {done['new_max_score']:g}"
-    return f"regraded {done['student']} on {done['milestone']}: {old} -> {new}; kept in the gradebook with the answer"
+    line = f"regraded {done['student']} on {done['milestone']}: {old} -> {new}; kept in the gradebook with the answer"
+    if done.get("files_changed"):  # the regrade graded the files as they are now, not as they were graded
+        line += (
+            f"\nnote: {done['student']}'s files changed since their grading of {done['old_graded_at']}: "
+            "the regrade graded them as they are now"
+        )
+    return line
 
 
 def gradebook_for(root: Path, db: Path | None) -> tuple[Path, Gradebook]:

@@ -116,6 +116,16 @@ def test_an_oversized_request_file_and_a_fifo_are_refused_and_do_not_hang(klass)
     assert fifo.exit_code == 0 and "bob: regrade.txt is not a regular file: refused" in fifo.output
 
 
+def test_a_request_file_is_not_part_of_the_submissions_digest(klass):
+    """Filing a request does not make the next `grade batch` grade the student again; an edit to their work does."""
+    alice = FoundSubmission("alice", klass / "alice")
+    before = alice.digest()
+    (klass / "alice" / REQUEST_FILE).write_text("m4\nanother reason")
+    assert alice.digest() == before
+    (klass / "alice" / "m4_generate.py").write_text("# edited\n")
+    assert alice.digest() != before
+
+
 def test_a_request_without_a_milestone_or_a_reason_is_refused_with_why():
     assert parse("x", "please regrade\nit is right").problem.endswith("not 'please regrade'")
     assert "gives no reason" in (parse("x", "m3\n\n  ").problem or "")
@@ -164,10 +174,14 @@ def test_answer_usage_errors_say_what_to_do(klass, args, says):
 @pytest.mark.slow
 def test_a_regrade_grades_the_student_again_and_keeps_old_and_new_scores(klass):
     """Through `grade` as the instructor runs it: alice graded again on m4 (the reference: full marks), the
-    gradebook's request keeping 4.5 -> 9 and both attempts; bob untouched."""
+    gradebook's request keeping 4.5 -> 9 and both attempts; bob untouched. alice edited a file since her grading:
+    the regrade grades it as it is now, and says so."""
+    m4 = klass / "alice" / "m4_generate.py"
+    m4.write_text(m4.read_text() + "\n# edited after the grading\n")
     done = cli("regrades", "answer", str(klass), "alice", "--regrade", "--message", "Regraded on a quiet machine.")
     assert done.returncode == 0, done.stderr + done.stdout
     assert "regraded alice on m4: 4.5 -> 9 of 9" in done.stdout
+    assert "note: alice's files changed since their grading of" in done.stdout
     with sqlite3.connect(klass / "grades.sqlite") as db:
         db.row_factory = sqlite3.Row
         (kept,) = [dict(r) for r in db.execute("SELECT * FROM regrade_requests")]
