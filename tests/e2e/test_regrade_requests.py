@@ -146,9 +146,10 @@ def test_a_reason_and_an_answer_are_text_not_markup(room):
     folder, client, _, sid = room
     attack = '<script>alert("reason")</script><img src=x onerror=alert(1)>'
     rid = ask(client, folder, "ada", sid, attack).json()["id"]
-    coach_page = client.get("/coach", headers={**auth(folder, "coach"), **HTML}).text
-    assert "<script>alert" not in coach_page and "<img src=x" not in coach_page
-    assert "&lt;script&gt;alert(&#34;reason&#34;)&lt;/script&gt;" in coach_page
+    for page in ("/coach", "/coach/student/ada"):
+        coach_page = client.get(page, headers={**auth(folder, "coach"), **HTML}).text
+        assert "<script>alert" not in coach_page and "<img src=x" not in coach_page, page
+        assert "&lt;script&gt;alert(&#34;reason&#34;)&lt;/script&gt;" in coach_page, page
     answer(client, folder, rid, "decline", "<b>no</b>")
     page = client.get("/me", headers={**auth(folder, "ada"), **HTML}).text
     assert "<script>alert" not in page and "<b>no</b>" not in page and "&lt;b&gt;no&lt;/b&gt;" in page
@@ -210,3 +211,20 @@ def test_grade_submit_asks_for_a_regrade_and_passes_on_a_refusal(room):
         assert no_task.exit_code == 2 and "-m TASK" in no_task.output
     (request,) = Store(folder).regrade_requests()
     assert (request["student"], request["reason"]) == ("ada", "my loss curve is right")
+
+
+def test_a_student_sees_old_and_new_points_only_where_the_contest_shows_scores(contest):
+    """Under feedback "none" a regraded request tells its student the answer, not the points (their submissions'
+    feedback would not show them either); the coach sees them."""
+    folder = contest(TEN, title="Quiet", feedback="none")
+    clock = ContestClock()
+    client = TestClient(create_app(folder, clock))
+    sid = graded(client, folder, clock, "ada", "m1", 2, 5)
+    rid = ask(client, folder, "ada", sid).json()["id"]
+    assert answer(client, folder, rid, "regrade", "Graded again.").status_code == 200
+    Store(folder).finish(sid, clock.now, report("m1", 5, 5))
+    (mine,) = client.get("/api/me", headers=auth(folder, "ada")).json()["regrade_requests"]
+    assert mine["status"] == "accepted" and "old_points" not in mine and "new_points" not in mine
+    assert "Points:" not in client.get("/me", headers={**auth(folder, "ada"), **HTML}).text
+    (coach_view,) = client.get("/api/coach", headers=auth(folder, "coach")).json()["regrade_requests"]
+    assert (coach_view["old_points"], coach_view["new_points"]) == (4, 10)

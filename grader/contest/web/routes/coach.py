@@ -99,6 +99,7 @@ def student_page(name: str, who: Coach, state: State) -> Response:
         questions=[q for q in state.store.clarifications() if q["student"] == name],
         events=views.collapsed(state.store.events(name, limit=200)),
         regrades=[r for r in views.regrades(state, contest) if r["student"] == name],
+        regrade_requests=[r for r in views.regrade_requests(state, contest) if r["student"] == name],
         task_points={t.id: t.points for t in contest.tasks},
         now=views.iso(state.clock()),
     )
