@@ -78,7 +78,7 @@ def read_request(student: str, folder: Path) -> Filed | None:
     except OSError as e:
         if e.errno in (errno.ELOOP, errno.ENOTDIR):  # swapped for a link since it was found
             return Filed(student, problem=f"{student}/ {nofollow.LINK}: refused")
-        raise
+        return Filed(student, problem=f"{student}/ cannot be read ({e.strerror}): refused")
     try:
         with nofollow.open_file(REQUEST_FILE, dir_fd=fd) as f:
             data = f.read(MOST_BYTES + 1)
@@ -86,6 +86,8 @@ def read_request(student: str, folder: Path) -> Filed | None:
         return None
     except nofollow.NotOwnFile as e:  # a link (never followed), a FIFO, a device
         return Filed(student, problem=f"{student}: {e}: refused")
+    except OSError as e:  # no permission, a read error: a line, not a traceback
+        return Filed(student, problem=f"{shown} cannot be read ({e.strerror}): refused")
     finally:
         os.close(fd)
     if len(data) > MOST_BYTES:
@@ -102,10 +104,9 @@ def parse(student: str, text: str) -> Filed:
     first, _, rest = text.strip().partition("\n")
     milestone, reason = first.strip(), rest.strip()
     if milestone not in GRADABLE:
-        shown = printable(milestone[:40])
-        return Filed(
-            student, problem=f"{student}: {REQUEST_FILE}'s first line must be a milestone (m1, m2 ...), not {shown!r}"
-        )
+        ids = ", ".join(list(GRADABLE)[:6])
+        wanted = f"{student}: {REQUEST_FILE}'s first line must be a milestone ({ids} ...)"
+        return Filed(student, problem=f"{wanted}, not {printable(milestone[:40])!r}")
     if not reason:
         return Filed(student, problem=f"{student}: {REQUEST_FILE} gives no reason below its milestone")
     return Filed(student, milestone, reason)
@@ -211,12 +212,18 @@ def answer(
         "old_max_score": old and old[1],
     }
     if regrade:
+        graded = json.loads(before["milestones"])
+        if request.milestone not in graded:
+            raise BadUsage(
+                f"{student}'s latest grading covers {', '.join(graded)}, not {request.milestone}: nothing to grade "
+                f"again; --decline it, or grade the class on {request.milestone} first (grade batch -m)"
+            )
         if found.problem:
             raise BadUsage(f"{student}'s folder holds nothing to grade ({found.problem}): nothing to grade again")
         from grader.batch.run import grade_all  # the pool and torch: only for a regrade
 
         done["files_changed"] = found.digest() != before["hash"]
-        grade_all([found], book, json.loads(before["milestones"]), limits, workers=1, regrade=True)
+        grade_all([found], book, graded, limits, workers=1, regrade=True)
         after = book.latest(student)
         assert after is not None
         new = book.milestone_score(after["attempt"], request.milestone)
@@ -315,6 +322,8 @@ def answer_command(
     path, book = gradebook_for(submissions, db)
     try:
         chosen = limits(timeout, memory_mb, submission_timeout)
+        if regrade:  # the grading takes a while: say what is happening
+            click.echo(f"grading {student} again ...", err=True)
         done = answer(submissions, book, path, student, regrade, message.strip(), by or who_answers(), chosen)
     finally:
         book.close()

@@ -156,6 +156,14 @@ def test_a_declined_request_is_kept_with_its_answer_and_the_report_lists_it(klas
     assert "1 open regrade request" in regrades("list", klass).output, "a new reason is a new request"
 
 
+def test_a_regrade_of_a_milestone_the_grading_did_not_cover_is_refused(klass):
+    (klass / "alice" / REQUEST_FILE).write_text("kvcache\nmy cache is right")
+    assert "alice  kvcache  now not graded (in all 4.5 of 9)" in regrades("list", klass).output
+    refused = regrades("answer", klass, "alice", "--regrade", "--message", "x")
+    assert refused.exit_code == 2 and "latest grading covers m4, not kvcache" in refused.output, refused.output
+    assert regrades("answer", klass, "alice", "--decline", "--message", "not graded here").exit_code == 0
+
+
 @pytest.mark.parametrize(
     "args,says",
     [
