@@ -586,6 +586,8 @@ class Store:
             ).fetchall()
             if any(r["submission"] == sid and r["status"] == OPEN for r in mine):
                 raise Refused(f"submission {sid} has an open regrade request already: wait for the coach's answer")
+            if most == 0:
+                raise Refused("this contest takes no regrade requests ([regrades] per_student = 0)")
             if len(mine) >= most:
                 raise Refused(f"you have made {len(mine)} regrade requests: at most {most} in this contest")
             cursor = db.execute(

@@ -132,6 +132,16 @@ def test_the_limit_and_one_open_request_per_submission_refuse(contest):
     assert "Ask for a regrade" not in page, "no form once none is left"
 
 
+def test_a_contest_of_no_requests_says_so(contest):
+    folder = contest(TEN, title="None", more="[regrades]\nper_student = 0\n")
+    clock = ContestClock()
+    client = TestClient(create_app(folder, clock))
+    sid = graded(client, folder, clock, "ada", "m1", 1, 5)
+    assert "Ask for a regrade" not in client.get("/me", headers={**auth(folder, "ada"), **HTML}).text
+    refused = ask(client, folder, "ada", sid)
+    assert refused.status_code == 409 and "takes no regrade requests" in refused.json()["detail"]
+
+
 def test_a_request_needs_a_graded_submission_and_a_bounded_reason(room):
     folder, client, clock, sid = room
     assert ask(client, folder, "ada", sid, "   ").status_code == 400
