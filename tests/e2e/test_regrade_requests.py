@@ -238,3 +238,12 @@ def test_a_student_sees_old_and_new_points_only_where_the_contest_shows_scores(c
     assert "Points:" not in client.get("/me", headers={**auth(folder, "ada"), **HTML}).text
     (coach_view,) = client.get("/api/coach", headers=auth(folder, "coach")).json()["regrade_requests"]
     assert (coach_view["old_points"], coach_view["new_points"]) == (4, 10)
+
+
+@pytest.mark.parametrize("rid", [12345, 2**63, -(2**63) - 1])
+def test_an_id_no_database_holds_is_a_404(room, rid):
+    folder, client, _, _ = room
+    client = TestClient(client.app, raise_server_exceptions=False)
+    assert ask(client, folder, "ada", rid).status_code == 404
+    unknown = answer(client, folder, rid, "decline", "no")
+    assert unknown.status_code == 404 and f"no regrade request {rid}" in unknown.json()["detail"]

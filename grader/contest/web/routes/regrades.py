@@ -16,6 +16,7 @@ from grader.contest.web import views
 from grader.contest.web.deps import Anyone, Coach, State, Student
 from grader.contest.web.routes.messages import MOST_TEXT, checked
 from grader.contest.web.routes.student import own
+from grader.contest.web.state import SQLITE_IDS
 
 router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
 MOST_REASON = 1000  # characters of a student's reason
@@ -44,6 +45,8 @@ def answer_request(
     the text its student reads."""
     if action not in ACTIONS:
         raise HTTPException(400, f"action must be {' or '.join(ACTIONS)}, not {action!r}")
+    if rid not in SQLITE_IDS:  # no database holds it: unknown, not an overflow
+        raise HTTPException(404, f"no regrade request {rid}")
     text = checked(state, who, answer, MOST_TEXT, "answer")
     try:
         done = state.store.answer_regrade(rid, state.clock(), text, who.name, accept=action == "regrade")
