@@ -200,3 +200,10 @@ def test_a_regrade_grades_the_student_again_and_keeps_old_and_new_scores(klass):
     assert json.loads(latest["alice"]["milestones"]) == ["m4"] and latest["bob"]["score"] == 4.5
     listed = regrades("list", klass, "--all").output
     assert "0 open regrade requests" in listed and "alice  m4  regraded by" in listed and ": 4.5 -> 9 of 9:" in listed
+
+
+def test_a_class_with_no_gradebook_is_told_to_grade_it_first(tmp_path):
+    (tmp_path / "alice").mkdir()
+    missing = regrades("list", tmp_path)
+    assert missing.exit_code == 2 and "does not exist: give grade batch's grades.sqlite" in missing.output
+    assert "Traceback" not in missing.output

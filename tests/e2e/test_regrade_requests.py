@@ -247,3 +247,36 @@ def test_an_id_no_database_holds_is_a_404(room, rid):
     assert ask(client, folder, "ada", rid).status_code == 404
     unknown = answer(client, folder, rid, "decline", "no")
     assert unknown.status_code == 404 and f"no regrade request {rid}" in unknown.json()["detail"]
+
+
+def test_requests_sent_at_once_make_one_open_request_and_answers_at_once_one_answer(room):
+    """Six forms sent together for one submission, from six stores of the folder (as several server processes
+    would be): one request; then six answers together: one is recorded and queues it once, the others refused."""
+    import threading
+
+    folder, _, clock, sid = room
+    stores = [Store(folder) for _ in range(6)]
+    outcomes: list[str] = []
+
+    def race(action) -> None:
+        start = threading.Barrier(6)
+
+        def one(store: Store) -> None:
+            start.wait()
+            try:
+                outcomes.append(str(action(store)))
+            except Exception as e:  # noqa: BLE001 - the refusal is the outcome
+                outcomes.append(type(e).__name__)
+
+        threads = [threading.Thread(target=one, args=(s,)) for s in stores]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+
+    race(lambda store: store.request_regrade("ada", sid, clock.now, "why", 5))
+    assert sorted(outcomes) == ["1", *["Refused"] * 5], outcomes
+    outcomes.clear()
+    race(lambda store: store.answer_regrade(1, clock.now, "ok", "coach", accept=True)["status"])
+    assert sorted(outcomes) == [*["Refused"] * 5, "accepted"], outcomes
+    assert Store(folder).get(sid).status == "queued" and len(Store(folder).previous()) == 1
