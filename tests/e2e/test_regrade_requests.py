@@ -14,6 +14,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
+from grader.cli import main
 from grader.contest.config import ContestFileError, parse
 from grader.contest.store import Store
 from grader.contest.web.app import create_app
@@ -85,6 +86,11 @@ def test_a_student_asks_the_coach_regrades_and_the_request_shows_old_and_new_poi
     (audit,) = [e for e in Store(folder).audit() if "regrade request" in e["detail"]]
     assert (audit["kind"], audit["author"], audit["student"]) == ("regrade", "coach", "ada")
     assert client.get("/api/scoreboard", headers=auth(folder, "coach")).json()["rows"][0]["total"] == 8
+    exported = CliRunner().invoke(main, ["contest", "export", str(folder)])  # the contest as a batch gradebook
+    assert exported.exit_code == 0, exported.output
+    reported = CliRunner().invoke(main, ["report", str(folder / "grades.sqlite")])
+    assert "regrade requests: 1 answered" in reported.output
+    assert "ada  m1  regraded by coach: 4 -> 8 of 10: Fair: graded again on a quiet machine." in reported.output
 
 
 def test_a_declined_request_keeps_the_grade_and_the_student_reads_the_answer(room):

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
-from grader.contest.config import Contest, Task
-from grader.contest.export import set_aside_of
+from grader.contest.config import Contest
+from grader.contest.export import result_points, set_aside_of
 from grader.contest.feedback import policy_at, visible_report
 from grader.contest.metric import finals_allowed, is_metric
 from grader.contest.policy import Phase, closed_reason, task_points, window_state
@@ -181,18 +181,11 @@ def regrade_requests(state: ContestState, contest: Contest, student: str | None 
         if student is None:
             entry.update(student=r["student"], answered_by=r["answered_by"])
         if (student is None or scores) and task is not None:
-            entry["old_points"] = _points(task, r["old_status"], r["old_score"], r["old_max_score"])
-            entry["new_points"] = _points(task, r["new_status"], r["new_score"], r["new_max_score"])
+            entry["old_points"] = result_points(task, r["old_status"], r["old_score"], r["old_max_score"])
+            entry["new_points"] = result_points(task, r["new_status"], r["new_score"], r["new_max_score"])
         entry["regraded"] = r["regraded_at"] is not None  # an accepted request's new result is in
         shown.append(entry)
     return shown
-
-
-def _points(task: Task, status: str | None, score: float | None, max_score: float | None) -> float | None:
-    """A result's contest points: None where there is none (not answered, not graded again yet), 0 if it failed."""
-    if status is None:
-        return None
-    return task_points(task, score or 0.0, max_score or 0.0) if status == GRADED else 0.0
 
 
 def freeze(state: Freeze) -> dict[str, Any]:
