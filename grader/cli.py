@@ -13,6 +13,7 @@ from click.core import ParameterSource
 
 from grader import __version__
 from grader.batch.commands import batch, export, report
+from grader.batch.regrades import regrades
 from grader.clierrors import GraderGroup
 from grader.contest.commands import contest
 from grader.contest.submit import submit
@@ -255,5 +256,5 @@ def similarity(folder: Path, threshold: float, fmt: str, stubs: Path | None) -> 
     click.echo(sim.render(pairs, students, fmt, threshold))
 
 
-for command in (batch, export, report, contest, submit, paper, practice, watch):
+for command in (batch, export, report, regrades, contest, submit, paper, practice, watch):
     main.add_command(command)

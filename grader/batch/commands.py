@@ -15,6 +15,7 @@ import click
 from grader import deadlines
 from grader.batch.exports import csv_text, gradescope_json
 from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook
+from grader.batch.regrades import answer_lines
 from grader.batch.summary import (
     broken_line,
     class_causes,
@@ -335,6 +336,8 @@ def report(
     if (lateness := _lateness(rows, late_policy, times_from_mtime)) is not None:
         for line in late_lines(rows, lateness):
             click.echo(line)
+    for line in regrade_lines(db):
+        click.echo(line)
     if png_dir:
         from grader.batch.charts import draw  # matplotlib's helpers: `grade` starts without them
 
@@ -407,6 +410,18 @@ def _failure_lines(rows: list[dict], checks: list[dict], top: int) -> Iterator[s
         yield f"most common likely causes (students of the {considered} graded, each counted once per cause):"
         for milestones, cause, n in causes[:top]:
             yield f"  {n:4d}  {', '.join(milestones)}: {cause}"
+
+
+def regrade_lines(db: Path) -> Iterator[str]:
+    """The regrade requests answered (grade regrades answer), each with its old and new scores."""
+    book = _open(db, create=False)
+    try:
+        answers = book.answers()
+    finally:
+        book.close()
+    if answers:
+        yield f"regrade requests: {len(answers)} answered"
+        yield from answer_lines(answers)
 
 
 def late_lines(rows: list[dict], lateness: dict[str, Lateness]) -> Iterator[str]:

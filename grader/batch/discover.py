@@ -20,13 +20,16 @@ import tempfile
 import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from grader import nofollow
 from grader.milestones import STUDENT_MODULES
 
 MAX_ZIP_BYTES = 50 << 20
+# A student's regrade request (grader/batch/regrades.py), in their folder: not their work, so not in the digest
+# (filing a request does not make the next batch grade them again, nor change the score they ask about).
+REQUEST_FILE = "regrade.txt"
 # What a submission must hold, the one wording of it (the reasons below, a zip's error).
 EXERCISE_FILES = f"exercise file ({', '.join(f'{m}.py' for m in STUDENT_MODULES[:2])} ...)"
 NOTHING_TO_GRADE = f"no {EXERCISE_FILES} or notebook found"
@@ -48,7 +51,7 @@ class FoundSubmission:
                 _hash_file(h, f)
         else:
             try:
-                for entry in nofollow.walk(self.path):
+                for entry in nofollow.walk(self.path, skip=_not_work):
                     h.update(entry.path.as_posix().encode() + b"\0" + entry.kind.encode())
                     if entry.kind == nofollow.FILE:
                         with entry.open() as f:
@@ -56,6 +59,11 @@ class FoundSubmission:
             except (nofollow.NotOwnFile, nofollow.TreeTooLarge) as e:
                 h.update(str(e).encode())  # grading refuses it with this reason; the digest is still one
         return h.hexdigest()
+
+
+def _not_work(rel: PurePosixPath) -> bool:
+    """Left out of a submission's digest: what grading leaves out, and a regrade request at its top."""
+    return nofollow.not_submitted(rel) or rel == PurePosixPath(REQUEST_FILE)
 
 
 def _hash_file(h: hashlib._Hash, f: BinaryIO) -> None:

@@ -40,6 +40,11 @@ CREATE TABLE IF NOT EXISTS checks (
     max_score REAL NOT NULL, passed INTEGER NOT NULL, message TEXT NOT NULL, seconds REAL,
     internal_error INTEGER NOT NULL DEFAULT 0, attempt INTEGER, counted INTEGER NOT NULL DEFAULT 1, case_id TEXT);
 CREATE INDEX IF NOT EXISTS checks_by_student ON checks (student);
+CREATE TABLE IF NOT EXISTS regrade_requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, milestone TEXT NOT NULL, reason TEXT NOT NULL,
+    status TEXT NOT NULL, answer TEXT NOT NULL, answered_at TEXT NOT NULL, answered_by TEXT,
+    old_attempt INTEGER, old_score REAL, old_max_score REAL, new_attempt INTEGER, new_score REAL,
+    new_max_score REAL);
 """
 # The columns of a submission's row, the same in ``attempts`` (which adds its id).
 COLUMNS = (
@@ -78,6 +83,22 @@ CHECK_COLUMNS = (
     "case_id",
     "verdict",
 )
+# The columns of an answered regrade request's row (grader/batch/regrades.py), as ``record_answer`` writes them.
+REQUEST_COLUMNS = (
+    "student",
+    "milestone",
+    "reason",
+    "status",
+    "answer",
+    "answered_at",
+    "answered_by",
+    "old_attempt",
+    "old_score",
+    "old_max_score",
+    "new_attempt",
+    "new_score",
+    "new_max_score",
+)
 # Columns that later versions added, each appended to an older gradebook's table as it opens. An older row's
 # grader_hash stays NULL: it matches no grader, so the next batch regrades it.
 ADDED = (
@@ -94,7 +115,7 @@ ADDED = (
 
 # The tables a gradebook may hold (an older one lacks attempts), and the columns that tell its submissions
 # table from another program's (a contest's own database has one too).
-TABLES = {"submissions", "attempts", "checks"}
+TABLES = {"submissions", "attempts", "checks", "regrade_requests"}
 KEY_COLUMNS = {"student", "source", "hash", "grader_version"}
 # Other programs' SQLite files that are easy to mistake for a gradebook: tables they hold, and what to say.
 LOOKALIKES = (
@@ -372,3 +393,34 @@ class Gradebook:
         )
         names = [d[0] for d in cursor.description]
         return [dict(zip(names, row)) for row in cursor]
+
+    # --- Regrade requests (grader/batch/regrades.py) ------------------------------------------------------------
+
+    def milestone_score(self, attempt: int, milestone: str) -> tuple[float, float] | None:
+        """(score, max_score) of ``milestone`` in ``attempt``, over its counted checks; None where it has none."""
+        score, max_score = self.db.execute(
+            "SELECT SUM(score), SUM(max_score) FROM checks WHERE attempt = ? AND milestone = ? AND counted",
+            (attempt, milestone),
+        ).fetchone()
+        return None if max_score is None else (round(score, 2), round(max_score, 2))
+
+    def record_answer(self, request: dict) -> int:
+        """Keep an answered regrade request: ``request``'s values of REQUEST_COLUMNS (a missing one NULL)."""
+        columns = REQUEST_COLUMNS
+        with self.db:
+            cursor = self.db.execute(
+                f"INSERT INTO regrade_requests ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                [request.get(c) for c in columns],
+            )
+        return int(cursor.lastrowid or 0)
+
+    def answers(self) -> list[dict]:
+        """The answered regrade requests, oldest first."""
+        cursor = self.db.execute("SELECT * FROM regrade_requests ORDER BY id")
+        names = [d[0] for d in cursor.description]
+        return [dict(zip(names, row)) for row in cursor]
+
+    def latest(self, student: str) -> dict | None:
+        """The student's latest row (``submissions``), or None."""
+        row = self._latest(student)
+        return None if row is None else dict(row)

@@ -77,6 +77,8 @@ class Contest:
     # [clarifications]: what a question may be about besides a task, and the jury's ready answers (issue 37)
     categories: tuple[str, ...] = ("general", "technical")
     canned: tuple[str, ...] = ("No comment.", "Read the statement again.", "Yes.", "No.")
+    # [regrades] per_student: the regrade requests a student may make in the contest (issue 36); 0: none
+    regrade_requests: int = 5
 
     def task(self, task_id: str) -> Task | None:
         return next((t for t in self.tasks if t.id == task_id), None)
@@ -87,7 +89,19 @@ class ContestFileError(InputError):
 
 
 KNOWN = {
-    (): {"title", "paper", "tasks", "window", "extra_time", "feedback", "scoreboard", "defaults", "clarifications"},
+    (): {
+        "title",
+        "paper",
+        "tasks",
+        "window",
+        "extra_time",
+        "feedback",
+        "scoreboard",
+        "defaults",
+        "clarifications",
+        "regrades",
+    },
+    ("regrades",): {"per_student"},
     ("clarifications",): {"categories", "canned"},
     ("window",): {"start", "duration", "personal", "hard_end"},
     ("feedback",): {"during", "after"},
@@ -120,6 +134,8 @@ def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> 
     mode = read.choice(board, ("scoreboard", "mode"), Board, Board.PUBLIC)
     paper = _paper(read, top, folder or Path("."))
     asked = _clarifications(read, read.table(top, ("clarifications",), KNOWN[("clarifications",)]))
+    regrades = read.table(top, ("regrades",), KNOWN[("regrades",)])
+    per_student = read.number(regrades, ("regrades", "per_student"), positive=False, integer=True)
     return Contest(
         title=title,
         tasks=_paper_tasks(read, top, paper) if paper else _tasks(read, top),
@@ -132,6 +148,7 @@ def parse(text: str, name: str = "contest.toml", folder: Path | None = None) -> 
         extra_time=_extra_time(read, read.table(top, ("extra_time",), None)),
         categories=asked.get("categories", Contest.categories),
         canned=asked.get("canned", Contest.canned),
+        regrade_requests=Contest.regrade_requests if per_student is None else int(per_student),
     )
 
 

@@ -5,7 +5,8 @@ Each student gets one gradebook row: for every task, the checks of the submissio
 scoring rule (``policy.task_score``: best, last or selected; voided ones never), scaled so that a task's checks
 add up to its contest points. A row's score is then the student's scoreboard total, out of the contest's total.
 The file is rebuilt whole from ``contest.sqlite`` each time and swapped in atomically: it is a view, never
-edited by hand, and safe to delete.
+edited by hand, and safe to delete. The students' answered regrade requests go in too, in contest points, so that
+``grade report`` lists them as it lists a batch's.
 """
 
 from __future__ import annotations
@@ -20,11 +21,11 @@ from grader import __version__
 from grader.batch.exports import csv_text
 from grader.batch.gradebook import SOURCE_PREFIX, Gradebook
 from grader.batch.summary import NOT_SUBMITTED
-from grader.contest.config import Contest
+from grader.contest.config import Contest, Task
 from grader.contest.feedback import scaled  # the one conversion to contest points, as the feedback's
-from grader.contest.policy import task_score
+from grader.contest.policy import task_points, task_score
 from grader.contest.scoreboard import task_total
-from grader.contest.store import Row, Store
+from grader.contest.store import GRADED, OPEN, Row, Store
 from grader.files import atomic_path
 from grader.fingerprint import grader_fingerprint
 
@@ -126,10 +127,38 @@ def write_gradebook(folder: Path, contest: Contest, store: Store, students: tupl
                     # one grader graded all that counts: its fingerprint; several: none, so `grade export` says so
                     fingerprint=fingerprints.pop() if len(fingerprints) == 1 else "mixed" if fingerprints else current,
                 )
+            for request in reversed(
+                store.regrade_requests()
+            ):  # the answered ones, oldest first, as `grade report` lists
+                if request["status"] != OPEN:
+                    book.record_answer(answered_request(contest, request))
         finally:
             book.db.execute("PRAGMA journal_mode=DELETE")  # one self-contained file to move, no -wal beside it
             book.close()
     return path
+
+
+def result_points(task: Task, status: str | None, score: float | None, max_score: float | None) -> float | None:
+    """A result's contest points: None where there is none (not answered, not graded again yet), 0 if it failed."""
+    if status is None:
+        return None
+    return task_points(task, score or 0.0, max_score or 0.0) if status == GRADED else 0.0
+
+
+def answered_request(contest: Contest, request: dict[str, Any]) -> dict[str, Any]:
+    """An answered regrade request of the contest's store as the gradebook keeps one (grade regrades' columns),
+    its scores in the contest's points on its task."""
+    task = contest.task(request["task"])
+    old = result_points(task, request["old_status"], request["old_score"], request["old_max_score"]) if task else None
+    new = result_points(task, request["new_status"], request["new_score"], request["new_max_score"]) if task else None
+    return {
+        **{k: request[k] for k in ("student", "reason", "status", "answer", "answered_at", "answered_by")},
+        "milestone": request["task"],
+        "old_score": old,
+        "old_max_score": task.points if task and old is not None else None,
+        "new_score": new,
+        "new_max_score": task.points if task and new is not None else None,
+    }
 
 
 def set_aside_of(row: Row, contest: Contest) -> dict[str, Any] | None:

@@ -35,6 +35,7 @@ GRADED = "graded"
 REJECTED = "rejected"
 FAILED = "failed"
 NOT_COUNTED = "not counted: "  # a failed submission's error when the grader ran but no check could count
+OPEN, ACCEPTED, DECLINED = "open", "accepted", "declined"  # a regrade request's status
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS submissions (
@@ -104,6 +105,29 @@ CREATE TABLE IF NOT EXISTS test_runs (
     done_at TEXT
 );
 CREATE INDEX IF NOT EXISTS test_runs_student ON test_runs (student, task);
+-- A student's request that a graded submission be graded again (issue 36), and the coach's answer: accepted (the
+-- submission queued again; its result then, new_*, beside the one it had, old_*) or declined.
+CREATE TABLE IF NOT EXISTS regrade_requests (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    student TEXT NOT NULL,
+    submission INTEGER NOT NULL,
+    task TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    asked_at TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'open' CHECK (status IN ('open', 'accepted', 'declined')),
+    answer TEXT,
+    answered_at TEXT,
+    answered_by TEXT,               -- the coach who answered (also in the audit trail)
+    old_status TEXT,                -- the submission's result when the request was accepted
+    old_score REAL,
+    old_max_score REAL,
+    new_status TEXT,                -- its result once graded again (NULL while it waits)
+    new_score REAL,
+    new_max_score REAL,
+    regraded_at TEXT
+);
+-- One open request per submission, whatever the race between two forms sent at once.
+CREATE UNIQUE INDEX IF NOT EXISTS regrade_requests_open ON regrade_requests (submission) WHERE status = 'open';
 """
 TEST_RUNS = "test-runs"  # DIR/test-runs/<id>/: a test run's files, until it has run
 DONE = "done"
@@ -310,47 +334,64 @@ class Store:
 
     def finish(self, sid: int, at: datetime, result: dict[str, Any]) -> bool:
         """Record the grader's ``result`` for a queued submission (``{"error": ...}``: failed), in one
-        transaction; False (and nothing written) if it is no longer queued: it is graded exactly once."""
-        error = result.get("error")
+        transaction; False (and nothing written) if it is no longer queued: it is graded exactly once. A regrade
+        request the coach accepted for it records this result as its new one, in the same transaction."""
         with self._transaction() as db:
             row = db.execute("SELECT task, status FROM submissions WHERE id = ?", (sid,)).fetchone()
             if row is None or row["status"] != QUEUED:
                 return False
-            if error:
-                db.execute(
-                    "UPDATE submissions SET status = ?, error = ?, graded_at = ? WHERE id = ?",
-                    (FAILED, str(error), at.isoformat(), sid),
-                )
-                return True
-            milestone = next((m for m in result.get("milestones", []) if m.get("id") == row["task"]), None)
-            checks = milestone.get("checks", []) if milestone else []
-            if checks and not any(c.get("counted", True) for c in checks):
-                # Every check set aside: no valid run (a metric task's time limit, crash or missing model, or the
-                # grader's own failures). As at IOAI it costs nothing: failed, with why, not graded.
-                why = str(checks[0].get("message", "")).removeprefix("not counted: ")
-                db.execute(
-                    "UPDATE submissions SET status = ?, error = ?, report = ?, graded_at = ? WHERE id = ?",
-                    (FAILED, f"{NOT_COUNTED}{why}", json.dumps(result), at.isoformat(), sid),
-                )
-                return True
-            if milestone is None:
-                db.execute(
-                    "UPDATE submissions SET status = ?, error = ?, report = ?, graded_at = ? WHERE id = ?",
-                    (FAILED, f"the report has no {row['task']} milestone", json.dumps(result), at.isoformat(), sid),
-                )
-                return True
-            db.execute(
-                "UPDATE submissions SET status = ?, score = ?, max_score = ?, report = ?, graded_at = ? WHERE id = ?",
-                (
-                    GRADED,
-                    float(milestone.get("score", 0)),
-                    float(milestone.get("max_score", 0)),
-                    json.dumps(result),
-                    at.isoformat(),
-                    sid,
-                ),
-            )
+            self._record(db, sid, row["task"], at, result)
+            self._regraded(db, sid, at)
         return True
+
+    @staticmethod
+    def _record(db: sqlite3.Connection, sid: int, task: str, at: datetime, result: dict[str, Any]) -> None:
+        """Write the grader's ``result`` into the queued submission ``sid`` (to ``task``): graded or failed."""
+        error = result.get("error")
+        if error:
+            db.execute(
+                "UPDATE submissions SET status = ?, error = ?, graded_at = ? WHERE id = ?",
+                (FAILED, str(error), at.isoformat(), sid),
+            )
+            return
+        milestone = next((m for m in result.get("milestones", []) if m.get("id") == task), None)
+        checks = milestone.get("checks", []) if milestone else []
+        if checks and not any(c.get("counted", True) for c in checks):
+            # Every check set aside: no valid run (a metric task's time limit, crash or missing model, or the
+            # grader's own failures). As at IOAI it costs nothing: failed, with why, not graded.
+            why = str(checks[0].get("message", "")).removeprefix("not counted: ")
+            db.execute(
+                "UPDATE submissions SET status = ?, error = ?, report = ?, graded_at = ? WHERE id = ?",
+                (FAILED, f"{NOT_COUNTED}{why}", json.dumps(result), at.isoformat(), sid),
+            )
+            return
+        if milestone is None:
+            db.execute(
+                "UPDATE submissions SET status = ?, error = ?, report = ?, graded_at = ? WHERE id = ?",
+                (FAILED, f"the report has no {task} milestone", json.dumps(result), at.isoformat(), sid),
+            )
+            return
+        db.execute(
+            "UPDATE submissions SET status = ?, score = ?, max_score = ?, report = ?, graded_at = ? WHERE id = ?",
+            (
+                GRADED,
+                float(milestone.get("score", 0)),
+                float(milestone.get("max_score", 0)),
+                json.dumps(result),
+                at.isoformat(),
+                sid,
+            ),
+        )
+
+    @staticmethod
+    def _regraded(db: sqlite3.Connection, sid: int, at: datetime) -> None:
+        """The result just written into ``sid``, as the new one of the request accepted for it (if any)."""
+        db.execute(
+            "UPDATE regrade_requests SET (new_status, new_score, new_max_score, regraded_at) = "
+            "(SELECT status, score, max_score, ? FROM submissions WHERE id = ?) "
+            "WHERE submission = ? AND status = ? AND regraded_at IS NULL",
+            (at.isoformat(), sid, sid, ACCEPTED),
+        )
 
     def requeue(self, sid: int, at: datetime | None = None) -> bool:
         """Queue again a failed submission, or a graded one with checks set aside (the coach, once the grader is
@@ -363,12 +404,7 @@ class Store:
             ).fetchone()
             if eligible is None:
                 return False
-            self._keep_previous(db, [sid], at)
-            db.execute(
-                "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
-                "graded_at = NULL WHERE id = ?",
-                (QUEUED, sid),
-            )
+            self._queue_again(db, [sid], at)
             return True
 
     def requeue_task(self, task: str, at: datetime | None = None) -> list[int]:
@@ -382,13 +418,17 @@ class Store:
                     (task, GRADED, FAILED),
                 )
             ]
-            self._keep_previous(db, ids, at)
-            db.executemany(
-                "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
-                "graded_at = NULL WHERE id = ?",
-                [(QUEUED, sid) for sid in ids],
-            )
+            self._queue_again(db, ids, at)
         return ids
+
+    def _queue_again(self, db: sqlite3.Connection, ids: list[int], at: datetime | None) -> None:
+        """Queue ``ids`` again, their results kept in ``previous`` (the coach's page shows old against new)."""
+        self._keep_previous(db, ids, at)
+        db.executemany(
+            "UPDATE submissions SET status = ?, score = NULL, max_score = NULL, error = NULL, report = NULL, "
+            "graded_at = NULL WHERE id = ?",
+            [(QUEUED, sid) for sid in ids],
+        )
 
     def _keep_previous(self, db: sqlite3.Connection, ids: list[int], at: datetime | None) -> None:
         """Keep the results of ``ids`` (graded or failed ones) as they are before they are queued again at ``at``
@@ -636,3 +676,60 @@ class Store:
     def test_run_counts(self) -> dict[str, int]:
         """Each student's test runs (the coach's page)."""
         return {r["student"]: r["n"] for r in self._query("SELECT student, COUNT(*) AS n FROM test_runs GROUP BY 1")}
+
+    # --- Regrade requests ------------------------------------------------------------------------------------
+
+    def request_regrade(self, student: str, sid: int, at: datetime, reason: str, most: int) -> int:
+        """Record ``student``'s request that their submission ``sid`` be graded again, for ``reason``; returns
+        its id. Refused (nothing recorded) unless ``sid`` is theirs and graded, with no open request yet, and
+        they have made fewer than ``most`` requests: checked in the transaction that inserts it."""
+        with self._transaction() as db:
+            row = db.execute("SELECT student, task, status, voided FROM submissions WHERE id = ?", (sid,)).fetchone()
+            if row is None or row["student"] != student:
+                raise Refused(f"no submission {sid} of yours")
+            if row["status"] != GRADED or row["voided"]:
+                raise Refused(f"submission {sid} is {'voided' if row['voided'] else row['status']}: only a graded one")
+            mine = db.execute(
+                "SELECT submission, status FROM regrade_requests WHERE student = ?", (student,)
+            ).fetchall()
+            if any(r["submission"] == sid and r["status"] == OPEN for r in mine):
+                raise Refused(f"submission {sid} has an open regrade request already: wait for the coach's answer")
+            if most == 0:
+                raise Refused("this contest takes no regrade requests ([regrades] per_student = 0)")
+            if len(mine) >= most:
+                raise Refused(f"you have made {len(mine)} regrade requests: at most {most} in this contest")
+            cursor = db.execute(
+                "INSERT INTO regrade_requests (student, submission, task, reason, asked_at) VALUES (?, ?, ?, ?, ?)",
+                (student, sid, row["task"], reason, at.isoformat()),
+            )
+            return int(cursor.lastrowid or 0)
+
+    def answer_regrade(self, rid: int, at: datetime, answer: str, author: str, accept: bool) -> dict[str, Any]:
+        """Answer the open request ``rid``: ``accept`` queues its submission again (its result kept as the old
+        one, in ``previous`` too, as the coach's regrade does), else it is declined. One transaction; Refused if
+        there is no open request ``rid`` or its submission is no longer graded. Returns the request as stored."""
+        with self._transaction() as db:
+            asked = db.execute("SELECT * FROM regrade_requests WHERE id = ?", (rid,)).fetchone()
+            if asked is None:
+                raise LookupError(f"no regrade request {rid}")
+            if asked["status"] != OPEN:
+                raise Refused(f"regrade request {rid} is {asked['status']} already")
+            sid = asked["submission"]
+            row = db.execute("SELECT status, score, max_score FROM submissions WHERE id = ?", (sid,)).fetchone()
+            if accept and row["status"] not in (GRADED, FAILED):
+                raise Refused(f"submission {sid} is {row['status']}: wait until it is graded, then answer")
+            db.execute(
+                "UPDATE regrade_requests SET status = ?, answer = ?, answered_at = ?, answered_by = ?, "
+                "old_status = ?, old_score = ?, old_max_score = ? WHERE id = ?",
+                (ACCEPTED if accept else DECLINED, answer, at.isoformat(), author, *row, rid),
+            )
+            if accept:
+                self._queue_again(db, [sid], at)
+            return dict(db.execute("SELECT * FROM regrade_requests WHERE id = ?", (rid,)).fetchone())
+
+    def regrade_requests(self, student: str | None = None) -> list[dict[str, Any]]:
+        """The regrade requests, newest first: all of them (the coach), or ``student``'s."""
+        if student is None:
+            return [dict(r) for r in self._query("SELECT * FROM regrade_requests ORDER BY id DESC")]
+        rows = self._query("SELECT * FROM regrade_requests WHERE student = ? ORDER BY id DESC", (student,))
+        return [dict(r) for r in rows]

@@ -10,6 +10,7 @@ import json
 import secrets
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 from typing import Any
@@ -89,6 +90,15 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     return lines + render_lines(entry.get("feedback") or {}, "received (this contest shows no feedback yet)")
 
 
+def request_regrade(server: str, token: str, sid: int | None, reason: str | None) -> str:
+    """Ask for a regrade of submission ``sid`` for ``reason``; what to tell the student."""
+    if sid is None or not (reason or "").strip():
+        raise BadUsage("a regrade request needs both --regrade SUBMISSION_ID and --reason TEXT")
+    body = urllib.parse.urlencode({"reason": reason}).encode()
+    done = _call(server, token, f"/request-regrade/{sid}", body, "application/x-www-form-urlencoded")
+    return f"regrade request {done['id']} for submission {sid} sent: the coach's answer will be on your contest page"
+
+
 @click.command(cls=GraderCommand)  # the grader's errors shown as click's (grader/clierrors.py)
 @click.argument("path", type=click.Path(path_type=Path), default=".")
 @click.option("--server", required=True, metavar="URL", help="The contest server, e.g. http://10.0.0.5:8000")
@@ -98,7 +108,7 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     show_envvar=True,
     help="Your contest token; needed, here or (better: it stays out of your shell history) in $GPTKIT_CONTEST_TOKEN.",
 )
-@click.option("-m", "--task", required=True, type=click.Choice(list(GRADABLE)), help="The task to submit to.")
+@click.option("-m", "--task", type=click.Choice(list(GRADABLE)), help="The task to submit to (needed to submit).")
 @click.option("--no-wait", is_flag=True, help="Upload and exit, without waiting for the grade.")
 @click.option(
     "--test-run",
@@ -108,13 +118,43 @@ def feedback_lines(entry: dict[str, Any]) -> list[str]:
     "printed (never scored; exit status 1 unless it ran to its end).",
 )
 @click.option("--wait-seconds", type=click.FloatRange(1), default=1800, show_default=True, hidden=True)
+@click.option(
+    "--regrade",
+    type=click.IntRange(1),
+    metavar="SUBMISSION_ID",
+    help="Upload nothing: ask the coach to grade your graded submission SUBMISSION_ID again, for --reason. The "
+    "coach's answer, and your old and new points, appear on your contest page.",
+)
+@click.option("--reason", help="With --regrade: why it should be graded again (at most 1000 characters).")
 def submit(
-    path: Path, server: str, token: str | None, task: str, no_wait: bool, script: Path | None, wait_seconds: float
+    path: Path,
+    server: str,
+    token: str | None,
+    task: str | None,
+    no_wait: bool,
+    script: Path | None,
+    wait_seconds: float,
+    regrade: int | None = None,
+    reason: str | None = None,
 ) -> None:
     """Submit PATH (a folder: the task's exercise files in it; or a .py, .ipynb or .zip file) to a contest
-    server, wait for the grade and print the feedback the contest shows."""
+    server, wait for the grade and print the feedback the contest shows. With --regrade ID --reason TEXT, ask
+    for a regrade of your submission ID instead."""
     if not token:
         raise BadUsage("give your contest token: --token TOKEN, or set GPTKIT_CONTEST_TOKEN")
+    if regrade is not None or reason is not None:
+        click.echo(request_regrade(server, token, regrade, reason))
+        return
+    if task is None:
+        raise BadUsage("say which task to submit to: -m TASK (or --regrade SUBMISSION_ID to ask for a regrade)")
+    upload(path, server, token, task, no_wait, script, wait_seconds)
+
+
+def upload(
+    path: Path, server: str, token: str, task: str, no_wait: bool, script: Path | None, wait_seconds: float
+) -> None:
+    """Upload ``path``'s files for ``task`` (with ``script``: as a test run), then (unless ``no_wait``) wait
+    for the grade and print its feedback."""
     files = _files(path, task)
     body, kind = _body(files, script)
     me = _call(server, token, "/api/me")  # opens a personal window, as logging in on the web page does

@@ -29,7 +29,7 @@ from grader.contest.policy import NOT_A_NUMBER
 from grader.contest.web import views
 from grader.contest.web.deps import contest_state, identify, same_origin
 from grader.contest.web.limits import BODY_SECONDS
-from grader.contest.web.routes import coach, exports, messages, scoreboard, student, testruns
+from grader.contest.web.routes import coach, exports, messages, regrades, scoreboard, student, testruns
 from grader.contest.web.state import ContestState, Settings
 
 # What a form's field that does not parse is told (a 400, as the API has always answered a bad form).
@@ -103,7 +103,8 @@ def create_app(
     )
     app.state.contest = state  # the routes' State dependency reads it here
     app.state.store = state.store  # where the app offered its store before the split: kept for its callers
-    for router in (student.router, scoreboard.router, coach.router, exports.router, messages.router, testruns.router):
+    routers = (student, scoreboard, coach, exports, messages, testruns, regrades)
+    for router in (r.router for r in routers):
         include(app, router)
     # Starlette's own: what an unknown path (a 404) or a wrong method raises too, FastAPI's a subclass of it
     app.add_exception_handler(StarletteHTTPException, refused)

@@ -13,8 +13,8 @@ from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from grader.contest.config import Contest
-from grader.contest.export import set_aside_of
-from grader.contest.feedback import visible_report
+from grader.contest.export import result_points, set_aside_of
+from grader.contest.feedback import policy_at, visible_report
 from grader.contest.metric import finals_allowed, is_metric
 from grader.contest.policy import Phase, closed_reason, task_points, window_state
 from grader.contest.scoreboard import Freeze, Standings
@@ -168,6 +168,28 @@ def regrades(state: ContestState, contest: Contest) -> list[dict[str, Any]]:
     return found[::-1]
 
 
+def regrade_requests(state: ContestState, contest: Contest, student: str | None = None) -> list[dict[str, Any]]:
+    """The regrade requests, newest first: every one (the coach), or ``student``'s. Each with its points before and
+    after the regrade in the contest's points (``new_points`` None until graded again); a student sees them only
+    where the contest shows them their scores now (its feedback policy), as their submissions' feedback does."""
+    found = state.store.regrade_requests(student)
+    if student is not None:
+        now = window_state(contest, student, state.clock(), state.store.first_login(student))
+        scores = policy_at(contest, now).shows.scores
+    shown = []
+    for r in found:
+        task = contest.task(r["task"])
+        entry = {k: r[k] for k in ("id", "submission", "task", "reason", "asked_at", "status", "answer", "answered_at")}
+        if student is None:
+            entry.update(student=r["student"], answered_by=r["answered_by"])
+        if (student is None or scores) and task is not None:
+            entry["old_points"] = result_points(task, r["old_status"], r["old_score"], r["old_max_score"])
+            entry["new_points"] = result_points(task, r["new_status"], r["new_score"], r["new_max_score"])
+        entry["regraded"] = r["regraded_at"] is not None  # an accepted request's new result is in
+        shown.append(entry)
+    return shown
+
+
 def freeze(state: Freeze) -> dict[str, Any]:
     """The freeze for the coach: ``frozen``, ``at``, ``by`` ("coach", "schedule"), ``lifts``, ``scheduled``."""
     return {
@@ -249,6 +271,8 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         "paper": state.base.paper is not None,
         "paper_parts": [part.id for part in state.base.paper.parts] if state.base.paper else [],
         "test_runs": [test_run(run) for run in runs[:TEST_RUNS_SHOWN]],  # the rest at /api/test-runs/ID
+        "regrade_requests": regrade_requests(state, contest, name),
+        "regrade_requests_left": max(0, contest.regrade_requests - len(state.store.regrade_requests(name))),
     }
 
 

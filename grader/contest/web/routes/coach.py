@@ -52,6 +52,7 @@ def coach_page(who: Coach, state: State, student: str = "", task: str = "", stat
         health=state.health(),
         messages=views.messages(state, who),
         regrades=views.regrades(state, contest)[:50],
+        regrade_requests=views.regrade_requests(state, contest),
         personal=contest.window.personal,
         task_points={t.id: t.points for t in contest.tasks},
         still_open=still_open(state, contest),
@@ -75,6 +76,7 @@ def coach_api(who: Coach, state: State) -> dict[str, Any]:
         "events": views.events(state),
         "health": state.health(),
         "regrades": views.regrades(state, contest),
+        "regrade_requests": views.regrade_requests(state, contest),  # the students' requests and their answers
         "audit": state.store.audit(),  # each coach's action, with its author (the jury's trail)
         "coach": who.name,
         "test_runs": state.store.test_run_counts(),  # each student's, never scored (grader/contest/testruns.py)
@@ -99,6 +101,7 @@ def student_page(name: str, who: Coach, state: State) -> Response:
         questions=[q for q in state.store.clarifications() if q["student"] == name],
         events=views.collapsed(state.store.events(name, limit=200)),
         regrades=[r for r in views.regrades(state, contest) if r["student"] == name],
+        regrade_requests=[r for r in views.regrade_requests(state, contest) if r["student"] == name],
         task_points={t.id: t.points for t in contest.tasks},
         now=views.iso(state.clock()),
     )
