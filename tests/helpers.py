@@ -546,3 +546,18 @@ class ServedInThread:
     def __exit__(self, *exc) -> None:
         self.server.should_exit = True
         self.thread.join(timeout=10)
+
+
+def m4_report(score: float) -> dict:
+    """A report of m4 alone, worth 9 points, ``score`` of them won (what Gradebook.record stores)."""
+    checks = [
+        {"name": name, "score": score / 2, "max_score": 4.5, "passed": score == 9, "message": "", "seconds": 0.1}
+        for name in ("each new token is the argmax", "stops at max_new_tokens")
+    ]
+    return {
+        "score": score,
+        "max_score": 9,
+        "seconds": 1.0,
+        "protections": [],
+        "milestones": [{"id": "m4", "checks": checks}],
+    }

@@ -18,7 +18,7 @@ import pytest
 from grader.batch.discover import NOTHING_TO_GRADE, FoundSubmission, discover, unpacked
 from grader.batch.gradebook import EMPTY, Gradebook
 from grader.fingerprint import ROOT_VARIABLE, fingerprint_of
-from helpers import EXERCISES, REPO, SOLUTIONS, cli
+from helpers import EXERCISES, REPO, SOLUTIONS, cli, m4_report
 
 QUICK = ("-m", "m1", "-m", "m4")
 
@@ -104,21 +104,6 @@ def committed(db: Path) -> int:
         return len(rows(db)) if db.exists() else 0
     except sqlite3.OperationalError:  # the file exists a moment before its schema
         return 0
-
-
-def m4_report(score: float) -> dict:
-    """A report of m4 alone, worth 9 points, ``score`` of them won (what Gradebook.record stores)."""
-    checks = [
-        {"name": name, "score": score / 2, "max_score": 4.5, "passed": score == 9, "message": "", "seconds": 0.1}
-        for name in ("each new token is the argmax", "stops at max_new_tokens")
-    ]
-    return {
-        "score": score,
-        "max_score": 9,
-        "seconds": 1.0,
-        "protections": [],
-        "milestones": [{"id": "m4", "checks": checks}],
-    }
 
 
 def graded_already(db: Path, root: Path, kit: Path, students: dict[str, float]) -> None:

@@ -19,24 +19,9 @@ from grader.batch.gradebook import Gradebook
 from grader.batch.regrades import MOST_BYTES, REQUEST_FILE, parse, printable
 from grader.cli import main
 from grader.fingerprint import grader_fingerprint
-from helpers import SOLUTIONS, cli
+from helpers import SOLUTIONS, cli, m4_report
 
 REASON = "m4\nMy greedy decoding stops at max_new_tokens:\nthe second check ran out of time on a busy machine.\n"
-
-
-def m4_report(score: float) -> dict:
-    """A report of m4 alone, worth 9 points, ``score`` of them won (what Gradebook.record stores)."""
-    checks = [
-        {"name": name, "score": score / 2, "max_score": 4.5, "passed": score == 9, "message": "", "seconds": 0.1}
-        for name in ("each new token is the argmax", "stops at max_new_tokens")
-    ]
-    return {
-        "score": score,
-        "max_score": 9,
-        "seconds": 1.0,
-        "protections": [],
-        "milestones": [{"id": "m4", "checks": checks}],
-    }
 
 
 @pytest.fixture
