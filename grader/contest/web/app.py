@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -84,18 +84,9 @@ def create_app(
         address_per_minute=address_per_minute,
     )
     state = ContestState(Path(contest_dir), clock, settings)
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state.start_grading()
-        try:
-            yield
-        finally:
-            state.stop_grading()
-
     app = FastAPI(
         title="gptkit contest",
-        lifespan=lifespan,
+        lifespan=grading_lifespan(state),
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
@@ -110,6 +101,20 @@ def create_app(
     app.add_exception_handler(StarletteHTTPException, refused)
     app.add_exception_handler(RequestValidationError, bad_form)
     return app
+
+
+def grading_lifespan(state: ContestState) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """The app's lifespan: ``state`` grades while the server serves, and stops grading when it stops."""
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state.start_grading()
+        try:
+            yield
+        finally:
+            state.stop_grading()
+
+    return lifespan
 
 
 def include(app: FastAPI, router: APIRouter) -> None:
