@@ -68,7 +68,8 @@ def report(task: str, score: float, max_score: float = 4.0) -> dict:
 
 
 def room(folder: Path, clock: Clock):
-    """A round under way: students, uploads graded, a regrade, questions, an announcement, a latecomer."""
+    """A round under way: students, uploads graded, a regrade, regrade requests, test runs, questions, an
+    announcement, a latecomer."""
     from click.testing import CliRunner
     from fastapi.testclient import TestClient
 
@@ -116,11 +117,43 @@ def room(folder: Path, clock: Clock):
     client.post("/ask", data={"question": "Can I use torch.tril in m1?"}, headers=auth("alan"))
     client.post("/coach/extra-time", data={"student": "barbara", "minutes": "15", "set": "1"}, headers=auth("coach"))
     client.post("/coach/start-delay", data={"student": "katherine", "minutes": "70"}, headers=auth("coach"))
+    regrade_requests(client, auth, clock)
+    test_runs(store, clock)
     clock.now += timedelta(minutes=1)
     client.post("/coach/freeze", headers=auth("coach"))
     clock.now += timedelta(minutes=1)
     client.post("/submit/m1", files=[("files", ("m1_attention.py", code))], headers=auth("alan"))  # pending "?"
     return app, tokens
+
+
+def regrade_requests(client, auth, clock: Clock) -> None:
+    """ada's request still open, alan's declined, barbara's accepted (her submission queued again)."""
+    for who, sid, reason in [
+        ("ada", 1, "My mask is causal: check 3 fails only because of dtype, which the task did not fix."),
+        ("alan", 3, "Please look again at check 4."),
+        ("barbara", 6, "The grader timed out while the machine was busy; my code runs in 0.2 s here."),
+    ]:  # fmt: skip
+        clock.now += timedelta(minutes=1)
+        client.post(f"/request-regrade/{sid}", data={"reason": reason}, headers=auth(who))
+    asked = {r["student"]: r["id"] for r in client.get("/api/regrade-requests", headers=auth("coach")).json()}
+    for who, action, answer in [
+        ("alan", "decline", "Check 4 compares with the reference at 1e-5: your output differs by 0.3."),
+        ("barbara", "regrade", "Regrading: the machine was overloaded at 09:52."),
+    ]:  # fmt: skip
+        client.post(
+            f"/coach/regrade-requests/{asked[who]}", data={"action": action, "answer": answer}, headers=auth("coach")
+        )
+
+
+def test_runs(store, clock: Clock) -> None:
+    """Two test runs of ada's, as the sandbox would record them: one printing, one raising."""
+    for verdict, result in [
+        ("ok", {"output": "torch.Size([2, 5, 8])\ntensor([[1., 0.],\n        [1., 1.]])"}),
+        ("error", {"output": "", "error": "File \"run.py\", line 3\n  IndexError: index 5 is out of bounds"}),
+    ]:  # fmt: skip
+        clock.now += timedelta(minutes=1)
+        rid = store.accept_test_run("ada", "m1", lambda: clock.now, lambda folder: None, lambda runs: None)
+        store.finish_test_run(rid, clock.now, {"verdict": verdict, "seconds": 1.4, **result})
 
 
 def paper_round(folder: Path, clock: Clock):
@@ -182,12 +215,15 @@ def log_in(driver, base: str, token: str) -> None:
     time.sleep(0.3)
 
 
-def shoot(driver, base: str, path: str, name: str, out: Path) -> list[Path]:
-    """``path`` at each width, full height; refuses a page wider than the screen."""
+def shoot(driver, base: str, path: str, name: str, out: Path, opened: bool = False) -> list[Path]:
+    """``path`` at each width, full height; refuses a page wider than the screen. ``opened``: every folded
+    section (``<details>``: the forms for a test run and a regrade request) opened first."""
     taken = []
     for width in WIDTHS:
         driver.set_window_size(width, 900)
         driver.get(base + path)
+        if opened:
+            driver.execute_script("document.querySelectorAll('details').forEach(d => d.open = true)")
         time.sleep(0.4)
         wide = driver.execute_script("return document.documentElement.scrollWidth")
         inner = driver.execute_script("return document.documentElement.clientWidth")
@@ -213,6 +249,7 @@ def main(out: Path) -> list[Path]:
         try:
             log_in(driver, base, tokens["ada"])
             taken += shoot(driver, base, "/me", "room-student-messages", out)
+            taken += shoot(driver, base, "/me", "room-student-forms", out, opened=True)
             taken += shoot(driver, base, "/scoreboard", "room-scoreboard", out)
             log_in(driver, base, tokens["katherine"])  # the latecomer: her window opens in 12 min
             taken += shoot(driver, base, "/me", "room-student-countdown", out)

@@ -24,6 +24,14 @@ def test_the_rooms_pages_render_at_1280_and_390_px_without_running_off_the_scree
     spec.loader.exec_module(module)
     taken = module.main(tmp_path)
     names = {path.name for path in taken}
-    for page in ("student-messages", "student-countdown", "scoreboard", "coach", "coach-student", "coach-charts"):
+    for page in (
+        "student-messages",
+        "student-forms",
+        "student-countdown",
+        "scoreboard",
+        "coach",
+        "coach-student",
+        "coach-charts",
+    ):
         assert {f"room-{page}-1280.png", f"room-{page}-390.png"} <= names, names
     assert all(path.stat().st_size > 5000 for path in taken)

@@ -5,6 +5,7 @@ process of the app's own, shared by the module's tests), the submissions' grades
 
 from __future__ import annotations
 
+import re
 import time
 from datetime import timedelta
 
@@ -78,6 +79,9 @@ def test_an_error_shows_the_students_traceback_tail(room):
     assert output.index("before") < output.index("Traceback"), output  # in the order it was printed
     assert 'File "test_run.py", line 4' in output and "ZeroDivisionError: division by zero" in output
     assert "ops_calls" not in output and "runpy" not in output  # the worker's own frames are not theirs
+    page = client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
+    assert re.search(r'<pre class="scroll bad">[^<]*ZeroDivisionError', page), "the error is kept as printed"
+    assert 'placeholder="import m2_model&#10;' in page  # m2's form starts from m2's own file, not m1's
 
 
 def test_an_infinite_loop_hits_the_time_limit(room):
