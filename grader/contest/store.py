@@ -34,6 +34,7 @@ QUEUED = "queued"
 GRADED = "graded"
 REJECTED = "rejected"
 FAILED = "failed"
+FAILED_RUN = "failed"  # a test run's verdict when the grader failed on it (its process died): never counted
 NOT_COUNTED = "not counted: "  # a failed submission's error when the grader ran but no check could count
 OPEN, ACCEPTED, DECLINED = "open", "accepted", "declined"  # a regrade request's status
 
@@ -647,7 +648,7 @@ class Store:
                 "done_at = ? WHERE id = ? AND status = ?",
                 (
                     DONE,
-                    "failed" if failed else str(result["verdict"]),
+                    FAILED_RUN if failed else str(result["verdict"]),
                     None if result.get("error") is None else str(result["error"]),
                     str(result.get("output", "")),
                     int(bool(result.get("cut"))),

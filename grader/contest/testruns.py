@@ -27,7 +27,7 @@ from typing import Any
 from grader.batch.run import pool_context, stop_workers, test_run_one
 from grader.contest.config import Task
 from grader.contest.reaper import PIDFILE, die_with_server
-from grader.contest.store import QUEUED, Store
+from grader.contest.store import FAILED_RUN, QUEUED, Store
 from grader.contest.uploads import UploadError
 from grader.milestones import STUDENT_MODULES
 from grader.sandbox.testrun import SCRIPT
@@ -38,6 +38,12 @@ MAX_SCRIPT_BYTES = 64 << 10  # a driver of a few lines; the student's files have
 STUDENT_FILES = frozenset(f"{module}.py" for module in STUDENT_MODULES)
 
 
+def used(task: str, runs: list[dict[str, Any]]) -> int:
+    """The test runs of ``task`` among ``runs`` that count against its limit: not those the grader failed (its
+    process died): the page tells the student that such a run costs nothing."""
+    return sum(1 for r in runs if r["task"] == task and r.get("verdict") != FAILED_RUN)
+
+
 def refusal(task: Task, runs: list[dict[str, Any]]) -> tuple[int, str] | None:
     """Why a student with test runs ``runs`` (every task's, as stored) may not make another to ``task``: (HTTP
     status, reason); None if they may."""
@@ -45,8 +51,7 @@ def refusal(task: Task, runs: list[dict[str, Any]]) -> tuple[int, str] | None:
         return 403, f"test runs are off for {task.id} in this contest"
     if any(r["status"] == QUEUED for r in runs):
         return 409, "your previous test run has not finished yet: wait for its output, then send the next"
-    used = sum(1 for r in runs if r["task"] == task.id)
-    if used >= task.test_runs:
+    if used(task.id, runs) >= task.test_runs:
         return 429, f"you have used your {task.test_runs} test runs of {task.id}"
     return None
 

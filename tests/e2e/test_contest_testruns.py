@@ -212,3 +212,17 @@ def test_a_test_run_left_waiting_by_a_stopped_server_runs_at_the_next_start(modu
         queue.close()
     assert run is not None and run["verdict"] == "ok" and run["output"] == "after the restart\n", run
     assert not store.test_run_folder(rid).exists(), "its files are deleted once it has run"
+
+
+def test_a_test_run_the_grader_failed_on_is_said_to_cost_nothing_and_does_not(module_contest):
+    """Its process died (the grader's fault): the page says it costs nothing, and the count left agrees."""
+    folder = module_contest(TASKS, title="Grader fault", name="fault")
+    store, clock = Store(folder), ContestClock()
+    files = check_files([], b"print(1)\n")
+    rid = store.accept_test_run("ada", "m1", clock, lambda where: write(files, where), lambda runs: None)
+    store.finish_test_run(rid, clock(), {"error": "the test run's process died (BrokenProcessPool): send it again"})
+    me = TestClient(create_app(folder, clock)).get("/api/me", headers=auth(folder, "ada")).json()
+    (shown,) = me["test_runs"]
+    assert shown["verdict"] == "failed" and "it costs you nothing" in shown["message"], shown
+    (m1,) = [t for t in me["tasks"] if t["id"] == "m1"]
+    assert m1["test_runs_left"] == 2, "a run the grader failed on is not counted against the limit"

@@ -6,15 +6,15 @@ from __future__ import annotations
 import pytest
 
 from grader.contest.config import ContestFileError, Task, parse
-from grader.contest.testruns import MAX_SCRIPT_BYTES, check_files, refusal
+from grader.contest.testruns import MAX_SCRIPT_BYTES, check_files, refusal, used
 from grader.contest.uploads import UploadError
 from grader.sandbox.client import StudentError, WorkerCrash
 from grader.sandbox.testrun import CRASHED, ERROR, MEMORY, OUTPUT, SCRIPT, TIME, read_tail, tail, verdict_of
 from helpers import open_contest
 
 
-def run(task: str, status: str = "done") -> dict:
-    return {"task": task, "status": status}
+def run(task: str, status: str = "done", verdict: str | None = "ok") -> dict:
+    return {"task": task, "status": status, "verdict": verdict}
 
 
 def test_a_student_may_send_up_to_the_tasks_limit_one_at_a_time():
@@ -24,6 +24,14 @@ def test_a_student_may_send_up_to_the_tasks_limit_one_at_a_time():
     assert refusal(task, [run("m1"), run("m1")]) == (429, "you have used your 2 test runs of m1")
     assert refusal(task, [run("m2", "queued")])[0] == 409  # type: ignore[index]
     assert refusal(Task("m1", 10, test_runs=0), []) == (403, "test runs are off for m1 in this contest")
+
+
+def test_a_test_run_the_grader_failed_on_costs_nothing():
+    """The page says so ("it costs you nothing; send it again"): the limit must agree."""
+    task = Task("m1", 10, test_runs=2)
+    assert refusal(task, [run("m1"), run("m1", verdict="failed")]) is None
+    assert refusal(task, [run("m1"), run("m1", verdict="error")]) == (429, "you have used your 2 test runs of m1")
+    assert used("m1", [run("m1", verdict="failed"), run("m1", verdict="time limit"), run("m2")]) == 1
 
 
 def test_a_test_run_takes_exercise_files_and_a_script():

@@ -12,13 +12,14 @@ from typing import TYPE_CHECKING, Any
 from fastapi import Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
+from grader.contest import testruns
 from grader.contest.config import Contest
 from grader.contest.export import result_points, set_aside_of
 from grader.contest.feedback import policy_at, visible_report
 from grader.contest.metric import finals_allowed, is_metric
 from grader.contest.policy import Phase, closed_reason, task_points, window_state
 from grader.contest.scoreboard import Freeze, Standings
-from grader.contest.store import FAILED, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row
+from grader.contest.store import FAILED, FAILED_RUN, GRADED, NOT_COUNTED, QUEUED, REJECTED, Row
 from grader.contest.uploads import allowed_files
 from grader.milestones import GRADABLE
 from grader.sandbox.testrun import OUTPUT_KEPT
@@ -238,7 +239,6 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
         waiting = sum(1 for r in rows if r.task == task.id and r.status == QUEUED and not r.voided)
         # what the cap still allows: a queued one counts (policy: queued_as_graded), a failed or voided one not
         left = None if task.max_submissions is None else max(0, task.max_submissions - used - waiting)
-        tried = sum(1 for r in runs if r["task"] == task.id)
         tasks.append(
             {
                 "id": task.id,
@@ -254,7 +254,8 @@ def me(state: ContestState, name: str) -> dict[str, Any]:
                 "waiting": waiting,
                 "left": left,  # None: no cap
                 "files": allowed_files(task.id),
-                "test_runs_left": max(0, task.test_runs - tried),  # apart from the submissions: never scored
+                # apart from the submissions: never scored, and a run the grader failed on costs nothing
+                "test_runs_left": max(0, task.test_runs - testruns.used(task.id, runs)),
             }
         )
     return {
@@ -282,7 +283,7 @@ def test_run(run: dict[str, Any]) -> dict[str, Any]:
     shown["received_at"] = run["received_at"]
     if run["cut"]:
         shown["message"] = f"only the last {OUTPUT_KEPT >> 10} KB of the output is kept"
-    if run["verdict"] == "failed":
+    if run["verdict"] == FAILED_RUN:
         shown["message"] = f"the grader failed on this test run ({run['error']}): it costs you nothing; send it again"
     return shown
 
