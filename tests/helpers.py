@@ -405,6 +405,25 @@ def fill_paper_notebook(notebook: Path, seed: int, out: Path) -> None:
     out.write_text(json.dumps(data))
 
 
+def copy_answers(source: Path, notebook: Path, out: Path) -> None:
+    """``notebook`` (another student's paper) with the code cells of ``source`` put in where their ids match, into
+    ``out``: a copy, as a student who took a classmate's answers makes it."""
+    data = json.loads(notebook.read_text())
+    copied = {c["id"]: c for c in json.loads(source.read_text())["cells"]}
+    data["cells"] = [copied.get(c["id"], c) if c["cell_type"] == "code" else c for c in data["cells"]]
+    out.write_text(json.dumps(data))
+
+
+def check_notebook(notebook: Path, *args: str) -> dict:
+    """`grade check NOTEBOOK --format json ARGS` as a student runs it: its report, with every check in ``all``."""
+    out = notebook.with_suffix(".json")
+    proc = cli("check", str(notebook), "--format", "json", "-o", str(out), *args)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(out.read_text())
+    report["all"] = [c for m in report["milestones"] for c in m["checks"]]
+    return report
+
+
 # ---------------------------------------------------------------- contests on a clock the test sets
 
 CONTEST_START = datetime(2026, 3, 14, 9, 0, tzinfo=timezone.utc)  # the contest files' [window] start

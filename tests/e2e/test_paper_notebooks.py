@@ -13,7 +13,7 @@ import pytest
 
 from grader.suites.hidden import kv_questions
 from grader.variants import Variant, seed_of
-from helpers import EXERCISES, cli, fill_paper_notebook
+from helpers import EXERCISES, check_notebook, cli, copy_answers, fill_paper_notebook
 
 pytestmark = pytest.mark.slow  # each `grade check` starts the isolated workers (several seconds on two cores)
 
@@ -48,25 +48,13 @@ def sitting(tmp_path_factory) -> dict[str, Path]:
         assert question.answer(question.params(Variant(alice))) != question.answer(question.params(Variant(bob)))
     made["alice-filled"] = folder / "alice-filled.ipynb"
     fill_paper_notebook(made["alice"], alice, made["alice-filled"])
-    bobs = json.loads(made["bob"].read_text())  # bob's notebook, alice's cells
-    cells = {c["id"]: c for c in json.loads(made["alice-filled"].read_text())["cells"]}
-    bobs["cells"] = [cells.get(c["id"], c) if c["cell_type"] == "code" else c for c in bobs["cells"]]
-    made["bob-copied"] = folder / "bob-copied.ipynb"
-    made["bob-copied"].write_text(json.dumps(bobs))
+    made["bob-copied"] = folder / "bob-copied.ipynb"  # bob's notebook, alice's cells
+    copy_answers(made["alice-filled"], made["bob"], made["bob-copied"])
     return made
 
 
-def check(notebook: Path, *args: str) -> dict:
-    out = notebook.with_suffix(".json")
-    proc = cli("check", str(notebook), "--format", "json", "-o", str(out), *args)
-    assert proc.returncode == 0, proc.stderr
-    report = json.loads(out.read_text())
-    report["all"] = [c for m in report["milestones"] for c in m["checks"]]
-    return report
-
-
 def test_the_reference_answers_for_alice_get_full_marks_on_her_paper(sitting):
-    report = check(sitting["alice-filled"])
+    report = check_notebook(sitting["alice-filled"])
     assert {m["id"] for m in report["milestones"]} == {"kvmemory", "quiz"}  # exactly the paper's parts
     failed = [c for c in report["all"] if not c["passed"]]
     assert not failed, failed
@@ -77,7 +65,7 @@ def test_the_reference_answers_for_alice_get_full_marks_on_her_paper(sitting):
 
 
 def test_alices_answers_in_bobs_notebook_fail_his_drawn_questions(sitting):
-    report = check(sitting["bob-copied"], "-m", "kvmemory")
+    report = check_notebook(sitting["bob-copied"], "-m", "kvmemory")
     failed = {c["name"] for c in report["all"] if not c["passed"]}
     assert failed == {f"the answer to the check-yourself question [{q.id}]" for q in kv_questions.DRAWN}, failed
     assert report["variant"] == seed_of(SECRET, "two", "bob")
@@ -101,7 +89,7 @@ def unanswered(report: dict, question: str) -> str:
 
 
 def test_an_unanswered_question_in_the_notebook_points_to_its_cell_not_to_the_exercise_file(sitting):
-    message = unanswered(check(sitting["alice"], "-m", "kvmemory"), "Q_NUM3")
+    message = unanswered(check_notebook(sitting["alice"], "-m", "kvmemory"), "Q_NUM3")
     assert message.endswith("Q_NUM3 is still None (the question is in the comment just above it)"), (
         "a paper's notebook has no m11_kvmemory.py: the question's comment is in the cell, as for the quiz\n" + message
     )

@@ -25,8 +25,10 @@ from helpers import (
     SOLUTIONS,
     ContestClock,
     auth,
+    check_notebook,
     cli,
     contest_folder,
+    copy_answers,
     fill_paper_notebook,
     open_contest,
     upload,
@@ -94,24 +96,14 @@ def sitting(tmp_path_factory) -> dict[str, Path]:
         assert proc.returncode == 0, proc.stderr
     made["alice-filled"] = folder / "alice-filled.ipynb"
     fill_paper_notebook(made["alice"], seed_of(SECRET, "practice-2", "alice"), made["alice-filled"])
-    bobs = json.loads(made["bob"].read_text())
-    filled = {c["id"]: c for c in json.loads(made["alice-filled"].read_text())["cells"]}
-    bobs["cells"] = [filled.get(c["id"], c) if c["cell_type"] == "code" else c for c in bobs["cells"]]
-    made["bob-copied"] = folder / "bob-copied.ipynb"
-    made["bob-copied"].write_text(json.dumps(bobs))
+    made["bob-copied"] = folder / "bob-copied.ipynb"  # bob's notebook, alice's cells
+    copy_answers(made["alice-filled"], made["bob"], made["bob-copied"])
     return made
-
-
-def check(notebook: Path, *args: str) -> dict:
-    out = notebook.with_suffix(".json")
-    proc = cli("check", str(notebook), "--format", "json", "-o", str(out), *args)
-    assert proc.returncode == 0, proc.stderr
-    return json.loads(out.read_text())
 
 
 @pytest.mark.slow
 def test_alices_reference_answers_score_the_papers_100(sitting):
-    report = check(sitting["alice-filled"])
+    report = check_notebook(sitting["alice-filled"])
     failed = [(c["name"], c["message"]) for m in report["milestones"] for c in m["checks"] if not c["passed"]]
     assert not failed, failed
     paper = report["paper"]
@@ -121,7 +113,7 @@ def test_alices_reference_answers_score_the_papers_100(sitting):
 
 @pytest.mark.slow
 def test_alices_answers_in_bobs_notebook_lose_exactly_his_drawn_questions(sitting):
-    report = check(sitting["bob-copied"], "-m", "concepts")
+    report = check_notebook(sitting["bob-copied"], "-m", "concepts")
     failed = {c["case"] for m in report["milestones"] for c in m["checks"] if not c["passed"]}
     lost = differ("practice-2", "alice", "bob")
     assert failed == lost and len(lost) >= 5, failed
