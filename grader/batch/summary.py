@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import statistics
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 from grader.batch.gradebook import EMPTY
 from grader.milestones import GRADABLE
@@ -327,6 +327,22 @@ def failure_rates(checks: list[dict]) -> list[tuple[tuple[str, str], float]]:
     return [(k, n / of) for k, n, of in failure_counts(checks)]
 
 
+def first_causes(checks: list[dict]) -> Iterator[tuple[str, str, str]]:
+    """(student, milestone, cause) for each student's milestone whose failing checks name a likely cause: the
+    first such check's (in the suite's order, the hint the student's own table shows). Passed, set-aside,
+    untouched and broken (hung or crashed) milestones are passed over."""
+    skip = untouched(checks) | set(broken(checks))
+    named: set[tuple[str, str]] = set()  # the (student, milestone) pairs already counted under a cause
+    for c in checks:
+        pair = (c["student"], c["milestone"])
+        if c["passed"] or set_aside(c) or pair in skip or pair in named:
+            continue
+        phrase = likely_cause(c["message"])
+        if phrase is not None:
+            named.add(pair)
+            yield c["student"], c["milestone"], phrase
+
+
 def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
     """Failures grouped by likely cause: (milestone, cause, students who hit it), most students first.
 
@@ -337,20 +353,11 @@ def failure_causes(checks: list[dict]) -> list[tuple[str, str, int]]:
     the failure rates list its check. Untouched milestones (``untouched``) and checks the grader could not
     grade are left out, and so are the milestones where the code hung or crashed (``broken``). The label of a
     group is its most frequent wording."""
-    skip = untouched(checks) | set(broken(checks))
     students: dict[tuple[str, str], set[str]] = {}
     wordings: dict[tuple[str, str], Counter] = {}
-    named: set[tuple[str, str]] = set()  # the (student, milestone) pairs already counted under a cause
-    for c in checks:
-        pair = (c["student"], c["milestone"])
-        if c["passed"] or set_aside(c) or pair in skip or pair in named:
-            continue
-        phrase = likely_cause(c["message"])
-        if phrase is None:
-            continue
-        named.add(pair)
-        key = (c["milestone"], cause_key(phrase))
-        students.setdefault(key, set()).add(c["student"])
+    for student, milestone, phrase in first_causes(checks):
+        key = (milestone, cause_key(phrase))
+        students.setdefault(key, set()).add(student)
         wordings.setdefault(key, Counter())[phrase] += 1
     return sorted(
         ((m, wordings[m, k].most_common(1)[0][0], len(s)) for (m, k), s in students.items()),
@@ -363,22 +370,13 @@ def class_causes(checks: list[dict]) -> list[tuple[tuple[str, ...], str, int]]:
 
     ``failure_causes`` counts a student once per milestone; one bug shows in several (a mask's fault in m1 and
     in the lesson), and here each student counts once per cause, wherever it showed."""
-    skip = untouched(checks) | set(broken(checks))
     students: dict[str, set[str]] = {}
     milestones: dict[str, set[str]] = {}
     wordings: dict[str, Counter] = {}
-    named: set[tuple[str, str]] = set()
-    for c in checks:
-        pair = (c["student"], c["milestone"])
-        if c["passed"] or set_aside(c) or pair in skip or pair in named:
-            continue
-        phrase = likely_cause(c["message"])
-        if phrase is None:
-            continue
-        named.add(pair)
+    for student, milestone, phrase in first_causes(checks):
         key = cause_key(phrase)
-        students.setdefault(key, set()).add(c["student"])
-        milestones.setdefault(key, set()).add(c["milestone"])
+        students.setdefault(key, set()).add(student)
+        milestones.setdefault(key, set()).add(milestone)
         wordings.setdefault(key, Counter())[phrase] += 1
     order = {m: i for i, m in enumerate(GRADABLE)}
     return sorted(
