@@ -172,6 +172,18 @@ def test_init_lists_every_task_the_grader_knows(folder):
     assert "@" not in text and 'paper = "../papers/practice-1" (relative to this contest folder)' in text
 
 
+def test_init_shows_every_table_and_key_a_contest_file_takes(folder):
+    """The example is where a coach learns the keys: each table and key the reader knows is in it (or commented)."""
+    from grader.contest.config import KNOWN
+
+    text = (folder / "contest.toml").read_text()
+    for table, keys in KNOWN.items():
+        if table:
+            assert f"[{table[0]}]" in text, f"`grade contest init` does not show [{table[0]}]"
+        missing = [k for k in keys if f"{k} =" not in text and f"[{k}" not in text]
+        assert not missing, f"`grade contest init` does not show {missing} of [{'.'.join(table)}]"
+
+
 def test_check_refuses_a_roster_name_that_is_not_one_folders_name(folder):
     (folder / "roster.csv").write_text("student\nAda Lovelace\n../../escaped_student\n")
     refused(grade("check", str(folder)), "roster.csv, line 3: '../../escaped_student' cannot be a student name")
