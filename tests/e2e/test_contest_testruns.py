@@ -107,6 +107,30 @@ def test_a_huge_print_is_cut_to_its_end_and_says_so(room):
     assert run["message"] == f"only the last {OUTPUT_KEPT >> 10} KB of the output is kept"
 
 
+@pytest.mark.parametrize(
+    "script",
+    [
+        "import os\nos._exit(3)\n",
+        "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n",
+        "import os, signal\nfor pid in (os.getppid(), 1):\n    try:\n        os.kill(pid, signal.SIGKILL)\n"
+        "    except OSError:\n        pass\nprint('still here')\n",
+    ],
+    ids=["exit", "kill-itself", "kill-its-parents"],
+)
+def test_attack_a_script_that_ends_its_process_is_its_own_verdict_and_uses_a_run(room, script):
+    """Only a run the grader failed on is free: a script that ends its own worker, or tries to end the processes
+    above it, gets a verdict of its own that counts, and the queue runs the next one."""
+    client, folder, _ = room
+    me = lambda: client.get("/api/me", headers=auth(folder, "ada")).json()  # noqa: E731
+    left = next(t["test_runs_left"] for t in me()["tasks"] if t["id"] == "m2")
+    run = ran(client, folder, "ada", "m2", script)
+    # its own end: crashed, with why; the processes above it are out of its reach (its own pid namespace)
+    assert (run["verdict"], run["output"]) in (("crashed", ""), ("ok", "still here\n")), run
+    assert next(t["test_runs_left"] for t in me()["tasks"] if t["id"] == "m2") == left - 1
+    after = ran(client, folder, "ada", "m2", "print('next')\n")
+    assert after["verdict"] == "ok" and after["output"] == "next\n", after
+
+
 def test_attack_the_script_cannot_read_the_hidden_suites_or_the_solutions(room):
     """The test run's worker is the grading's: the hidden suites, the reference and the kit's tests are not there."""
     client, folder, _ = room
