@@ -92,6 +92,20 @@ def test_a_student_uploads_and_appears_on_the_scoreboard_and_the_coach_sees_the_
         browser.save_screenshot(str(tmp_path / "scoreboard-phone.png"))
         browser.set_window_size(1200, 900)
 
+        # A test run from its form: its output comes into the page while it runs, as the verdict did.
+        browser.get(base + "/me")
+        browser.execute_script("document.getElementById('test-run-form-m1').open = true")
+        form = browser.find_element(By.CSS_SELECTOR, 'form[action="/test-run/m1"]')
+        form.find_element(By.NAME, "files").send_keys(str(SOLUTIONS / "m1_attention.py"))
+        script = "from m1_attention import causal_mask\nprint('ones below the diagonal:', causal_mask(3).sum().item())"
+        form.find_element(By.NAME, "script").send_keys(script)
+        form.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        printed = "ones below the diagonal: 6.0"
+        WebDriverWait(browser, 20).until(lambda b: "waiting to run" in b.page_source or printed in b.page_source)
+        browser.execute_script("window.sameLoad = true")
+        WebDriverWait(browser, 120, poll_frequency=1).until(lambda b: printed in b.page_source)
+        assert browser.execute_script("return window.sameLoad === true"), "the page reloaded to show the output"
+
         # The coach: the live page, then the session's charts, every image drawn and loaded.
         browser.delete_all_cookies()
         browser.get(base + "/")
