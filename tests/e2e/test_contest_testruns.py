@@ -204,6 +204,21 @@ def test_a_closed_window_and_a_bad_upload_are_refused(room):
     finally:
         clock.now = now
     assert closed.status_code == 403 and "test runs are closed" in closed.json()["detail"], closed.text
+    logged = [(e["kind"], e["detail"]) for e in Store(folder).events("ada", limit=3)]  # newest first
+    assert [kind for kind, _ in logged] == ["test run refused"] * 3, logged  # not "refused": no upload banner
+    assert logged[0][1] == f"m2: {closed.json()['detail']}" and logged[1][1].startswith("m9: m9 is not a task")
+    assert logged[2][1] == "m2: 'notes.txt' is not an exercise file: a test run takes your .py files and a script"
+
+
+def test_attack_a_flood_of_bad_test_runs_is_cut_off_and_logs_no_more_than_a_minutes_refusals(room):
+    client, folder, _ = room
+    forget_counts(client.app)
+    before = len(Store(folder).events("alan", limit=10_000))
+    codes = [send(client, folder, "alan", "m9", "print(1)\n").status_code for _ in range(25)]
+    most = client.app.state.contest.settings.refusals_per_minute
+    assert codes[:most] == [404] * most and set(codes[most:]) == {429}, codes
+    assert len(Store(folder).events("alan", limit=10_000)) - before == most, "the log grows by a minute's most"
+    forget_counts(client.app)
 
 
 def test_grade_submit_test_run_prints_the_output_and_the_verdict(room, tmp_path):

@@ -28,9 +28,10 @@ class Intake:
     def __init__(self, state: ContestState, request: Request, who: Who, task: str):
         self.state, self.request, self.who, self.task = state, request, who, task
 
-    async def refuse(self, status: int, reason: str, rejected: bool = False) -> HTTPException:
-        """The refusal, recorded for the coach (``rejected``: as a rejected submission too), unless the token or
-        the address is at its most refusals of the minute: then a 429 that records nothing."""
+    async def refuse(self, status: int, reason: str, rejected: bool = False, kind: str = "refused") -> HTTPException:
+        """The refusal, recorded for the coach as an event of ``kind`` (``rejected``: as a rejected submission
+        too), unless the token or the address is at its most refusals of the minute: then a 429 that records
+        nothing."""
         state, now = self.state, self.state.clock()
         keys = [f"token:{self.who.name}", f"address:{address(self.request)}"]
         full = state.failures.full(keys, now)
@@ -39,7 +40,7 @@ class Intake:
         state.failures.count(keys, now)
         if rejected:
             await run_in_threadpool(state.store.reject, self.who.name, self.task, now, reason)
-        await run_in_threadpool(state.store.event, now, self.who.name, "refused", f"{self.task}: {reason}")
+        await run_in_threadpool(state.store.event, now, self.who.name, kind, f"{self.task}: {reason}")
         return HTTPException(status, reason)
 
     def decide(self, contest: Contest, rows: list[Row], first_login: datetime | None, at: datetime) -> str | None:

@@ -3,6 +3,7 @@ and reads what it printed. Never a submission: nothing here touches a score, a c
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -18,6 +19,7 @@ from grader.contest.testruns import MAX_SCRIPT_BYTES, check_files, refusal, writ
 from grader.contest.uploads import MAX_FILES, MAX_UPLOAD_BYTES, UploadError, too_big
 from grader.contest.web import views
 from grader.contest.web.deps import Anyone, State, Student
+from grader.contest.web.intake import Intake
 from grader.contest.web.limits import TooBig
 from grader.contest.web.state import SQLITE_IDS, ContestState
 from grader.contest.web.tokens import Who
@@ -25,6 +27,7 @@ from grader.contest.web.tokens import Who
 log = logging.getLogger("grader.contest")
 
 router = APIRouter()
+REFUSED = "test run refused"  # its event's kind: apart from an upload's "refused", which the student's page shows
 
 
 async def read_form(request: Request, seconds: float) -> tuple[list[tuple[str, bytes]], bytes]:
@@ -50,29 +53,32 @@ async def read_form(request: Request, seconds: float) -> tuple[list[tuple[str, b
 
 @router.post("/test-run/{task}")
 async def send(task: str, request: Request, who: Student, state: State) -> Response:
+    """Queue a test run of ``who``'s files on their script. A refusal is written to the coach's event log as an
+    upload's is (intake.py: bounded by the refusals a token and an address may make in a minute)."""
+    refuse = functools.partial(Intake(state, request, who, task).refuse, kind=REFUSED)
     contest, window = await run_in_threadpool(state.window, who.name)
     found = contest.task(task)
     if found is None:
-        raise HTTPException(404, f"{task} is not a task of this contest")
+        raise await refuse(404, f"{task} is not a task of this contest")
     closed = closed_reason(window, state.clock())
     if closed:
-        raise HTTPException(403, closed.replace("submissions are closed", "test runs are closed"))
+        raise await refuse(403, closed.replace("submissions are closed", "test runs are closed"))
     length = request.headers.get("content-length")
     if length is None or not length.isdigit():
-        raise HTTPException(411, "the upload needs a Content-Length")
+        raise await refuse(411, "the upload needs a Content-Length")
     if int(length) > MAX_UPLOAD_BYTES:
-        raise HTTPException(413, too_big(int(length)))
+        raise await refuse(413, too_big(int(length)))
     if state.uploads.take(f"token:{who.name}", state.clock()):  # test runs and uploads share the minute's count
         raise HTTPException(429, f"too many uploads: at most {state.settings.uploads_per_minute} a minute")
     try:
         files, script = await read_form(request, state.settings.body_seconds)
         checked = check_files(files, script)
     except TimeoutError:
-        raise HTTPException(408, "the test run did not arrive in time: nothing was recorded; try again") from None
+        raise await refuse(408, "the test run did not arrive in time: nothing was recorded; try again") from None
     except TooBig as e:
-        raise HTTPException(413, too_big(e.size)) from None
+        raise await refuse(413, too_big(e.size)) from None
     except UploadError as e:
-        raise HTTPException(400, str(e)) from None
+        raise await refuse(400, str(e)) from None
     try:
         rid = await run_in_threadpool(
             state.store.accept_test_run,
@@ -83,7 +89,7 @@ async def send(task: str, request: Request, who: Student, state: State) -> Respo
             lambda runs: refusal(found, runs),
         )
     except Refused as e:
-        raise HTTPException(e.status, str(e)) from None
+        raise await refuse(e.status, str(e)) from None
     log.info("test run %d: %s on %s, queued", rid, who.name, task)
     state.test_runs.enqueue(rid)
     payload = {"id": rid, "status": QUEUED, "url": f"/api/test-runs/{rid}"}
