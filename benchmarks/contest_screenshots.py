@@ -11,6 +11,7 @@ Each page is taken at its full height. The script fails if a page runs off the s
 from __future__ import annotations
 
 import base64
+import io
 import shutil
 import socket
 import sys
@@ -215,9 +216,24 @@ def log_in(driver, base: str, token: str) -> None:
     time.sleep(0.3)
 
 
-def shoot(driver, base: str, path: str, name: str, out: Path, opened: bool = False) -> list[Path]:
+def small_png(data: bytes) -> bytes:
+    """A screenshot in 64 colours (Pillow comes with matplotlib): the pages are text on a few flat colours, and a
+    full coach page is a third of its size so, where the original is over 500 KB."""
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.open(io.BytesIO(data)).convert("RGB").quantize(colors=64, method=Image.Quantize.MEDIANCUT).save(
+        out, "PNG", optimize=True
+    )
+    return out.getvalue()
+
+
+def shoot(
+    driver, base: str, path: str, name: str, out: Path, opened: bool = False, section: str | None = None
+) -> list[Path]:
     """``path`` at each width, full height; refuses a page wider than the screen. ``opened``: every folded
-    section (``<details>``: the forms for a test run and a regrade request) opened first."""
+    section (``<details>``: the forms for a test run and a regrade request) opened first. ``section``: only the
+    screen's height from the element with that id down, not the whole page again."""
     taken = []
     for width in WIDTHS:
         driver.set_window_size(width, 900)
@@ -230,10 +246,18 @@ def shoot(driver, base: str, path: str, name: str, out: Path, opened: bool = Fal
         if wide > inner + 1:
             raise AssertionError(f"{path} at {width} px runs off the screen: {wide} > {inner} px")
         height = driver.execute_script("return document.documentElement.scrollHeight")
-        clip = {"x": 0, "y": 0, "width": inner, "height": min(height, 8000), "scale": 1}
+        top = 0
+        if section:
+            # at the page's top first: the table of contents sticks to the window's top, and would cover the
+            # section the link scrolled to
+            driver.execute_script("window.scrollTo(0, 0)")
+            time.sleep(0.2)
+            top = max(0, driver.execute_script(f"return document.getElementById('{section}').offsetTop") - 70)
+            height = min(height - top, 900)
+        clip = {"x": 0, "y": top, "width": inner, "height": min(height, 8000), "scale": 1}
         shot = driver.execute_cdp_cmd("Page.captureScreenshot", {"captureBeyondViewport": True, "clip": clip})
         target = out / f"{name}-{width}.png"
-        target.write_bytes(base64.b64decode(shot["data"]))
+        target.write_bytes(small_png(base64.b64decode(shot["data"])))
         taken.append(target)
     return taken
 
@@ -255,7 +279,9 @@ def main(out: Path) -> list[Path]:
             taken += shoot(driver, base, "/me", "room-student-countdown", out)
             log_in(driver, base, tokens["coach"])
             taken += shoot(driver, base, "/coach", "room-coach", out)
-            taken += shoot(driver, base, "/coach?student=ad&task=m1#filters", "room-coach-filtered", out)
+            taken += shoot(
+                driver, base, "/coach?student=ad&task=m1#filters", "room-coach-filtered", out, section="filters"
+            )
             taken += shoot(driver, base, "/coach/student/ada", "room-coach-student", out)
             taken += shoot(driver, base, "/coach/charts", "room-coach-charts", out)
         finally:
