@@ -88,3 +88,26 @@ def test_contest_toml_sets_test_runs_per_task_or_for_all():
     assert parse(open_contest()).tasks[0].test_runs == 20
     with pytest.raises(ContestFileError, match="test_runs"):
         parse(open_contest(tasks="[tasks.m1]\npoints = 10\ntest_runs = -1\n"))
+
+
+def test_a_grader_failure_mid_run_leaves_no_output_file_on_disk(tmp_path):
+    """The worker's output is kept past its end for the tail to be read; a failure of the grader's own between
+    the two must not leave it on the host's disk (one file per failed run)."""
+    from grader.sandbox.testrun import run_script
+
+    class Worker:
+        output = tmp_path / "output"
+        closed = False
+
+        def request(self, header, timeout):
+            self.output.write_text("printed\n")
+            raise RuntimeError("the grading side failed")
+
+        def close(self):
+            self.closed = True
+
+    worker = Worker()
+    server = type("Server", (), {"spawn": lambda self, folder: worker})()
+    with pytest.raises(RuntimeError):
+        run_script(server, tmp_path, 5.0)  # type: ignore[arg-type]
+    assert worker.closed and not worker.output.exists()
