@@ -30,8 +30,7 @@ import pytest
 from attacks import at_import, in_call
 from helpers import REPO, SOLUTIONS
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # every test here grades whole submissions
-# serial: bounds each grading's wall time: a second busy core would stretch it
+pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
 M1 = "m1_attention.py"
 MASK_BODY = "    return torch.tril(torch.ones(T, T, device=device))\n"  # causal_mask's body
@@ -142,6 +141,7 @@ class DiskWatch:
         self._thread.join()
 
 
+@pytest.mark.serial  # bounds the grading's wall time: a second busy core would stretch it
 def test_multi_megabyte_strings_are_not_read_and_the_grading_ends_in_time(tmp_path):
     """m1's functions return 3.9 and 4.5 MB strings: each such reply is a failed check that says why, the honest m2
     (graded on the grader's own m1) keeps full marks, and `grade check` ends within its limit + 10 s (it took
@@ -215,6 +215,7 @@ def test_a_worker_killed_while_writing_leaves_nothing(tmp_path):
     assert left_in(tmp_path / "scratch") == []
 
 
+@pytest.mark.serial  # bounds the grading's wall time: a second busy core would stretch it
 def test_every_check_sleeping_ends_within_the_submission_limit(tmp_path):
     """Each call sleeps just under the per-call limit (3 s, with --timeout 3): the grading ends within the
     submission's 20 s plus 10, the checks past it failing at once, saying the submission's time is up."""

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EXERCISES, SOLUTIONS, cli, function_bodies, normalized
+from helpers import EXERCISES, SOLUTIONS, cli, explain, function_bodies, grade, normalized
 
 pytest.importorskip("nbgrader", reason="nbgrader is a dev dependency: pip install -e '.[dev]'")
 
@@ -269,9 +269,12 @@ def test_failing_cases_group_by_case_id_not_by_trailing_brackets():
 
 def test_each_section_filled_alone_scores_full_marks(course, gradebook, tmp_path):
     """The release with only one section's answer cell filled in (the stub's functions with the reference's
-    bodies, and the helpers those bodies use): that milestone scores full marks, whatever the other sections hold."""
+    bodies, and the helpers those bodies use): that milestone scores full marks, whatever the other sections hold.
+    Each notebook is graded on its own section's milestone (as `grade check NOTEBOOK -m M`): the other sections
+    hold the stubs, and test_untouched_release_scores_zero grades those."""
     src, release = cells(course / NOTEBOOK), json.loads((course / RELEASE).read_text())
     sections = [m for m in MILESTONES if len(MILESTONES[m].modules) == 1]
+    scored = {}
     for m in sections:
         notebook = json.loads(json.dumps(release))
         for cell in notebook["cells"]:
@@ -282,13 +285,9 @@ def test_each_section_filled_alone_scores_full_marks(course, gradebook, tmp_path
                     if "### BEGIN SOLUTION" not in line and "### END SOLUTION" not in line
                 )
         (tmp_path / f"{m}.ipynb").write_text(json.dumps(notebook))
-    proc = cli("batch", str(tmp_path), "--db", str(tmp_path / "grades.sqlite"), "--workers", "2")
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    proc = cli("export", str(tmp_path / "grades.sqlite"), "--csv", str(tmp_path / "grades.csv"))
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    with open(tmp_path / "grades.csv") as f:
-        rows = {row["student"]: row for row in csv.DictReader(f)}
-    scored = {m: float(rows[m][m] or 0) for m in sections}
+        result = grade(tmp_path / f"{m}.ipynb", "-m", m)
+        assert result.returncode == 0 and result.report, explain(result)
+        scored[m] = result.milestone(m)["score"]
     assert scored == {m: gradebook["max"][f"{m}-tests"] for m in sections}
 
 

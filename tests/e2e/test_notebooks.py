@@ -168,7 +168,6 @@ BAD_CELLS = {
 BAD_CELL_SECONDS = 90  # the whole grading of m1 to m4 with one such cell (about 12 s alone on a 2-core machine)
 
 
-@pytest.mark.serial  # bounds a cell's wall time: a second busy core would stretch it
 @pytest.mark.parametrize("bad", list(BAD_CELLS))
 def test_a_cell_that_hangs_or_ends_its_process_costs_only_that_cell(tmp_path, bad):
     """A demo cell in m3's section that loops for ever, calls os._exit or kills its own process: every milestone
@@ -180,7 +179,6 @@ def test_a_cell_that_hangs_or_ends_its_process_costs_only_that_cell(tmp_path, ba
     assert result.seconds < BAD_CELL_SECONDS, f"{result.seconds:.0f} s"
 
 
-@pytest.mark.serial  # bounds a cell's wall time: a second busy core would stretch it
 def test_a_cell_left_out_is_named_with_its_cause(tmp_path):
     """Where a bad cell held a milestone's answer, the milestone's checks name the cell as Jupyter shows it and
     say what stopped it: the interrupt (the names the cell had yet to define are missing), a worker killed by a
@@ -206,7 +204,6 @@ def test_a_cell_left_out_is_named_with_its_cause(tmp_path):
     assert result.seconds < BAD_CELL_SECONDS, f"{result.seconds:.0f} s"
 
 
-@pytest.mark.serial  # bounds a cell's wall time: a second busy core would stretch it
 def test_slow_cells_in_every_worker_end_within_the_submission_limit(tmp_path):
     """Four cells of 4 s each (under the per-cell budget, so never left out) run again in every fresh worker:
     18 s a worker, each test's deadline moved on by as much. The whole grading still ends within

@@ -20,10 +20,10 @@ from pathlib import Path
 import pytest
 
 import attacks as A
+from grader.sandbox.client import FORK_SERVER
 from helpers import REPO, SOLUTIONS, Variant, cli
 
-pytestmark = [pytest.mark.slow, pytest.mark.serial]  # every test here grades whole submissions
-# serial: counts the processes left under a worker's user id, any test's
+pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
 WORKER_UIDS = range(2_000_000, 3_000_000)  # jail.WORKER_UID_BASE and up: the ids workers run under as root
 GUARDED = [REPO / "grader", REPO / "solutions", REPO / "exercises", REPO / "tests"]
@@ -49,15 +49,34 @@ def gradebook(db: Path) -> dict[str, tuple]:
 
 
 def worker_processes() -> list[str]:
-    """Processes running under a worker's user id (only a worker ever has one)."""
+    """Processes left running under a worker's user id (only a worker ever has one): those that no grading owns
+    any more. A live worker's parent is its fork server's copy (root, the fork server's command line) or another
+    worker process; a process whose chain up ends anywhere else (init, once its grading ended) was left behind.
+    Another test's live workers beside this one (``-n 2``) are not counted, so this test need not run alone."""
     found = []
     for pid in filter(str.isdigit, os.listdir("/proc")):
         try:
-            if Path(f"/proc/{pid}").stat().st_uid in WORKER_UIDS:
+            if Path(f"/proc/{pid}").stat().st_uid in WORKER_UIDS and not _owned(_parent(pid)):
                 found.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace"))
         except OSError:
             continue
     return found
+
+
+def _parent(pid: str) -> str:
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2 :].split()[1]  # the field after the state; the name may hold spaces
+
+
+def _owned(pid: str) -> bool:
+    """Is ``pid`` a worker process or one of a fork server's (the server, or a worker's copy before it drops
+    privileges)? Such a parent belongs to a grading still running."""
+    try:
+        if Path(f"/proc/{pid}").stat().st_uid in WORKER_UIDS:
+            return True
+        return str(FORK_SERVER).encode() in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False  # gone: its children are being reparented, and will be looked at again
 
 
 class Class:
