@@ -55,7 +55,7 @@ def pytest_runtest_protocol(item, nextitem):
     The serial test goes first: it holds a gate while it waits, and a test about to start passes the gate before
     it shares the lock. Without the gate (flock favours no one) it waited until the other workers happened to be
     between tests at the same moment, which with three workers took minutes while it did nothing."""
-    locks = _machine_locks()
+    locks = _machine_locks(item.config)
     if locks is None:
         yield
         return
@@ -77,10 +77,12 @@ def pytest_runtest_protocol(item, nextitem):
 _locks: list[tuple[int, int]] = []
 
 
-def _machine_locks() -> tuple[int, int] | None:
-    """The run's gate and lock files, shared by its xdist workers (None: not run side by side)."""
+def _machine_locks(config) -> tuple[int, int] | None:
+    """The run's gate and lock files, shared by its xdist workers (None: not an xdist worker). A pytest that a
+    test starts inherits the worker's environment, the run's id included, but takes no lock: its test holds one
+    already, and it would wait at the gate behind a serial test that waits for that test."""
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None:
+    if run is None or not hasattr(config, "workerinput"):
         return None
     if not _locks:
         folder = Path(tempfile.gettempdir())
