@@ -1,8 +1,20 @@
 """The suite's machine lock (tests/conftest.py): who takes it side by side."""
 
+import importlib.util
+from pathlib import Path
 from types import SimpleNamespace
 
-import conftest
+
+def _load_suite_conftest():
+    """tests/conftest.py as a module of its own: side by side, the name ``conftest`` may be another folder's."""
+    spec = importlib.util.spec_from_file_location("suite_conftest", Path(__file__).parents[1] / "conftest.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+conftest = _load_suite_conftest()
 
 
 def test_a_pytest_that_a_test_starts_takes_no_lock(monkeypatch):
