@@ -79,7 +79,8 @@ def rows(db: Path) -> dict[str, dict]:
             "SELECT c.student, COUNT(*) FROM checks c JOIN submissions s ON "
             "c.student = s.student AND c.attempt = s.attempt GROUP BY c.student"
         ):
-            subs[student]["checks_stored"] = count  # the latest attempt's: the gradebook keeps every attempt
+            if student in subs:  # else committed between the two reads, while a batch runs: not in this snapshot
+                subs[student]["checks_stored"] = count  # the latest attempt's: the gradebook keeps every attempt
     return subs
 
 
