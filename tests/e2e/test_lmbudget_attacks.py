@@ -1,5 +1,6 @@
-"""Hostile lmbudget submissions (issue 25), each graded by `grade check SUBMISSION -m lmbudget` in a fresh process
-with a tiny task file on the default corpus (a fresh process: a grading process keeps the task file it read first).
+"""Hostile lmbudget submissions (issue 25), each graded as `grade check SUBMISSION -m lmbudget` grades it, with a
+tiny task file on the default corpus (named by GPTKIT_LMBUDGET_TASK while it is graded: each grading reads its suites
+and so its task file afresh, grader/runner.py's ``_forget_suites``).
 
 * a model that reads the answer from its input (``idx[:, t + 1]``), or does so only on rows that read like
   text, or only on the calls where split B used to come: "not causal", a counted 0;
@@ -28,7 +29,7 @@ from click.testing import CliRunner
 from grader.contest.commands import contest as contest_group
 from grader.lmbudget.corpus import corpus_files
 from grader.lmbudget.task import ENV_VAR, TASK_FILE, Task, load_task, write_task
-from helpers import REPO, cli, free_port
+from helpers import REPO, cli, free_port, grade
 
 # Not serial: the budgets are CPU time, which a busy neighbour does not stretch, and the wall-clock limits are
 # wall_factor times them
@@ -72,15 +73,17 @@ def tiny(tmp_path: Path, **changes) -> Path:
 
 
 def check(tmp_path: Path, source: str, task: Path | None = None) -> tuple[dict, dict, str]:
-    """(split A's check, split B's check, the whole JSON report) of `grade check -m lmbudget`."""
+    """(split A's check, split B's check, the whole JSON report) of `grade check -m lmbudget`, graded in this
+    process on the session's warm grader (helpers.grade): the command's runner, suites and sandbox."""
     folder = tmp_path / "submission"
     folder.mkdir()
     (folder / "lmbudget.py").write_text(textwrap.dedent(source))
-    env = {**os.environ, ENV_VAR: str(task or tiny(tmp_path))}
-    proc = cli("check", str(folder), "-m", "lmbudget", "--format", "json", env=env)
-    assert proc.returncode == 0, proc.stderr
-    a, b = json.loads(proc.stdout)["milestones"][0]["checks"]
-    return a, b, proc.stdout
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv(ENV_VAR, str(task or tiny(tmp_path)))
+        result = grade(folder, "-m", "lmbudget")
+    assert result.returncode == 0, result.stderr
+    a, b = result.report["milestones"][0]["checks"]
+    return a, b, json.dumps(result.report)
 
 
 def zero(check: dict, verdict: str, start: str) -> None:

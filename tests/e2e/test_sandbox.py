@@ -21,7 +21,7 @@ import pytest
 
 import attacks as A
 from grader.sandbox.client import FORK_SERVER
-from helpers import REPO, SOLUTIONS, Variant, cli
+from helpers import REPO, SOLUTIONS, Variant, cli, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
@@ -122,8 +122,7 @@ def assert_contained(rows: dict[str, dict], expect: str) -> None:
 @pytest.fixture(scope="module")
 def protections() -> list[str]:
     """What this machine gives a worker, as `grade check` reports it (checked before an attack that needs it)."""
-    proc = cli("check", str(SOLUTIONS), "-m", "quiz", "--format", "json")
-    return json.loads(proc.stdout)["protections"]
+    return grade(SOLUTIONS, "-m", "quiz").report["protections"]
 
 
 def needs_one_of(protections: list[str], *wanted: str) -> None:

@@ -9,7 +9,6 @@ protection it tests (the worker's own mount, network and IPC namespaces, which `
 
 from __future__ import annotations
 
-import json
 import shutil
 import sqlite3
 
@@ -23,8 +22,8 @@ pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
 @pytest.fixture(scope="module")
 def protections() -> list[str]:
-    proc = cli("check", str(EXERCISES), "-m", "quiz", "--format", "json")
-    return json.loads(proc.stdout)["protections"]
+    """What this machine gives a worker, as `grade check` reports it."""
+    return grade(EXERCISES, "-m", "quiz").report["protections"]
 
 
 def test_one_workers_files_are_never_seen_by_the_next(tmp_path, protections):
