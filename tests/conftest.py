@@ -1,12 +1,11 @@
-import fcntl
 import os
 import shutil
 import tempfile
-from pathlib import Path
 
 import pytest
 import torch
 
+import side_by_side
 from helpers import SOLUTIONS, Variant, close_shared_grader, grade, shared_grader
 
 
@@ -37,68 +36,26 @@ def pytest_collection_modifyitems(items):
     items.sort(key=lambda item: item.path not in slow)  # stable: the order within each group is kept
 
 
-WORKER_MEMORY = 4 << 30  # what a test worker may hold at once: its grader, and a sandbox worker at its 3 GiB cap
-
-
 @pytest.hookimpl(tryfirst=True)
 def pytest_xdist_auto_num_workers(config):
-    """``-n auto``: one worker more than the cores this process may use, and no more than the memory holds.
-
-    About a fifth of the suite's time is spent waiting (sleeps and time limits, servers starting): with one
-    worker per core, 2 cores were 80 % busy; with a third, 92 %, and the suite ran in less time (the figures
-    are in docs/contributing.md). PYTEST_XDIST_AUTO_NUM_WORKERS still sets the number outright."""
+    """``-n auto``: one worker more than the cores, within the memory (side_by_side.auto_workers).
+    PYTEST_XDIST_AUTO_NUM_WORKERS still sets the number outright."""
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # xdist's own hook reads it
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    return max(1, min(cores + 1, memory // WORKER_MEMORY))
+    return side_by_side.auto_workers()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """Side by side (pytest-xdist's ``-n``), a test marked ``serial`` runs with the machine to itself: it holds a
     lock every other test shares, so it waits for the tests running beside it and none starts meanwhile. Such a
-    test bounds a time that a second busy core would stretch.
-
-    The serial test goes first: it holds a gate while it waits, and a test about to start passes the gate before
-    it shares the lock. Without the gate (flock favours no one) it waited until the other workers happened to be
-    between tests at the same moment, which with three workers took minutes while it did nothing."""
-    locks = _machine_locks(item.config)
+    test bounds a time that a second busy core would stretch (side_by_side.holding)."""
+    locks = side_by_side.machine_locks(item.config)
     if locks is None:
         yield
         return
-    gate, machine = locks
-    if item.get_closest_marker("serial"):
-        fcntl.flock(gate, fcntl.LOCK_EX)
-        fcntl.flock(machine, fcntl.LOCK_EX)
-        fcntl.flock(gate, fcntl.LOCK_UN)
-    else:
-        fcntl.flock(gate, fcntl.LOCK_SH)
-        fcntl.flock(machine, fcntl.LOCK_SH)
-        fcntl.flock(gate, fcntl.LOCK_UN)
-    try:
+    with side_by_side.holding(locks, serial=item.get_closest_marker("serial") is not None):
         yield
-    finally:
-        fcntl.flock(machine, fcntl.LOCK_UN)
-
-
-_locks: list[tuple[int, int]] = []
-
-
-def _machine_locks(config) -> tuple[int, int] | None:
-    """The run's gate and lock files, shared by its xdist workers (None: not an xdist worker). A pytest that a
-    test starts inherits the worker's environment, the run's id included, but takes no lock: its test holds one
-    already, and it would wait at the gate behind a serial test that waits for that test."""
-    run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
-    if run is None or not hasattr(config, "workerinput"):
-        return None
-    if not _locks:
-        folder = Path(tempfile.gettempdir())
-        gate, machine = (
-            os.open(folder / f"gptkit-tests-{run}.{name}", os.O_RDWR | os.O_CREAT, 0o600) for name in ("gate", "lock")
-        )
-        _locks.append((gate, machine))
-    return _locks[0]
 
 
 def pytest_configure(config):

@@ -292,6 +292,13 @@ def explain(graded: Graded) -> str:
 # ---------------------------------------------------------------- the contest server
 
 
+def proc_fields(pid: int | str) -> list[str]:
+    """The fields of Linux's /proc/PID/stat after the command name (state, parent, process group, ...): the
+    name is cut at its last ")", since it may hold spaces and parentheses. OSError once the process is gone."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 1 :].split()
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -70,10 +70,10 @@ def run_script(server: ForkServer, folder: Path, seconds: float) -> dict[str, An
             worker.request({"op": Request.RUN, "script": SCRIPT}, timeout=seconds)
         except (StudentError, ProbeFault, WorkerCrash) as e:  # a probe fault is the worker's word: its own error
             verdict, error = verdict_of(e), str(e)
-        elapsed = time.monotonic() - started
-        worker.close()
+        finally:  # the grader's own failure too: the worker reaped before its output is read
+            elapsed = time.monotonic() - started
+            worker.close()
         output, cut = read_tail(worker.output)
-    finally:  # the grader's own failure too: the worker reaped and its output file gone, never left on disk
-        worker.close()
+    finally:  # its output file never left on disk
         remove_tree(worker.output)
     return {"verdict": verdict, "error": error, "output": output, "cut": cut, "seconds": round(elapsed, 3)}

@@ -18,7 +18,7 @@ import pytest
 from grader.batch.discover import NOTHING_TO_GRADE, FoundSubmission, discover, unpacked
 from grader.batch.gradebook import EMPTY, Gradebook
 from grader.fingerprint import ROOT_VARIABLE, fingerprint_of
-from helpers import EXERCISES, REPO, SOLUTIONS, cli, m4_report
+from helpers import EXERCISES, REPO, SOLUTIONS, cli, m4_report, proc_fields
 
 QUICK = ("-m", "m1", "-m", "m4")
 
@@ -391,10 +391,9 @@ def test_batch_says_which_students_of_the_gradebook_have_no_submission_any_more(
 
 def in_group(pgid: int, text: str) -> bool:
     """Whether a process of group ``pgid`` runs a command line holding ``text`` (Linux's /proc)."""
-    for stat in Path("/proc").glob("[0-9]*/stat"):
+    for process in Path("/proc").glob("[0-9]*"):
         try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-            if int(fields[2]) == pgid and text in (stat.parent / "cmdline").read_text():
+            if int(proc_fields(process.name)[2]) == pgid and text in (process / "cmdline").read_text():
                 return True
         except (OSError, IndexError, ValueError):
             continue  # a process that ended meanwhile

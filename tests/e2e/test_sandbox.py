@@ -21,7 +21,7 @@ import pytest
 
 import attacks as A
 from grader.sandbox.client import FORK_SERVER
-from helpers import REPO, SOLUTIONS, Variant, cli, grade
+from helpers import REPO, SOLUTIONS, Variant, cli, grade, proc_fields
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
@@ -64,8 +64,7 @@ def worker_processes() -> list[str]:
 
 
 def _parent(pid: str) -> str:
-    stat = Path(f"/proc/{pid}/stat").read_text()
-    return stat[stat.rindex(")") + 2 :].split()[1]  # the field after the state; the name may hold spaces
+    return proc_fields(pid)[1]
 
 
 def _owned(pid: str) -> bool:
