@@ -289,7 +289,7 @@ def explain(graded: Graded) -> str:
     return "\n".join(lines)
 
 
-# ---------------------------------------------------------------- the contest server
+# ---------------------------------------------------------------- processes
 
 
 def proc_fields(pid: int | str) -> list[str]:
@@ -297,6 +297,9 @@ def proc_fields(pid: int | str) -> list[str]:
     name is cut at its last ")", since it may hold spaces and parentheses. OSError once the process is gone."""
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat[stat.rindex(")") + 1 :].split()
+
+
+# ---------------------------------------------------------------- the contest server
 
 
 def free_port() -> int:
