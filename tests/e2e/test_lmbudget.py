@@ -217,7 +217,7 @@ def test_split_b_is_measured_but_not_printed_where_the_task_says_so(tiny_task, t
     write_task(dataclasses.replace(load_task(tiny_task), show_b=False), hidden)
     (tmp_path / "submission").mkdir()
     (tmp_path / "submission" / "lmbudget.py").write_text(BIGRAM)
-    # A fresh grading process: one that has graded lmbudget keeps the task file it read then.
+    # Through the command, as a user runs it: the one test here of what `grade check -m lmbudget` prints.
     proc = cli(
         "check",
         str(tmp_path / "submission"),
