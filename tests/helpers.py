@@ -133,6 +133,44 @@ def cli(
     )
 
 
+def check_here(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``grade check ARGS`` run by click in this process on the session's warm Grader: the command's own options,
+    paper, rendering, output file, messages and exit code, without a process and a fork server of its own (``cli``
+    runs the command itself, for what a process does: its start, its exit, its signals, its side-by-side ``-j``).
+    An exception the command lets through is raised here, as the command would end with its traceback."""
+    from unittest import mock
+
+    from click.testing import CliRunner
+
+    from grader import cli as command
+
+    class SessionGrader:  # what the command's ``Grader(limits, jobs=..., many=...)`` gives it here
+        def __init__(self, limits, **_options) -> None:
+            self.limits = limits
+
+        def __enter__(self) -> SessionGrader:
+            return self
+
+        def __exit__(self, *exc: object) -> None:
+            pass
+
+        def grade(self, request):
+            return shared_grader().grade(request, self.limits)
+
+    here = os.getcwd()
+    previous = signal.signal(signal.SIGALRM, _hang_guard)
+    signal.setitimer(signal.ITIMER_REAL, timeout)
+    try:
+        os.chdir(cwd)
+        with mock.patch.object(command, "Grader", SessionGrader):
+            result = CliRunner().invoke(command.main, ["check", *args], prog_name="grade", catch_exceptions=False)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+        os.chdir(here)
+    return subprocess.CompletedProcess(["grade", "check", *args], result.exit_code, result.stdout, result.stderr)
+
+
 # What `grade check` options ``grade`` takes in this process; any other (-j, --paper, -v, --format) is the command's.
 IN_PROCESS_OPTIONS = {
     "-m": "milestones",

@@ -3,9 +3,9 @@
 While M2 is graded the worker runs the grader's own ``m1_attention`` (see grader/sandbox/secrecy.py).
 Each submission here is the reference with one hostile change to ``m2_model.py`` that looks for that
 code every way it can and shows it through an exception, printed output, a returned value or a file.
-Graded through the CLI (``--format json`` and ``-v``): no line of the trusted code appears in the JSON,
-the text, the grader's output or any file left behind. The control grades the same theft with the
-redactor switched off, and the code comes back: the redactor is what keeps it out.
+Graded through the CLI (``--format json`` as a command, ``-v`` run by click here): no line of the trusted
+code appears in the JSON, the text, the grader's output or any file left behind. The control grades the same
+theft with the redactor switched off, and the code comes back: the redactor is what keeps it out.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from grader.sandbox import secrecy
 from grader.sandbox.secrecy import WITHHELD, code_text, trusted_source, worker_text
-from helpers import EXERCISES, REPO, Variant, cli
+from helpers import EXERCISES, REPO, Variant, check_here
 
 pytestmark = [
     pytest.mark.slow,  # every test here grades a submission
@@ -155,18 +156,21 @@ def strings(value) -> list[str]:
     return []
 
 
-def grade_both(submission: Path, workdir: Path, command: tuple[str, ...] = ()) -> tuple[dict, str]:
-    """``grade check --format json -o`` and ``grade check -v`` on m2: the report and everything shown."""
+def grade_both(
+    submission: Path, workdir: Path, command: tuple[str, ...] = (sys.executable, "-m", "grader")
+) -> tuple[dict, str]:
+    """``grade check --format json -o`` on m2 as a command (so what its grading process prints counts too), and
+    ``grade check -v`` run by click in this process (the command's text of the same grading, on the session's
+    warm Grader): the report and everything shown."""
     out = workdir / "report.json"
-    if command:
-        run = [*command, "check", str(submission), "-m", "m2"]
-        json_run = subprocess.run(
-            [*run, "--format", "json", "-o", str(out)], cwd=workdir, capture_output=True, text=True, timeout=600
-        )
-        text_run = subprocess.run([*run, "-v"], cwd=workdir, capture_output=True, text=True, timeout=600)
-    else:
-        json_run = cli("check", str(submission), "-m", "m2", "--format", "json", "-o", str(out), cwd=workdir)
-        text_run = cli("check", str(submission), "-m", "m2", "-v", cwd=workdir)
+    json_run = subprocess.run(
+        [*command, "check", str(submission), "-m", "m2", "--format", "json", "-o", str(out)],
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    text_run = check_here(str(submission), "-m", "m2", "-v", cwd=workdir)
     assert json_run.returncode == 0, json_run.stderr[-2000:]
     assert text_run.returncode == 0, text_run.stderr[-2000:]
     raw = out.read_text()
@@ -215,8 +219,10 @@ runpy.run_module("grader", run_name="__main__", alter_sys=True)
 """
 
 
-def test_without_the_redactor_the_planted_code_comes_back(tmp_path):
-    """The control: the same grading with the redactor switched off shows the trusted code."""
+def test_without_the_redactor_the_planted_code_comes_back(tmp_path, monkeypatch):
+    """The control: the same grading with the redactor switched off shows the trusted code (in the command, by
+    its script; in this process, by monkeypatch)."""
+    monkeypatch.setattr(secrecy, "trusted_redactor", lambda: secrecy.Redactor(()))
     submission = ATTACKS["planted-raised"].build(tmp_path / "submission")
     workdir = tmp_path / "cwd"
     workdir.mkdir()
