@@ -4,6 +4,7 @@ warm Grader (``grade``), or through the command itself (``grade_cli``, ``cli``).
 from __future__ import annotations
 
 import ast
+import contextlib
 import json
 import os
 import re
@@ -15,9 +16,12 @@ import sys
 import tempfile
 import time
 import urllib.request
+from collections.abc import Iterator
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from unittest import mock
 
 import pytest
 
@@ -133,42 +137,139 @@ def cli(
     )
 
 
-def check_here(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.CompletedProcess:
-    """``grade check ARGS`` run by click in this process on the session's warm Grader: the command's own options,
-    paper, rendering, output file, messages and exit code, without a process and a fork server of its own (``cli``
-    runs the command itself, for what a process does: its start, its exit, its signals, its side-by-side ``-j``).
-    An exception the command lets through is raised here, as the command would end with its traceback."""
-    from unittest import mock
+class SessionGrader:
+    """The Grader a command makes (``Grader(limits, ...)``), when the command runs in this process: the session's
+    warm one under the command's limits, left open when the command closes its own."""
 
-    from click.testing import CliRunner
+    def __init__(self, limits=None, **_options) -> None:
+        self.limits = limits
 
-    from grader import cli as command
+    def grade(self, request, limits=None):
+        return shared_grader().grade(request, limits or self.limits)
 
-    class SessionGrader:  # what the command's ``Grader(limits, jobs=..., many=...)`` gives it here
-        def __init__(self, limits, **_options) -> None:
-            self.limits = limits
+    def warm_up(self, *milestones) -> None:
+        shared_grader().warm_up(*milestones)
 
-        def __enter__(self) -> SessionGrader:
-            return self
+    @property
+    def server_died(self) -> bool:
+        return shared_grader().server_died
 
-        def __exit__(self, *exc: object) -> None:
-            pass
+    @property
+    def lost(self) -> bool:
+        return shared_grader().lost
 
-        def grade(self, request):
-            return shared_grader().grade(request, self.limits)
+    def reset(self) -> None:
+        shared_grader().reset()
 
+    def close(self) -> None:
+        pass
+
+    def __enter__(self) -> SessionGrader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class InThisProcess(Executor):
+    """``grade batch``'s executor when it runs in this process (as a cluster's is given to it): each task run as
+    it is submitted, here."""
+
+    def submit(self, fn, /, *args, **kwargs) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as e:  # noqa: BLE001 - the future holds it, as a pool's would (grade_all reads it)
+            future.set_exception(e)
+        return future
+
+
+@contextlib.contextmanager
+def stand_ins(
+    patches: dict[str, object], cwd: Path = REPO, env: dict[str, str] | None = None, timeout: float = 600
+) -> Iterator[None]:
+    """Run what a command runs in this process: each of ``patches`` (a dotted name: its stand-in, such as
+    ``SessionGrader`` for the Grader the command makes) in place, in ``cwd``, with ``env``'s variables added; work
+    still running after ``timeout`` fails the test."""
     here = os.getcwd()
     previous = signal.signal(signal.SIGALRM, _hang_guard)
     signal.setitimer(signal.ITIMER_REAL, timeout)
     try:
         os.chdir(cwd)
-        with mock.patch.object(command, "Grader", SessionGrader):
-            result = CliRunner().invoke(command.main, ["check", *args], prog_name="grade", catch_exceptions=False)
+        with contextlib.ExitStack() as stack:
+            stack.enter_context(mock.patch.dict(os.environ, env or {}))
+            for name, stand_in in patches.items():
+                stack.enter_context(mock.patch(name, stand_in))
+            yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
         os.chdir(here)
-    return subprocess.CompletedProcess(["grade", "check", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def command_here(
+    *args: str,
+    patches: dict[str, object],
+    cwd: Path = REPO,
+    env: dict[str, str] | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess:
+    """``grade ARGS`` run by click in this process, with ``stand_ins(patches)``: the command's own options, work,
+    output, messages and exit code, without a process, torch and a fork server of its own. ``cli`` runs the command
+    itself, for what only a process shows: its start, its exit, its signals, a clock running out, a pool of
+    processes, ``-j``'s grading processes side by side. An exception the command lets through is raised here, as
+    the command would end with its traceback."""
+    from click.testing import CliRunner
+
+    from grader import cli as command
+
+    with stand_ins(patches, cwd, env, timeout):
+        result = CliRunner().invoke(command.main, list(args), prog_name="grade", catch_exceptions=False)
+    return subprocess.CompletedProcess(["grade", *args], result.exit_code, result.stdout, result.stderr)
+
+
+def check_here(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``grade check ARGS`` in this process on the session's warm Grader (``command_here``)."""
+    return command_here("check", *args, patches={"grader.cli.Grader": SessionGrader}, cwd=cwd, timeout=timeout)
+
+
+def watch_here(*args: str, cwd: Path = REPO, timeout: float = 600) -> subprocess.CompletedProcess:
+    """``grade watch ARGS`` (``--once``: a save, a signal and a process's end need the command itself) in this
+    process on the session's warm Grader."""
+    return command_here("watch", *args, patches={"grader.watch.Grader": SessionGrader}, cwd=cwd, timeout=timeout)
+
+
+def practice_here(*args: str, stdin: str = "", cwd: Path = REPO, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``grade practice ARGS`` in this process on the session's warm Grader, the commands typed (``stdin``) read
+    from a real pipe as the command reads a terminal's (select, then unbuffered reads, each echoed), the input
+    ending after them as a closed terminal's. The clock running out with nothing typed needs the command itself."""
+    read, write = os.pipe()
+    os.write(write, stdin.encode())  # a few commands: well within a pipe's buffer
+    os.close(write)
+    patches = {"grader.practice.command.Grader": SessionGrader, "grader.practice.command._stdin_fd": lambda: read}
+    try:
+        return command_here("practice", *args, patches=patches, cwd=cwd, timeout=timeout)
+    finally:
+        os.close(read)
+
+
+def batch_here(*args: str, env: dict[str, str] | None = None, timeout: float = 900) -> subprocess.CompletedProcess:
+    """``grade batch ARGS`` in this process, each submission graded as it comes on the session's warm Grader: the
+    command's own discovery, gradebook, resume, grade_one and summary, without its pool and fork servers (4 CPU-s
+    and more each time). ``env``: more environment variables for the run (GPTKIT_GRADER_ROOT)."""
+    import grader.batch.run as run
+
+    real = run.grade_all
+
+    def graded_here(*positional, **options):
+        return real(*positional, **{**options, "executor": InThisProcess()})
+
+    patches = {
+        "grader.batch.run.grade_all": graded_here,
+        # grade_one's Grader, a pool process's own there: here the session's, which grade_one gives the batch's limits
+        "grader.batch.run.process_grader": lambda limits, shared=None: shared_grader(),
+    }
+    return command_here("batch", *args, patches=patches, env=env, timeout=timeout)
 
 
 # What `grade check` options ``grade`` takes in this process; any other (-j, --paper, -v, --format) is the command's.
@@ -260,6 +361,49 @@ def grade_cli(submission: Path, *args: str, timeout: float = 600) -> Graded:
         seconds = time.monotonic() - started
         report = json.loads(out.read_text()) if out.exists() else {}
     return Graded(proc.returncode, seconds, proc.stderr, report)
+
+
+def autograder_here(root: Path) -> dict:
+    """What ``run_autograder`` of the Gradescope zip unpacked in ``root/source`` writes (``root/results``), its one
+    step (``python -m grader.bundles.gradescope``, with the options and files the script gives it) run in this
+    process on the session's warm Grader: for the tests of how an upload is found and read and how late it is,
+    which that module decides. The tests of the script itself (what it grades, shows and hides) run it."""
+    from grader.bundles import gradescope
+
+    script = (root / "source" / "run_autograder").read_text()
+    options = dict(re.findall(r"^(VISIBILITY|TESTS)=(\S+)$", script, re.M))
+    results = root / "results" / "results.json"
+    results.parent.mkdir(exist_ok=True)
+    args = [str(root / "submission"), str(results), "--visibility", options["VISIBILITY"], "--tests", options["TESTS"]]
+    args += ["--late-policy", str(root / "source" / "late-policy.toml")]
+    args += ["--metadata", str(root / "submission_metadata.json")]
+    with stand_ins({"grader.bundles.gradescope.Grader": SessionGrader}, cwd=root / "source"):
+        gradescope.main(args)
+    return json.loads(results.read_text())
+
+
+def checks_in_one_process(
+    root: Path, *checks: list[str], env: dict[str, str] | None = None, timeout: float = 900
+) -> list[subprocess.CompletedProcess]:
+    """``grade check`` with each of ``checks`` (argument lists) by the kit at ``root``, a copy of this one: in one
+    process of its own, on one warm Grader (tests/checks_in_one_process.py), for one start-up of torch and of a fork
+    server instead of one each per command. Each run's exit code, stdout and stderr, as the command gives them."""
+    script = (Path(__file__).with_name("checks_in_one_process.py")).read_text()
+    proc = subprocess.run(
+        [sys.executable, "-c", script, json.dumps(checks)],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    runs = json.loads(proc.stdout.splitlines()[-1])
+    assert all(r["file"] == str(root / "grader" / "cli.py") for r in runs), f"not the copy's grader: {runs[0]['file']}"
+    return [
+        subprocess.CompletedProcess(["grade", "check", *c], r["returncode"], r["stdout"], r["stderr"])
+        for c, r in zip(checks, runs, strict=True)
+    ]
 
 
 def grade_many(
@@ -463,9 +607,10 @@ def copy_answers(source: Path, notebook: Path, out: Path) -> None:
 
 
 def check_notebook(notebook: Path, *args: str) -> dict:
-    """`grade check NOTEBOOK --format json ARGS` as a student runs it: its report, with every check in ``all``."""
+    """`grade check NOTEBOOK --format json ARGS` as a student runs it (in this process: ``check_here``): its report,
+    with every check in ``all``."""
     out = notebook.with_suffix(".json")
-    proc = cli("check", str(notebook), "--format", "json", "-o", str(out), *args)
+    proc = check_here(str(notebook), "--format", "json", "-o", str(out), *args)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     report["all"] = [c for m in report["milestones"] for c in m["checks"]]

@@ -203,8 +203,8 @@ def grade_all(
     planned(len(todo), len(found) - len(todo))
     narrowed: dict[str, str] = {}
     own = executor is None
-    # Nothing to grade: no fork server to start (and wait for, as it preloads torch).
-    context = pool_context(milestones) if todo else None
+    # Nothing to grade, or a cluster's executor: no fork server to start (and wait for, as it preloads torch).
+    context = pool_context(milestones) if own and todo else None
     executor = executor or ProcessPoolExecutor(workers, mp_context=context, initializer=ignore_interrupts)
     # One fork server for this machine's grading processes; a cluster's processes each start their own.
     server = shared_server(limits, min(workers, len(todo))) if own and todo else None

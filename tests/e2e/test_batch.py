@@ -18,7 +18,7 @@ import pytest
 from grader.batch.discover import NOTHING_TO_GRADE, FoundSubmission, discover, unpacked
 from grader.batch.gradebook import EMPTY, Gradebook
 from grader.fingerprint import ROOT_VARIABLE, fingerprint_of
-from helpers import EXERCISES, REPO, SOLUTIONS, cli, m4_report, proc_fields
+from helpers import EXERCISES, REPO, SOLUTIONS, batch_here, cli, m4_report, proc_fields
 
 QUICK = ("-m", "m1", "-m", "m4")
 
@@ -68,6 +68,8 @@ def zip_of(folder: Path, path: Path, extra: dict[str, str] | None = None) -> Pat
 
 
 def batch(*args: str) -> subprocess.CompletedProcess:
+    """`grade batch ARGS` in a process of its own, as a user runs it: for what a process does (its signals, its
+    exit, its pool and fork server, a cluster's workers, its usage errors as printed)."""
     return cli("batch", *args)
 
 
@@ -191,7 +193,7 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     notebook_of(SOLUTIONS, root / "carol.ipynb")
     zip_of(SOLUTIONS, root / "dave.zip")
     db = root / "grades.sqlite"
-    proc = batch(str(root), "--workers", "2", *QUICK)
+    proc = batch_here(str(root), "--workers", "2", *QUICK)
     assert proc.returncode == 0 and "4 graded, 0 already" in proc.stderr, proc.stderr
     first = rows(db)
     assert {s: (r["score"], r["max_score"]) for s, r in first.items()} == {
@@ -202,16 +204,16 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
     }, first
     assert all(r["checks_stored"] == r["n_checks"] > 0 and r["status"] == "graded" for r in first.values())
 
-    proc = batch(str(root), *QUICK)
+    proc = batch_here(str(root), *QUICK)
     assert "0 graded, 4 already" in proc.stderr and rows(db) == first, proc.stderr
 
     (root / "bob" / "m4_generate.py").write_text((SOLUTIONS / "m4_generate.py").read_text())
-    proc = batch(str(root), *QUICK)
+    proc = batch_here(str(root), *QUICK)
     assert "1 graded, 3 already" in proc.stderr, proc.stderr
     assert rows(db)["bob"]["score"] == 9 and rows(db)["alice"] == first["alice"]
 
     # Regrading m4 alone keeps each student's m1 results: the same files, the same grader.
-    proc = batch(str(root), "--regrade", "-m", "m4")
+    proc = batch_here(str(root), "--regrade", "-m", "m4")
     assert "4 graded, 0 already" in proc.stderr and "note:" not in proc.stderr, proc.stderr
     regraded = rows(db)
     assert {s: (r["score"], r["max_score"], json.loads(r["milestones"])) for s, r in regraded.items()} == {
@@ -221,7 +223,7 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
         "dave": (36, 36, ["m1", "m4"]),
     }, regraded
     assert all(r["checks_stored"] == r["n_checks"] == first[s]["n_checks"] for s, r in regraded.items())
-    proc = batch(str(root), "-m", "m4")
+    proc = batch_here(str(root), "-m", "m4")
     assert "0 graded, 4 already" in proc.stderr, "m4 is current in grades that cover m1 and m4"
 
     out, gradescope = tmp_path / "grades.csv", tmp_path / "gradescope"
@@ -244,7 +246,7 @@ def test_batch_grades_resumes_and_regrades_what_changed(tmp_path):
 
     # Files changed since: their m1 results are stale, not carried over, and the batch says so.
     (root / "bob" / "m4_generate.py").write_text((SOLUTIONS / "m4_generate.py").read_text() + "\n# edited\n")
-    proc = batch(str(root), "-m", "m4")
+    proc = batch_here(str(root), "-m", "m4")
     assert "1 graded, 3 already" in proc.stderr, proc.stderr
     assert (
         "note: 1 student's grade now covers only m4 (bob): 1 changed their files since the other milestones "
@@ -260,7 +262,7 @@ def test_report_names_the_most_failed_check(tmp_path):
     shutil.copytree(SOLUTIONS, root / "bob", ignore=shutil.ignore_patterns("__pycache__"))
     generate = root / "bob" / "m4_generate.py"
     generate.write_text(generate.read_text().replace("logits[:, -1, :]", "logits[:, 0, :]"))
-    assert batch(str(root), "-m", "m4").returncode == 0
+    assert batch_here(str(root), "-m", "m4").returncode == 0
     proc = cli("report", str(root / "grades.sqlite"), "--top", "1")
     assert "50.0%     1 of 2  m4: each new token is the argmax" in proc.stdout, proc.stdout
 
@@ -337,7 +339,7 @@ def test_batch_records_the_students_with_nothing_to_grade(tmp_path, pinned_grade
     (root / "readme" / "README.md").write_text("my work is on my laptop")
     db = root / "grades.sqlite"
     graded_already(db, root, pinned_grader, {"alice": 9})
-    proc = batch(str(root), "-m", "m4")
+    proc = batch_here(str(root), "-m", "m4")
     assert proc.returncode == 0 and "0 graded, 1 already" in proc.stderr, proc.stderr
     assert (
         f"2 students with nothing to grade, recorded with 0 points (status '{EMPTY}'): "
@@ -362,7 +364,7 @@ def test_batch_records_the_students_with_nothing_to_grade(tmp_path, pinned_grade
     proc = cli("report", str(db))
     assert "3 submissions: 1 graded, 0 with errors, 2 with nothing to grade (empty, readme)" in proc.stdout, proc.stdout
 
-    assert batch(str(root), "-m", "m4").returncode == 0
+    assert batch_here(str(root), "-m", "m4").returncode == 0
     with sqlite3.connect(db) as con:
         assert con.execute("SELECT COUNT(*) FROM attempts WHERE student = 'empty'").fetchone() == (1,), (
             "nothing changed: no new attempt"
@@ -376,7 +378,7 @@ def test_batch_says_which_students_of_the_gradebook_have_no_submission_any_more(
     reference(root / "alice")
     db = root / "grades.sqlite"
     graded_already(db, root, pinned_grader, {"alice": 9, "bob": 4.5, "carol": 0})  # bob's and carol's folders: gone
-    proc = batch(str(root), "-m", "m4")
+    proc = batch_here(str(root), "-m", "m4")
     assert proc.returncode == 0 and "0 graded, 1 already" in proc.stderr, proc.stderr
     assert (
         f"note: 2 students in the gradebook have no submission in {root} any more: kept (bob, carol)" in proc.stderr
@@ -464,7 +466,7 @@ def test_submission_time_limit_fails_the_checks_past_it(tmp_path):
     slow = reference(root / "slow") / "m1_attention.py"
     first_line = "    T, d_k = q.shape[-2], q.shape[-1]\n"
     slow.write_text(slow.read_text().replace(first_line, "    __import__('time').sleep(0.3)\n" + first_line))
-    proc = batch(str(root), "-m", "m1", "--submission-timeout", "4")
+    proc = batch_here(str(root), "-m", "m1", "--submission-timeout", "4")
     assert proc.returncode == 0, proc.stderr
     row = rows(root / "grades.sqlite")["slow"]
     with sqlite3.connect(root / "grades.sqlite") as con:
@@ -514,7 +516,7 @@ def test_an_unreadable_notebook_tells_its_student_why_without_class_names_or_pat
     (tmp_path / "class2").mkdir()
     (tmp_path / "class2" / "eve.ipynb").write_text("{not json")
     db = tmp_path / "grades.sqlite"
-    proc = batch(str(tmp_path / "class2"), "--db", str(db), "--workers", "1", *QUICK)
+    proc = batch_here(str(tmp_path / "class2"), "--db", str(db), "--workers", "1", *QUICK)
     assert proc.returncode == 0, proc.stderr
     proc = cli("export", str(db), "--gradescope", str(tmp_path / "out"))
     assert proc.returncode == 0, proc.stderr

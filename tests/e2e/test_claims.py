@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import attacks as A
-from helpers import Variant, cli, grade
+from helpers import Variant, batch_here, check_here, cli, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
@@ -57,7 +57,7 @@ def test_forged_faults_in_gradescope_results(tmp_path, honest_m1, full_m1):
     """Gradescope's results.json: the forged checks are failed tests with their points, not 0-point notes."""
     out = tmp_path / "results.json"
     folder = submission(tmp_path / "forged", A.FORGE_GRADER_FAULTS)
-    proc = cli("check", str(folder), "-m", "m1", "--format", "gradescope", "-o", str(out))
+    proc = check_here(str(folder), "-m", "m1", "--format", "gradescope", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     results = json.loads(out.read_text())
     assert results["score"] == pytest.approx(honest_m1["score"], abs=0.01)
@@ -67,7 +67,7 @@ def test_forged_faults_in_gradescope_results(tmp_path, honest_m1, full_m1):
 def test_forged_faults_in_a_batch(tmp_path, honest_m1, full_m1):
     """`grade batch`'s gradebook, which the contest and the exports read: the same points, the full stake."""
     submission(tmp_path / "class" / "forger", A.FORGE_GRADER_FAULTS)
-    proc = cli("batch", str(tmp_path / "class"), "--workers", "1", "-m", "m1", "--db", str(tmp_path / "g.sqlite"))
+    proc = batch_here(str(tmp_path / "class"), "--workers", "1", "-m", "m1", "--db", str(tmp_path / "g.sqlite"))
     assert proc.returncode == 0, proc.stderr
     with sqlite3.connect(tmp_path / "g.sqlite") as con:
         score, top = con.execute("SELECT score, max_score FROM submissions WHERE student = 'forger'").fetchone()

@@ -4,23 +4,26 @@ import json
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from helpers import REPO, SOLUTIONS, Variant, grade
+from helpers import REPO, SOLUTIONS, Variant, check_here, grade
 from helpers import cli as run
 
 
 @pytest.mark.parametrize(
     "args,phrase",
     [
-        (["check", "solutions", "-m", "m9"], "unknown milestone"),
-        (["check", "no/such/folder"], "does not exist"),
-        (["check", "README.md"], "neither a folder nor a notebook"),
+        (["solutions", "-m", "m9"], "unknown milestone"),
+        (["no/such/folder"], "does not exist"),
+        (["README.md"], "neither a folder nor a notebook"),
     ],
 )
 def test_usage_errors_exit_2_with_a_message(args, phrase):
-    proc = run(*args)
+    """`grade check ARGS` in this process (its exit code and messages are the command's; an exception it let
+    through would be raised here, a traceback)."""
+    proc = check_here(*args)
     assert proc.returncode == 2, proc.stderr
     assert phrase in proc.stderr and "Traceback" not in proc.stderr
 
@@ -32,7 +35,7 @@ def test_grade_without_arguments_needs_an_exercises_folder(tmp_path):
 
 @pytest.mark.slow
 def test_one_milestone_and_the_text_table():
-    proc = run("check", "solutions", "-m", "m1")
+    proc = check_here("solutions", "-m", "m1")  # the command's table, graded on the session's warm Grader
     assert proc.returncode == 0, proc.stderr
     assert "Causal self-attention" in proc.stdout and "all passed" in proc.stdout
     assert "TinyGPT" not in proc.stdout, "only the chosen milestone is graded"
@@ -41,7 +44,7 @@ def test_one_milestone_and_the_text_table():
 @pytest.mark.slow
 def test_gradescope_results_schema(tmp_path):
     out = tmp_path / "results.json"
-    proc = run("check", "solutions", "-m", "m4", "--format", "gradescope", "-o", str(out))
+    proc = check_here("solutions", "-m", "m4", "--format", "gradescope", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     results = json.loads(out.read_text())
     assert {"score", "tests", "execution_time"} <= results.keys()
@@ -52,11 +55,17 @@ def test_gradescope_results_schema(tmp_path):
     assert results["score"] == pytest.approx(sum(t["score"] for t in results["tests"]))
 
 
-def use_broken_suite(tmp_path, suite: str) -> str:
-    """Python lines that point the runner at a copy of the suites in which ``suite`` does not parse."""
+def broken_suites(tmp_path, suite: str) -> Path:
+    """A copy of the suites in which ``suite`` does not parse."""
     suites = tmp_path / "suites"
     shutil.copytree(REPO / "grader" / "suites", suites, ignore=shutil.ignore_patterns("__pycache__"))
     (suites / "hidden" / suite).write_text("def broken(:\n")
+    return suites
+
+
+def use_broken_suite(tmp_path, suite: str) -> str:
+    """Python lines that point the runner at a copy of the suites in which ``suite`` does not parse."""
+    suites = broken_suites(tmp_path, suite)
     return f"""
 from pathlib import Path
 import grader.runner as runner
@@ -65,18 +74,19 @@ runner.SUITES, runner.HIDDEN = Path({str(suites)!r}), Path({str(suites / "hidden
 
 
 @pytest.mark.slow
-def test_a_suite_that_cannot_be_collected_is_named(tmp_path):
-    """A broken hidden suite stops the grading with a message naming the file and the error, not a bare exit code"""
-    script = f"""
-{use_broken_suite(tmp_path, "test_m1_attention.py")}
-from grader.grading import Grader, Request
-try:
-    with Grader() as grader:
-        grader.grade(Request(Path({str(SOLUTIONS)!r}), ("m1",)))
-except runner.GraderError as e:
-    print(e)
-"""
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300).stdout
+def test_a_suite_that_cannot_be_collected_is_named(tmp_path, monkeypatch):
+    """A broken hidden suite stops the grading with a message naming the file and the error, not a bare exit code.
+    In this process: the suites are collected in the grading process, where the runner reads SUITES and HIDDEN;
+    a Grader of the test's own, as the error drops the warm server the session's Grader would keep."""
+    import grader.runner as runner
+    from grader.grading import Grader, Request
+
+    suites = broken_suites(tmp_path, "test_m1_attention.py")
+    monkeypatch.setattr(runner, "SUITES", suites)
+    monkeypatch.setattr(runner, "HIDDEN", suites / "hidden")
+    with Grader() as grader, pytest.raises(runner.GraderError) as failed:
+        grader.grade(Request(SOLUTIONS, ("m1",)))
+    out = str(failed.value)
     assert "the hidden suites did not run" in out and "test_m1_attention.py" in out and "SyntaxError" in out, out
 
 
@@ -97,7 +107,8 @@ def test_side_by_side_gives_the_report_of_one_process(tmp_path):
     variant = Variant("two bugs", edits={**bugs["m1-mask-triu"].edits, **bugs["m3-no-zero-grad"].edits})
     submission = variant.build(tmp_path / "submission")
     milestones = [arg for m in ("m1", "m2", "m3", "m4", "sampling") for arg in ("-m", m)]
-    one, two = (grade(submission, *milestones, "-j", jobs) for jobs in ("1", "2"))
+    # -j 1 is one grading process: this one, on the session's warm Grader (jobs=1); -j 2 needs the command itself.
+    one, two = grade(submission, *milestones), grade(submission, *milestones, "-j", "2")
     assert one.report and two.report, one.stderr + two.stderr
     assert same_checks(two.report) == same_checks(one.report)
     assert [m["id"] for m in two.report["milestones"]] == ["m1", "m2", "m3", "m4", "sampling"]

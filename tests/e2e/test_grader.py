@@ -16,7 +16,7 @@ from grader.grading import Grader, Request
 from grader.options import limits
 from helpers import SOLUTIONS, Variant
 
-pytestmark = pytest.mark.slow  # each test grades, on servers of its own
+pytestmark = pytest.mark.slow  # each test grades: on servers of its own, or on the session's warm Grader
 
 
 FIRST_CALL_SLEEPS = """
@@ -44,12 +44,21 @@ def full(report, milestone: str) -> bool:
     return got == most > 0 and not report.internal_errors
 
 
-def test_one_server_serves_many_gradings(tmp_path):
-    with Grader() as grader:
-        first = grader.grade(Request(SOLUTIONS, ("m1",)))
-        second = grader.grade(Request(SOLUTIONS, ("m2",)))
+def warm_starts(grader: Grader) -> int:
+    """The servers a Grader will have started once its next grading on the warm server begins: one more if it
+    holds none alive (the session's Grader may have one already, from the tests before)."""
+    return grader.started + (grader._server is None or grader.server_died)
+
+
+def test_one_server_serves_many_gradings(grader):
+    """The session's warm Grader (tests/conftest.py): its second grading starts no server of its own."""
+    before, expected = grader.started, warm_starts(grader)
+    first = grader.grade(Request(SOLUTIONS, ("m1",)))
+    second = grader.grade(Request(SOLUTIONS, ("m2",)))
     assert full(first, "m1") and full(second, "m2")
-    assert grader.started == 1, f"{grader.started} fork servers started for two gradings"
+    assert grader.started == expected, (
+        f"{grader.started - before} fork servers started for two gradings ({expected - before} were needed)"
+    )
 
 
 def test_a_server_that_died_is_replaced_before_the_next_grading():
@@ -65,22 +74,22 @@ def test_a_server_that_died_is_replaced_before_the_next_grading():
     assert grader.started == 2 and not again.internal_errors
 
 
-def test_each_grading_runs_under_its_own_limits(tmp_path):
-    """The warm server was started under one set of limits; a grading asked under others gets those."""
+def test_each_grading_runs_under_its_own_limits(tmp_path, grader):
+    """The warm server was started under one set of limits (the session's Grader's, the defaults); a grading
+    asked under others gets those, and the next one, on the same server, the defaults again."""
     folder = slow_first_call(tmp_path / "sleeps")
-    with Grader() as grader:
-        tight = grader.grade(Request(folder, ("m1",)), limits(timeout=1))
-        roomy = grader.grade(Request(folder, ("m1",)))
+    expected = warm_starts(grader)
+    tight = grader.grade(Request(folder, ("m1",)), limits(timeout=1))
+    roomy = grader.grade(Request(folder, ("m1",)))
     assert not full(tight, "m1"), "a 3 s call passed under a 1 s limit"
     assert full(roomy, "m1"), "the default limits were not restored for the next grading"
-    assert grader.started == 1
+    assert grader.started == expected, "the two gradings were not on one warm server"
 
 
-def test_a_grading_is_bounded_as_a_whole(tmp_path):
+def test_a_grading_is_bounded_as_a_whole(tmp_path, grader):
     """Every call sleeps 1 s; with 5 s for the whole submission, the checks left once it is up fail at once."""
     folder = slow_calls(tmp_path / "sleeps")
-    with Grader() as grader:
-        report = grader.grade(Request(folder, ("m1",)), limits(submission_timeout=5))
+    report = grader.grade(Request(folder, ("m1",)), limits(submission_timeout=5))
     assert report.seconds < 60, f"graded in {report.seconds:.0f} s"
     assert any("time limit" in c.message for c in report.checks if not c.passed), [c.message for c in report.checks]
 
@@ -112,21 +121,20 @@ def test_a_pool_process_replaces_its_dead_server(tmp_path):
     assert second["score"] == second["max_score"]
 
 
-def test_each_grading_reads_the_lmbudget_task_file_of_its_own_time(tmp_path, monkeypatch):
+def test_each_grading_reads_the_lmbudget_task_file_of_its_own_time(tmp_path, monkeypatch, grader):
     """A suite's module-level state is read afresh by each grading in one process: the lmbudget task file named
     by GPTKIT_LMBUDGET_TASK when the grading starts, not the one the first grading saw (a test once trained for
-    the shipped task's 185 s while its own task file said 23)."""
+    the shipped task's 185 s while its own task file said 23). On the session's Grader, which graded before."""
     from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task, write_task
 
     stub = tmp_path / "stub"
     stub.mkdir()
     (stub / "lmbudget.py").write_text((SOLUTIONS.parent / "exercises" / "lmbudget.py").read_text())
     maxima = []
-    with Grader() as grader:
-        for points in (10.0, 7.0):
-            task = tmp_path / f"task-{points:g}.toml"
-            write_task(dataclasses.replace(load_task(TASK_FILE), points=points), task)
-            monkeypatch.setenv(ENV_VAR, str(task))
-            report = grader.grade(Request(stub, ("lmbudget",)), limits()).to_json()
-            maxima.append(sum(c["max_score"] for m in report["milestones"] for c in m["checks"]))
+    for points in (10.0, 7.0):
+        task = tmp_path / f"task-{points:g}.toml"
+        write_task(dataclasses.replace(load_task(TASK_FILE), points=points), task)
+        monkeypatch.setenv(ENV_VAR, str(task))
+        report = grader.grade(Request(stub, ("lmbudget",)), limits()).to_json()
+        maxima.append(sum(c["max_score"] for m in report["milestones"] for c in m["checks"]))
     assert maxima == [10.0, 7.0], f"the second grading kept the first task file's points: {maxima}"

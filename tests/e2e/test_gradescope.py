@@ -1,4 +1,6 @@
-"""The Gradescope autograder zip, run locally against a fake /autograder tree (same layout, in a temp dir)."""
+"""The Gradescope autograder zip, run locally against a fake /autograder tree (same layout, in a temp dir): the
+script itself for what it grades, shows and hides; its grading step in this process (``results_here``) for how an
+upload is found and read, which that step decides."""
 
 from __future__ import annotations
 
@@ -20,7 +22,7 @@ import pytest
 from grader.bundles.gradescope import VISIBILITIES
 from grader.milestones import GRADABLE
 from grader.results import CheckResult, Report, gradescope_results
-from helpers import EXERCISES, SOLUTIONS, Variant, cli
+from helpers import EXERCISES, SOLUTIONS, Variant, autograder_here, cli
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
@@ -63,9 +65,9 @@ def public(results: dict) -> list[dict]:
     return [t for t in results["tests"] if "public" in t["tags"]]
 
 
-def run_autograder(root: Path, submission: Path, under: str = "") -> dict:
-    """Put `submission` (a folder's files, or one notebook) in submission/ (in its folder UNDER, if given) and run
-    run_autograder."""
+def place(root: Path, submission: Path, under: str = "") -> None:
+    """Put ``submission`` (a folder's files, or one notebook) in submission/ (in its folder UNDER, if given), as
+    Gradescope does, with no results yet."""
     shutil.rmtree(root / "submission", ignore_errors=True)
     shutil.rmtree(root / "results", ignore_errors=True)
     target = root / "submission" / under
@@ -74,9 +76,21 @@ def run_autograder(root: Path, submission: Path, under: str = "") -> dict:
     else:
         target.mkdir(parents=True)
         shutil.copy(submission, target)
+
+
+def run_autograder(root: Path, submission: Path, under: str = "") -> dict:
+    """``submission`` placed (``place``), then run_autograder run as Gradescope runs it."""
+    place(root, submission, under)
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "GRADE_PYTHON": sys.executable}
     subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, timeout=600)
     return json.loads((root / "results" / "results.json").read_text())
+
+
+def results_here(root: Path, submission: Path, under: str = "") -> dict:
+    """``submission`` placed, then what run_autograder writes, its grading step run in this process
+    (helpers.autograder_here): for the tests of how an upload is found and read."""
+    place(root, submission, under)
+    return autograder_here(root)
 
 
 def test_the_zip_holds_the_scripts_the_grader_and_the_reference(autograder):
@@ -211,7 +225,7 @@ def test_buggy_submission_loses_points_in_its_milestone(leaky_results):
 def test_files_in_one_folder_score_as_a_flat_upload(autograder, leaky_results, tmp_path):
     """`exercises/*.py` dragged in as a folder: found one level down, graded exactly as the flat upload
     (the bug still costs its points, so the files really were graded, not skipped or replaced)."""
-    results = run_autograder(autograder, LEAKY.build(tmp_path / "leaky"), under="exercises")
+    results = results_here(autograder, LEAKY.build(tmp_path / "leaky"), under="exercises")
     assert 0 < results["score"] == pytest.approx(leaky_results["score"]), results["output"]
     assert results["score"] < sum(t["max_score"] for t in results["tests"])
     assert [(t["name"], t["score"]) for t in results["tests"]] == [
@@ -229,7 +243,7 @@ def test_a_notebook_in_one_folder_is_found(autograder, tmp_path):
     (tmp_path / "work.ipynb").write_text(
         json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [cell]})
     )
-    results = run_autograder(autograder, tmp_path / "work.ipynb", under="my work")
+    results = results_here(autograder, tmp_path / "work.ipynb", under="my work")
     m1 = [t for t in scored(results) if t["tags"] == ["m1"]]
     assert m1 and all(t["status"] == "passed" for t in m1), results["output"]
     assert 0 < results["score"] < sum(t["max_score"] for t in results["tests"])
@@ -261,7 +275,7 @@ def test_an_upload_with_nothing_to_grade_says_so(autograder, tmp_path):
     for name in ("a", "b"):
         (tmp_path / "upload" / name).mkdir(parents=True)
         shutil.copy(SOLUTIONS / "m1_attention.py", tmp_path / "upload" / name)
-    results = run_autograder(autograder, tmp_path / "upload")
+    results = results_here(autograder, tmp_path / "upload")
     assert results["score"] == 0 and "no exercise file" in results["output"], results["output"]
     assert any("m1_attention.py" in t["output"] for t in scored(results))
 
@@ -279,7 +293,7 @@ def test_an_upload_with_nothing_to_grade_says_so(autograder, tmp_path):
 def test_an_ungradable_notebook_gets_its_reason_in_the_output(autograder, tmp_path, text, reason):
     """The reason goes where students look (the output), not only to stdout, which they do not see."""
     (tmp_path / "work.ipynb").write_text(text)
-    results = run_autograder(autograder, tmp_path / "work.ipynb")
+    results = results_here(autograder, tmp_path / "work.ipynb")
     assert results["score"] == 0 and results["tests"] == [], results
     assert "could not grade" in results["output"] and reason in results["output"], results["output"]
     assert str(autograder) not in results["output"]  # no paths of the autograder's machine

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO, SOLUTIONS, cli
+from helpers import REPO, SOLUTIONS, checks_in_one_process
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
@@ -52,14 +52,18 @@ def faulty_kit(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def outputs(faulty_kit, tmp_path_factory) -> dict[str, str]:
-    """The reference graded on m2 by the faulty copy (``python -m grader`` in its folder runs the copy)."""
+    """The reference graded on m2 by the faulty copy (python in its folder imports the copy's grader), in each
+    format: `grade check` three times in one process of the copy's (helpers.checks_in_one_process)."""
     out = tmp_path_factory.mktemp("out")
+    formats = ("json", "gradescope", "text")
+    checks = [
+        [str(SOLUTIONS), "-m", "m2", "--format", fmt, "-o", str(out / fmt), *(["-v"] if fmt == "text" else [])]
+        for fmt in formats
+    ]
     results = {}
-    for fmt in ("json", "gradescope", "text"):
-        extra = ["-v"] if fmt == "text" else []
-        proc = cli("check", str(SOLUTIONS), "-m", "m2", "--format", fmt, "-o", str(out / fmt), *extra, cwd=faulty_kit)
-        assert proc.returncode == 1, f"grade should exit 1 when the grader failed:\n{proc.stderr}"
-        assert "failed inside the grader" in proc.stderr
+    for fmt, run in zip(formats, checks_in_one_process(faulty_kit, *checks), strict=True):
+        assert run.returncode == 1, f"grade should exit 1 when the grader failed:\n{run.stderr}"
+        assert "failed inside the grader" in run.stderr
         results[fmt] = (out / fmt).read_text()
     return results
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from grader import deadlines
-from helpers import SOLUTIONS, cli
+from helpers import SOLUTIONS, autograder_here, batch_here, cli
 
 DUE = datetime(2026, 12, 1, 23, 59, tzinfo=timezone.utc)
 POLICY = """\
@@ -113,7 +113,7 @@ def test_nbgrader_late_notebook_extension_and_unknown_time(tmp_path, policy_file
     for student in ("alice", "bob"):
         (course / "submitted" / student / "hw1" / "timestamp.txt").write_text(late)
     db = tmp_path / "grades.sqlite"
-    proc = cli("batch", str(course), "--workers", "2", "-m", "m1", "--db", str(db))
+    proc = batch_here(str(course), "--workers", "2", "-m", "m1", "--db", str(db))
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "grades.csv"
     proc = cli(
@@ -173,15 +173,20 @@ def test_gradescope_late_submission_extension_and_unknown_time(tmp_path, policy_
     env = {**os.environ, "AUTOGRADER_ROOT": str(root), "GRADE_PYTHON": sys.executable}
     gs_due = DUE + timedelta(days=1)  # Gradescope's due date is the one that counts
 
-    def run(meta: dict | None) -> dict:
+    def run(meta: dict | None, script: bool = False) -> dict:
+        """run_autograder's results for ``meta``: the script itself (``script``), else its step in this process
+        (helpers.autograder_here), which reads the policy and the metadata the script names."""
         shutil.rmtree(root / "results", ignore_errors=True)
         (root / "submission_metadata.json").unlink(missing_ok=True)
         if meta is not None:
             (root / "submission_metadata.json").write_text(json.dumps(meta))
+        if not script:
+            return autograder_here(root)
         subprocess.run(["bash", str(root / "source" / "run_autograder")], env=env, capture_output=True, timeout=600)
         return json.loads((root / "results" / "results.json").read_text())
 
-    late = run(metadata(gs_due + timedelta(hours=30), gs_due, "eve@example.edu"))
+    # the script passes the zip's policy and Gradescope's metadata on; the other cases are the policy's own
+    late = run(metadata(gs_due + timedelta(hours=30), gs_due, "eve@example.edu"), script=True)
     full = sum(t["score"] for t in late["tests"])
     assert full > 0 and late["score"] == pytest.approx(round(full * 0.8, 2)), late["output"]
     assert "Late policy: " in late["output"] and "20% off the score" in late["output"]

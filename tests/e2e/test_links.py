@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from grader.bundles.gradescope import unlinked
-from helpers import REPO, cli
+from helpers import REPO, SessionGrader, cli, command_here
 
 # Code (a fenced block or an inline span; link syntax in it is not a link), an inline link or image
 # [text](target "title"), or a reference definition [id]: target.
@@ -129,8 +129,11 @@ def gradescope(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def nbgrader(tmp_path_factory) -> Path:
+    """`grade nbgrader COURSE` run by click in this process, its grading of the reference on the session's warm
+    Grader (the command's own Grader otherwise: a process and a fork server more, for a course whose files are
+    what this module reads). An exception the command lets through is raised here, as it would end the command."""
     course = tmp_path_factory.mktemp("links") / "course"
-    proc = cli("nbgrader", str(course))
+    proc = command_here("nbgrader", str(course), patches={"grader.cli.Grader": SessionGrader})
     assert proc.returncode == 0, proc.stderr
     return course
 

@@ -20,7 +20,18 @@ from pathlib import Path
 
 import pytest
 
-from helpers import EXERCISES, SOLUTIONS, cli, explain, function_bodies, grade, normalized
+from helpers import (
+    EXERCISES,
+    SOLUTIONS,
+    SessionGrader,
+    batch_here,
+    cli,
+    command_here,
+    explain,
+    function_bodies,
+    grade,
+    normalized,
+)
 
 pytest.importorskip("nbgrader", reason="nbgrader is a dev dependency: pip install -e '.[dev]'")
 
@@ -63,7 +74,8 @@ def source(cell: dict) -> str:
 @pytest.fixture(scope="module")
 def course(tmp_path_factory) -> Path:
     course = tmp_path_factory.mktemp("nbgrader") / "course"
-    proc = cli("nbgrader", str(course))
+    # `grade nbgrader` in this process, its sanity grading of the reference on the session's warm Grader
+    proc = command_here("nbgrader", str(course), patches={"grader.cli.Grader": SessionGrader})
     assert proc.returncode == 0, proc.stderr
     nbgrader(course, "generate_assignment", "lesson")
     return course
@@ -92,7 +104,7 @@ def gradebook(course) -> dict:
     with open(course / "grades.csv") as f:
         totals = {row["student_id"]: (float(row["score"]), float(row["max_score"])) for row in csv.DictReader(f)}
     db, out = course.parent / "batch.sqlite", course.parent / "batch.csv"
-    proc = cli("batch", str(course / "submitted"), "--db", str(db), "--workers", "2")
+    proc = batch_here(str(course / "submitted"), "--db", str(db), "--workers", "2")  # in this process
     assert proc.returncode == 0, proc.stderr[-3000:]
     proc = cli("export", str(db), "--csv", str(out))
     assert proc.returncode == 0, proc.stderr[-3000:]

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from helpers import REPO
+from helpers import REPO, checks_in_one_process
 
 pytestmark = pytest.mark.slow  # grades a submission four times and builds a release
 
@@ -182,12 +182,19 @@ def test_the_copy_runs_its_own_grader(project):
 
 def test_grade_check_gives_the_reference_full_marks_and_the_stub_zero(project):
     root, env = project
-    done = grade_check(root, env, "solutions", "-m", ID)
+    done, stub, text = checks_in_one_process(
+        root,
+        ["solutions", "-m", ID, "--format", "json"],
+        ["exercises", "-m", ID, "--format", "json"],
+        ["solutions", "-m", ID],
+        env=env,
+    )
+    assert done.returncode == 0 and stub.returncode == 0, done.stderr + stub.stderr
+    done, stub = json.loads(done.stdout), json.loads(stub.stdout)
     assert [(m["id"], m["score"], m["max_score"]) for m in done["milestones"]] == [(ID, POINTS, POINTS)], done
-    stub = grade_check(root, env, "exercises", "-m", ID)
     assert stub["score"] == 0 and stub["max_score"] == POINTS, stub
     assert all(c["message"].startswith("not implemented yet") for m in stub["milestones"] for c in m["checks"]), stub
-    table = run(root, env, "-m", "grader", "check", "solutions", "-m", ID).stdout
+    table = text.stdout
     assert f"{ID}  {TITLE}" in table and f"{POINTS} / {POINTS}" in table, table
 
 

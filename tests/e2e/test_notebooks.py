@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 
 import attacks as A
 from grader.milestones import STUDENT_MODULES
-from helpers import CORE, SOLUTIONS, Graded, cli, explain, grade
+from helpers import CORE, SOLUTIONS, Graded, batch_here, check_here, cli, explain, grade
 
 pytestmark = pytest.mark.slow  # every test here grades whole submissions
 
@@ -139,7 +140,7 @@ def test_kernel_tricks_earn_nothing(tmp_path, trick):
 def test_unusable_notebooks_are_usage_errors(tmp_path, text, phrase):
     path = tmp_path / "bad.ipynb"
     path.write_text(text)
-    proc = cli("check", str(path))
+    proc = check_here(str(path))
     assert proc.returncode == 2 and phrase in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 
 
@@ -210,7 +211,15 @@ def test_slow_cells_in_every_worker_end_within_the_submission_limit(tmp_path):
     --submission-timeout plus 10 s, the checks past it saying the time is up, not that the student's code hung."""
     slow = "import time\ntime.sleep(4)\n"
     cells = [*map(reference, STUDENT_MODULES[:5]), slow, slow, slow, slow]
-    result = graded_notebook(tmp_path, cells, *CORE_ARGS, "-m", "scaling", "--submission-timeout", "10")
+    # `grade check`'s own --submission-timeout, through click on the session's warm Grader (helpers.check_here);
+    # the seconds are the command's, from its start to its report
+    notebook, out = write(tmp_path / "submission.ipynb", cells), tmp_path / "report.json"
+    started = time.monotonic()
+    proc = check_here(
+        str(notebook), *CORE_ARGS, "-m", "scaling", "--submission-timeout", "10", "-o", str(out), "--format", "json"
+    )
+    seconds = time.monotonic() - started
+    result = Graded(proc.returncode, seconds, proc.stderr, json.loads(out.read_text()) if out.exists() else {})
     assert result.returncode == 0, explain(result)
     assert result.seconds < 10 + 10, f"{result.seconds:.0f} s for a 10 s limit\n{explain(result)}"
     messages = [m for milestone in (*CORE, "scaling") for m in result.messages(milestone)]
@@ -226,7 +235,7 @@ def test_a_notebook_that_cannot_be_run_is_counted_so_in_a_batch(tmp_path):
         (tmp_path / "class" / student).mkdir(parents=True)
         write(tmp_path / "class" / student / "work.ipynb", [reference("m1_attention"), *[kill] * kills])
     db = tmp_path / "grades.sqlite"
-    proc = cli("batch", str(tmp_path / "class"), "-m", "m1", "--workers", "1", "--db", str(db))
+    proc = batch_here(str(tmp_path / "class"), "-m", "m1", "--workers", "1", "--db", str(db))  # in this process
     counted = "2 submissions: 2 graded (1 of them could not be run at all, every check failing on the import"
     assert proc.returncode == 0 and counted in proc.stderr, proc.stderr
     assert "lowest: eve 0.0% (0/27), alice 100.0% (27/27)" in proc.stderr, proc.stderr
@@ -244,6 +253,6 @@ def test_a_folder_cannot_make_itself_a_notebook(tmp_path, name):
     (folder / "m1_attention.py").write_text(reference("m1_attention"))
     (folder / "notebook_code.py").write_text("def _run_cell(index, seconds):\n    pass\n")
     (folder / name).write_text(json.dumps([["cell_001", "x" * (1 << 20)]]) if name.endswith(".json") else "")
-    proc = cli("check", str(folder), "-m", "m1")
+    proc = check_here(str(folder), "-m", "m1")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr[-2000:]
     assert f"{name}: the grader keeps these names for notebooks" in proc.stderr, proc.stderr[-2000:]

@@ -13,9 +13,11 @@ import pytest
 
 from grader.suites.hidden import kv_questions
 from grader.variants import Variant, seed_of
-from helpers import EXERCISES, check_notebook, cli, copy_answers, fill_paper_notebook
+from helpers import EXERCISES, check_here, check_notebook, command_here, copy_answers, fill_paper_notebook
 
-pytestmark = pytest.mark.slow  # each `grade check` starts the isolated workers (several seconds on two cores)
+# each `grade check` starts the isolated workers (several seconds on two cores), here on the session's warm Grader
+pytestmark = pytest.mark.slow
+
 
 PAPER = """title = "Paper for two"
 minutes = 45
@@ -40,7 +42,7 @@ def sitting(tmp_path_factory) -> dict[str, Path]:
     made = {}
     for student in ("alice", "bob"):
         out = folder / f"{student}.ipynb"
-        proc = cli("paper", "render", str(paper), "--student", student, "--out", str(out))
+        proc = command_here("paper", "render", str(paper), "--student", student, "--out", str(out), patches={})
         assert proc.returncode == 0, proc.stderr
         made[student] = out
     alice, bob = (seed_of(SECRET, "two", s) for s in ("alice", "bob"))
@@ -75,12 +77,12 @@ def test_alices_answers_in_bobs_notebook_fail_his_drawn_questions(sitting):
 
 
 def test_the_text_report_gives_the_papers_points(sitting):
-    proc = cli("check", str(sitting["alice-filled"]), "-m", "quiz")
+    proc = check_here(str(sitting["alice-filled"]), "-m", "quiz")
     assert proc.returncode == 0, proc.stderr
     assert "paper: Paper for two (student alice)" in proc.stdout
     assert "quiz" in proc.stdout and "10.00 / 10" in proc.stdout and "(of the paper's 30)" in proc.stdout
     assert "Total" not in proc.stdout, "one total, in the paper's points: the summary's, not the grader's"
-    bad = cli("check", str(sitting["alice-filled"]), "-m", "m1")
+    bad = check_here(str(sitting["alice-filled"]), "-m", "m1")
     assert bad.returncode == 2 and "no part m1" in bad.stderr and "Traceback" not in bad.stderr
 
 
@@ -99,7 +101,7 @@ def test_an_unanswered_question_in_a_folder_names_the_exercise_file(tmp_path):
     folder = tmp_path / "work"
     shutil.copytree(EXERCISES, folder)
     out = tmp_path / "folder.json"
-    proc = cli("check", str(folder), "-m", "kvmemory", "--format", "json", "-o", str(out))
+    proc = check_here(str(folder), "-m", "kvmemory", "--format", "json", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     report = json.loads(out.read_text())
     report["all"] = [c for m in report["milestones"] for c in m["checks"]]

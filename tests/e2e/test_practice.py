@@ -5,10 +5,11 @@ import re
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from helpers import EXERCISES, REPO, SOLUTIONS
+from helpers import EXERCISES, REPO, SOLUTIONS, practice_here
 
 PAPER = """
 title = "Tiny paper"
@@ -23,15 +24,12 @@ points = 40
 """
 
 
-def practice(*args, stdin="", cwd=REPO, timeout=600):
-    return subprocess.run(
-        [sys.executable, "-m", "grader", "practice", *map(str, args)],
-        input=stdin,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-    )
+def practice(*args, stdin: str = "", cwd: Path = REPO) -> subprocess.CompletedProcess:
+    """`grade practice ARGS` in this process on the session's warm Grader (helpers.practice_here), the commands
+    typed (``stdin``) read from a pipe as from a terminal. What only a process shows (the clock running out with
+    no command typed) runs the command itself:
+    test_the_time_running_out_grades_the_saved_work_and_each_notebook_has_its_own_session."""
+    return practice_here(*map(str, args), stdin=stdin, cwd=cwd)
 
 
 @pytest.fixture
@@ -163,14 +161,7 @@ def test_the_time_running_out_grades_the_saved_work_and_each_notebook_has_its_ow
     alices = (work / ".practice" / "alice.ipynb" / "report.md").read_text()
 
     bob = notebook(work / "bob.ipynb", "m1_attention.py", "quiz.py", folder=EXERCISES)
-    proc = subprocess.run(
-        [sys.executable, "-m", "grader", "practice", str(paper), str(bob)],
-        input="q\n",
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=600,
-    )
+    proc = practice(paper, bob, stdin="q\n")  # bob's session is the command's, not the process's: in this one
     assert proc.returncode == 0, proc.stderr
     assert "handed in at" not in proc.stdout and "--new" not in proc.stdout, "bob's is a new session"
     assert "| **Total** | **0 / 100** |" in proc.stdout, proc.stdout

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -26,11 +25,12 @@ from helpers import (
     ContestClock,
     auth,
     check_notebook,
-    cli,
+    command_here,
     contest_folder,
     copy_answers,
     fill_paper_notebook,
     open_contest,
+    practice_here,
     upload,
 )
 
@@ -92,7 +92,7 @@ def sitting(tmp_path_factory) -> dict[str, Path]:
     made = {}
     for who in ("alice", "bob"):
         made[who] = folder / f"{who}.ipynb"
-        proc = cli("paper", "render", str(paper), "--student", who, "--out", str(made[who]))
+        proc = command_here("paper", "render", str(paper), "--student", who, "--out", str(made[who]), patches={})
         assert proc.returncode == 0, proc.stderr
     made["alice-filled"] = folder / "alice-filled.ipynb"
     fill_paper_notebook(made["alice"], seed_of(SECRET, "practice-2", "alice"), made["alice-filled"])
@@ -122,14 +122,7 @@ def test_alices_answers_in_bobs_notebook_lose_exactly_his_drawn_questions(sittin
 
 
 def practice(*args, stdin: str, cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "grader", "practice", *map(str, args)],
-        input=stdin,
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
+    return practice_here(*map(str, args), stdin=stdin, cwd=cwd)
 
 
 @pytest.mark.slow

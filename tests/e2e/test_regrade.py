@@ -20,7 +20,7 @@ import pytest
 
 from grader.batch.gradebook import Gradebook
 from grader.fingerprint import PROJECT, ROOT_VARIABLE, fingerprint_of, grader_fingerprint
-from helpers import CORE, EXERCISES, REPO, SOLUTIONS, cli
+from helpers import CORE, EXERCISES, REPO, SOLUTIONS, batch_here, cli
 
 SUITE = Path("grader/suites/hidden/test_m1_attention.py")
 # The gradebook of grader 0.1.0, before fingerprints and internal errors were stored.
@@ -65,6 +65,11 @@ def edit(path: Path, extra: str = "\n# a fix to the suite\n") -> str:
 
 def with_root(root: Path) -> dict[str, str]:
     return {**os.environ, ROOT_VARIABLE: str(root)}
+
+
+def root_is(root: Path) -> dict[str, str]:
+    """The variable of ``with_root`` alone, for a batch run in this process (``batch_here`` sets it for the run)."""
+    return {ROOT_VARIABLE: str(root)}
 
 
 # ---------------------------------------------------------------- the fingerprint
@@ -125,13 +130,13 @@ def test_batch_regrades_after_a_suite_changes_and_only_then(tmp_path):
     edit(new / SUITE)
     assert fingerprint_of(old) != fingerprint_of(new)
 
-    proc = cli("batch", *quick, env=with_root(old))
+    proc = batch_here(*quick, env=root_is(old))
     assert proc.returncode == 0 and "2 graded, 0 already" in proc.stderr, proc.stderr
     first = rows(db)
     assert {r["grader_hash"] for r in first.values()} == {fingerprint_of(old)}, first
     assert first["alice"]["score"] == first["alice"]["max_score"] > 0 and first["bob"]["score"] == 0, first
 
-    proc = cli("batch", *quick, env=with_root(old))
+    proc = batch_here(*quick, env=root_is(old))
     assert "0 graded, 2 already" in proc.stderr and rows(db) == first, proc.stderr
     proc = cli("report", str(db), env=with_root(old))
     assert proc.returncode == 0 and "older grader" not in proc.stdout, proc.stdout
@@ -141,12 +146,12 @@ def test_batch_regrades_after_a_suite_changes_and_only_then(tmp_path):
         proc.stdout
     )
 
-    proc = cli("batch", *quick, env=with_root(new))
+    proc = batch_here(*quick, env=root_is(new))
     assert proc.returncode == 0 and "2 graded, 0 already" in proc.stderr, proc.stderr
     second = rows(db)
     assert {r["grader_hash"] for r in second.values()} == {fingerprint_of(new)}, second
     assert all(second[s]["graded_at"] >= r["graded_at"] and second[s]["score"] == r["score"] for s, r in first.items())
-    proc = cli("batch", *quick, env=with_root(new))
+    proc = batch_here(*quick, env=root_is(new))
     assert "0 graded, 2 already" in proc.stderr and rows(db) == second, proc.stderr
     proc = cli("report", str(db), env=with_root(new))
     assert proc.returncode == 0 and "older grader" not in proc.stdout, proc.stdout

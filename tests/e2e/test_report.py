@@ -36,7 +36,7 @@ from grader.batch.summary import (
     untouched_counts,
 )
 from grader.fingerprint import ROOT_VARIABLE
-from helpers import EXERCISES, REPO, SOLUTIONS, Variant, cli
+from helpers import EXERCISES, REPO, SOLUTIONS, Variant, batch_here, cli
 
 STUB = "not implemented yet: your code raised NotImplementedError (at m1_attention.py:40 in causal_mask)"
 NO_SCALING = (
@@ -506,7 +506,7 @@ def test_batch_ends_with_a_summary_and_keeps_each_attempt(tmp_path, pinned_grade
     shutil.copytree(EXERCISES, root / "bob", ignore=shutil.ignore_patterns("__pycache__"))
     next(v for v in BUGGY if v.name == "m1-no-scaling").build(root / "carol")
     db = root / "grades.sqlite"
-    proc = cli("batch", str(root), "--workers", "2", "-m", "m1")
+    proc = batch_here(str(root), "--workers", "2", "-m", "m1")
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     at = lines.index(next(line for line in lines if line.startswith("3 graded, 0 already")))
@@ -517,7 +517,7 @@ def test_batch_ends_with_a_summary_and_keeps_each_attempt(tmp_path, pinned_grade
     assert summary[3] == "1 untouched stub (nothing implemented): bob", summary
     assert summary[4].startswith("lowest: bob 0.0% (0/") and ", carol " in summary[4], summary
 
-    proc = cli("batch", str(root), "--workers", "2", "-m", "m1", "--regrade")
+    proc = batch_here(str(root), "--workers", "2", "-m", "m1", "--regrade")
     assert proc.returncode == 0 and "3 graded, 0 already" in proc.stderr, proc.stderr
     book = Gradebook(db)
     try:
@@ -655,8 +655,8 @@ def broken_class(root: Path) -> dict[str, str]:
 def graded_broken_class(tmp_path_factory) -> tuple[Path, str]:
     root = tmp_path_factory.mktemp("broken") / "class"
     broken_class(root)
-    proc = cli(
-        "batch", str(root), "--workers", "2", "-m", "m1", "-m", "m3", "-m", "m4", "-m", "sampling", "--timeout", "10"
+    proc = batch_here(
+        str(root), "--workers", "2", "-m", "m1", "-m", "m3", "-m", "m4", "-m", "sampling", "--timeout", "10"
     )
     assert proc.returncode == 0, proc.stderr
     return root, proc.stderr

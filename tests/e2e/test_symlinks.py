@@ -29,7 +29,7 @@ from grader.batch.gradebook import EMPTY
 from grader.contest.uploads import MAX_ZIP_DEPTH, MAX_ZIP_MEMBERS, UploadError, check_upload
 from grader.contest.web.app import create_app
 from grader.sandbox.client import copy_submission
-from helpers import REPO, SOLUTIONS, ContestClock, auth, cli, grade
+from helpers import REPO, SOLUTIONS, ContestClock, auth, batch_here, check_here, cli, grade
 
 LINKED = "is a symbolic link, which the grader does not follow"
 
@@ -86,7 +86,7 @@ def test_batch_grades_no_student_through_a_link(tmp_path):
     link(root / "eve.ipynb", alice)
     link(root / "mallory" / "exercises", SOLUTIONS)
     db = tmp_path / "grades.sqlite"
-    proc = cli("batch", str(root), "-m", "m1", "--db", str(db))
+    proc = batch_here(str(root), "-m", "m1", "--db", str(db))  # its discovery and gradebook, in this process
     assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
     with sqlite3.connect(db) as con:
         con.row_factory = sqlite3.Row
@@ -176,7 +176,7 @@ def test_a_deep_or_crowded_tree_is_refused_with_its_reason(tmp_path):
     for level in levels:  # one at a time: mkdir(parents=True) recurses once a level
         level.mkdir()
     try:
-        proc = cli("check", str(deep), "-m", "m1")
+        proc = check_here(str(deep), "-m", "m1")  # the command in this process: a traceback would be raised here
         assert proc.returncode == 2 and "Traceback" not in proc.stderr, (proc.returncode, proc.stderr[-2000:])
         assert f"the submission's folders nest more than {nofollow.MAX_DEPTH} deep (d/...)" in proc.stderr
     finally:
@@ -202,7 +202,7 @@ def test_check_refuses_a_submission_that_is_a_link(tmp_path, target):
         submission = link(tmp_path / "work", SOLUTIONS)
     else:
         submission = link(tmp_path / "work.ipynb", notebook_of(SOLUTIONS, tmp_path / "theirs" / "alice.ipynb"))
-    proc = cli("check", str(submission), "-m", "m1")
+    proc = check_here(str(submission), "-m", "m1")  # the command in this process: its exit code and messages
     assert proc.returncode == 2, (proc.returncode, proc.stderr)
     assert nofollow.refused(submission.name) in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from grader.watch import VERDICT_LINE, affected, changes, dependencies
-from helpers import REPO, SOLUTIONS
+from helpers import REPO, SOLUTIONS, watch_here
 
 REFERENCE = (SOLUTIONS / "m1_attention.py").read_text()
 HANG = "while True:\n    pass\n"
@@ -222,13 +222,10 @@ def test_a_save_while_grading_stops_the_grading_and_grades_the_newer_files(submi
 
 @pytest.mark.slow
 def test_watch_once_grades_like_check(submission: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "grader", "watch", str(submission), "-m", "m1", "--once"],
-        cwd=REPO,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    """`grade watch --once` grades once and exits as `grade check` does: its table, its exit code, no goodbye. It
+    runs here, through click, on the session's warm Grader: a save, a signal and a process's end are the tests
+    above's, which run the command itself."""
+    done = watch_here(str(submission), "-m", "m1", "--once")
     assert done.returncode == 0, done.stderr
     assert "27 / 27" in done.stdout and "goodbye" not in done.stdout
 

@@ -38,3 +38,23 @@ def test_a_batch_that_trains_loads_dynamo_once_for_all_its_processes(preloaded, 
     """A cold cache's reference run trains on the grading side: loaded in the pool's fork server, not in each."""
     run.pool_context(*([milestones] if milestones else []))
     assert "torch._dynamo" in preloaded, preloaded
+
+
+def test_a_batch_given_an_executor_starts_no_fork_server_of_its_own(monkeypatch, tmp_path):
+    """A cluster's executor (`grade batch --scheduler`) runs the gradings: this process starts no fork server, torch
+    preloaded, for a pool it does not make (it would outlive the batch, unstopped)."""
+    from grader.batch.discover import FoundSubmission
+    from grader.batch.gradebook import Gradebook
+    from grader.sandbox.client import Limits
+    from helpers import InThisProcess
+
+    asked: list = []
+    monkeypatch.setattr(run, "pool_context", lambda *milestones: asked.append(milestones))
+    monkeypatch.setattr(run, "grade_one", lambda *args: {"error": "graded elsewhere"})
+    (tmp_path / "ada").mkdir()
+    (tmp_path / "ada" / "m1_attention.py").write_text("")
+    book = Gradebook(tmp_path / "grades.sqlite")
+    found = [FoundSubmission("ada", tmp_path / "ada")]
+    run.grade_all(found, book, ["m1"], Limits(), workers=2, executor=InThisProcess())
+    assert not asked, "a fork server was started for a pool the batch does not make"
+    assert [(r["student"], r["error"]) for r in book.rows()] == [("ada", "graded elsewhere")]
