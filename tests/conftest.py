@@ -62,7 +62,13 @@ def pytest_configure(config):
     """The grader's disk cache (grader/cache.py) in a folder of this run's own, for every grading process the
     tests start: a test never reads entries left by an older grader, nor writes into the user's ~/.cache. Side by
     side, xdist's workers share the one their controller made (they inherit its environment): the reference's
-    answers are computed once per run, not once per worker."""
+    answers are computed once per run, not once per worker.
+
+    Side by side, the files go out in the order pytest_collection_modifyitems gives them: xdist would hand out the
+    files with the most tests first, which left the slow files of one or two tests (a browser, a server killed)
+    running last, one process busy while the others had finished."""
+    if hasattr(config.option, "loadscopereorder"):
+        config.option.loadscopereorder = False
     if os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get("GPTKIT_CACHE"):
         return
     config.gptkit_cache = tempfile.mkdtemp(prefix="gptkit-test-cache-")
