@@ -28,9 +28,11 @@ def generate(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.T
 
     Run everything under ``torch.no_grad()`` (a decorator or a ``with``
     block): generation never calls backward, so recording gradients would
-    only waste memory. Leave the model as you found it: no ``model.eval()``
-    left behind (a model in training mode stays in training mode). Then,
-    max_new times:
+    only waste memory. Leave the model as you found it, its mode included:
+    a model in training mode stays in training mode, and one in eval mode
+    stays in eval mode (if you call ``model.eval()``, restore the caller's
+    mode afterwards). Then, max_new times (``max_new`` counts the NEW
+    tokens, whatever the prompt's length):
 
     1. Crop: feed the model at most the LAST ``model.T`` tokens. It has
        position embeddings for only T positions, and the sequence grows.

@@ -43,9 +43,15 @@ def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float |
        (the removed tokens get probability 0), sort it from most to least
        probable, and keep the smallest set whose cumulative probability
        REACHES ``top_p``: the token that crosses p is kept, and the most
-       probable token is always kept. A token is dropped when the tokens more
-       probable than it already hold ``top_p`` or more. ``torch.sort`` gives
-       the order; ``scatter`` puts a mask made in sorted order back in place.
+       probable token is always kept. A token is dropped when the tokens
+       before it in that order already hold ``top_p`` or more (a sum equal
+       to ``top_p`` reaches it). ``torch.sort`` gives the order; ``scatter``
+       puts a mask made in sorted order back in vocabulary order.
+       Ties: tokens of equal probability may come in any order, so where the
+       last token kept is tied with others, keeping only those your sort put
+       first and keeping every token tied with it are both right. (The
+       second is what you get without sorting, by dropping a token when the
+       tokens STRICTLY more probable than it hold ``top_p`` or more.)
 
     The kept logits are returned unchanged (no scaling, no softmax); the
     others become ``float("-inf")``, so that a softmax gives them 0.

@@ -16,7 +16,14 @@ HINTS = [
         "this call's own (a default argument such as cache=[] is made once and kept between calls, and so is a cache "
         "kept on the model)?",
     ),
-    (r"view size is not compatible with input tensor", "use .reshape (or .contiguous() before .view)"),
+    # .view fails on a non-contiguous tensor (a slice of qkv's output, a transpose). Where the view also meant to
+    # move an axis, .reshape alone runs and is silently wrong: say how axes move.
+    (
+        r"view size is not compatible with input tensor",
+        "a view needs the tensor's memory in order: call .contiguous() first (or use .reshape). A view or reshape "
+        "never moves an axis, though: (B, T, d) becomes (B, n_heads, T, d_head) by view(B, T, n_heads, d_head), "
+        "then transpose(1, 2), and comes back by transpose(1, 2), then reshape(B, T, d)",
+    ),
     (r"index out of range in self", "a token id or a position is outside its embedding table"),
     (r"mat1 and mat2 shapes cannot be multiplied", "a Linear layer got an input of the wrong width"),
     (

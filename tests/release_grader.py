@@ -1,7 +1,8 @@
 """Run inside a built student release (its folder first on PYTHONPATH): grades each request read from stdin, one
-JSON line ``[folder, milestone]``, with the release's own Grader, as `grade check FOLDER -m MILESTONE --format json`
-does there, and answers one JSON line with the report. test_public_checks.py starts one per module, so a process,
-torch and a fork server are started once and not once per submission."""
+JSON line ``[folder, milestone]`` (or ``[folder, [milestone, ...]]``), with the release's own Grader, as
+`grade check FOLDER -m MILESTONE --format json` does there, and answers one JSON line with the report.
+test_public_checks.py starts one per module, so a process, torch and a fork server are started once and not once
+per submission."""
 
 import json
 import os
@@ -19,8 +20,9 @@ def main() -> None:
     print(json.dumps({"grader": grader.__file__}), file=replies, flush=True)
     with Grader() as grading:
         for line in sys.stdin:
-            folder, milestone = json.loads(line)
-            report = grading.grade(Request(Path(folder), (milestone,), name=folder), limits())
+            folder, milestones = json.loads(line)
+            milestones = (milestones,) if isinstance(milestones, str) else tuple(milestones)
+            report = grading.grade(Request(Path(folder), milestones, name=folder), limits())
             print(json.dumps(report.to_json()), file=replies, flush=True)
 
 

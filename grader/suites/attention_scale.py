@@ -10,10 +10,11 @@ sqrt(d_head), d_head, sqrt(d) and d all different: 3, 9, 6 and 36.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import torch
 
-from grader.suites import differences
+from grader.suites import checks, differences
 
 D, HEADS = 36, 4
 D_HEAD = D // HEADS
@@ -59,3 +60,11 @@ def wrong_scale(out: torch.Tensor, what: str) -> str | None:
         f"d_head = d // n_heads = {D_HEAD}, so the divisor is {math.sqrt(D_HEAD):g}"
         + (", not sqrt(d), the whole width" if name == "sqrt(d)" else "")
     )
+
+
+def layer_scale_fault(layer: Any, what: str = "CausalSelfAttention") -> str | None:
+    """``wrong_scale`` read from ``layer``, a CausalSelfAttention(D, HEADS) in the worker, given identity weights."""
+    eye, zero = torch.eye(D), torch.zeros(D)
+    layer.load({"qkv.weight": eye.repeat(3, 1), "qkv.bias": zero.repeat(3), "proj.weight": eye, "proj.bias": zero})
+    x = probe_input()
+    return wrong_scale(checks.tensor(layer(x), f"{what}'s output", tuple(x.shape)), what)

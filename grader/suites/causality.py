@@ -12,12 +12,13 @@ honest model may shift or scale its logits as it likes and a leaking one gains n
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from grader.causal import LOG_PROB_TOLERANCE, changed_before, log_probs
 
-from .checks import fail, finite, index_text, observed, tensor, unobserved
+from .checks import fail, finite, index_text, likely_cause, observed, tensor, unobserved
 
 Forward = Callable[[torch.Tensor], torch.Tensor]
 # The absolute tolerance for outputs of inputs scaled by 1000 (a finite mask fill overpowered): such outputs reach
@@ -86,29 +87,57 @@ def no_future_leak(
     tol: float | None = None,
     hint: str = LEAK_HINT,
     logits: bool = False,
+    explain: Callable[[], str | None] | None = None,
 ) -> None:
     """Changing inputs from position t on leaves outputs before t alone and changes output t.
 
     ``tol`` is absolute: in the output's units, or in nats when ``logits`` (compared as log-probabilities; then
     ``LOG_PROB_TOLERANCE`` unless given); 0 (exact) for other outputs unless given.
-    ``hint`` is what a leak is blamed on: the mask's usual faults, unless the caller has evidence of another cause.
+    ``hint`` is what a leak is blamed on: the mask's usual faults, unless the caller has evidence of another cause,
+    or ``explain``, called only for a leak, names one.
     """
     tol = (LOG_PROB_TOLERANCE if logits else 0.0) if tol is None else tol
+    steady(forward, x, what)
     base = _measured(_out(forward, x, shape, what), logits)
     for t in range(x.shape[1]):
         out = _measured(_out(forward, perturb(x, t), shape, what), logits)
         diff, before = (out - base).abs(), changed_before(base, out, t)
         if t and not before.max() <= tol:
             b, s = (int(i) for i in (before == before.max()).nonzero()[0])
+            cause = likely_cause(explain)
             fail(
                 f"{what}: position {s} (batch {b}) changes by {_by(float(before.max()), logits)} when the inputs "
-                f"from position {t} on change; {hint}"
+                f"from position {t} on change; " + (f"the layer mixes positions because {cause}" if cause else hint)
             )
         if diff[:, t].max() == 0:
             fail(
                 f"{what}: the output at position {t} does not change when the input at position {t} "
                 "changes: is the diagonal masked (a position must attend to itself)?"
             )
+
+
+def random_fault(forward: Callable[[torch.Tensor], Any], x: torch.Tensor, what: str) -> str | None:
+    """A sentence when two calls on the same input give different outputs: something random runs in forward."""
+    first, second = forward(x), forward(x)
+    if not (isinstance(first, torch.Tensor) and isinstance(second, torch.Tensor)) or first.shape != second.shape:
+        return None
+    if not (torch.isfinite(first).all() and torch.isfinite(second).all()):
+        return None
+    gap = float((first.double() - second.double()).abs().max())
+    # the same sums in another order (threads splitting a matmul otherwise) move float32 by far less than this
+    if not gap > 1e-5 * (1 + float(first.abs().max())):
+        return None
+    return (
+        f"{what} gives different outputs for the same input, called twice (they differ by up to {gap:.3g}): "
+        "something random runs in its forward, such as dropout, which is on in training mode, the mode a new "
+        "module starts in. The lesson's model has no dropout: take it out"
+    )
+
+
+def steady(forward: Forward, x: torch.Tensor, what: str) -> None:
+    """Two calls on the same input agree: otherwise each probe below would blame what dropout does on a leak."""
+    if cause := random_fault(forward, x, what):
+        fail(cause)
 
 
 def prefix_consistent(
@@ -122,6 +151,7 @@ def prefix_consistent(
     """``forward(x[:, :t])`` equals ``forward(x)[:, :t]`` for every t, within ``atol`` (absolute: 1e-5, or
     ``LOG_PROB_TOLERANCE`` nats on log-probabilities when ``logits``)."""
     atol = (LOG_PROB_TOLERANCE if logits else 1e-5) if atol is None else atol
+    steady(forward, x, what)
     full = _measured(_out(forward, x, shape, what), logits)
     for t in range(1, x.shape[1]):
         part = _out(forward, x[:, :t], (shape[0], t, *shape[2:]), f"{what} on the first {t} positions")
@@ -170,6 +200,7 @@ def batch_independent(
     """Replacing every batch item but the first leaves the first item's output unchanged (within 1e-6, or
     ``LOG_PROB_TOLERANCE`` nats on log-probabilities when ``logits``)."""
     atol = LOG_PROB_TOLERANCE if logits else 1e-6
+    steady(forward, x, what)
     mixed = torch.cat([x[:1], other[1:]])
     first = [_measured(_out(forward, z, shape, what)[:1], logits)[0] for z in (mixed, x)]
     diff = (first[0] - first[1]).abs()
@@ -192,11 +223,12 @@ def output_probe(
     shape: tuple[int, ...],
     what: str,
     logits: bool = False,
+    explain: Callable[[], str | None] | None = None,
 ) -> None:
     """The output probe named ``check`` (one of ``OUTPUT_PROBES``) on ``forward``: one test parametrized over
-    the three runs each with the same inputs."""
+    the three runs each with the same inputs. ``explain``: a leak's cause, where the caller can read one."""
     if check == "no_future_leak":
-        no_future_leak(forward, x, perturb, shape, what, logits=logits)
+        no_future_leak(forward, x, perturb, shape, what, logits=logits, explain=explain)
     elif check == "prefix_consistent":
         prefix_consistent(forward, x, shape, what, logits=logits)
     elif check == "batch_independent":

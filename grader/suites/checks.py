@@ -302,23 +302,29 @@ def same_parameters(described: dict, reference: torch.nn.Module, what: str) -> N
     """The student's module has the reference's parameter names and shapes (extra buffers are fine)."""
     have = {k: tuple(v) for k, v in described["parameters"].items()}
     want = {k: tuple(p.shape) for k, p in reference.named_parameters()}
+    if fault := parameter_fault(have, len(described["all_parameters"]), want, what):
+        fail(fault)
+
+
+def parameter_fault(have: dict[str, tuple], uses: int, want: dict[str, tuple], what: str) -> str | None:
+    """Why parameters ``have`` (name -> shape; ``uses``: how many names they go by, a shared one counted each
+    time) are not ``want``'s, in words; None where they are."""
     missing = [k for k in want if k not in have]
     extra = [k for k in have if k not in want]
-    if len(described["all_parameters"]) != len(have):
-        fail(
+    if uses != len(have):
+        return (
             f"{what} uses one parameter under several names: build a separate module for each layer "
             "(one GPTBlock object repeated n_layers times shares its weights)"
         )
     if missing:
-        fail(
-            f"{what} has no parameter {missing[0]}{_hint(missing[0])}"
-            + (f" (and {len(missing) - 1} more missing)" if len(missing) > 1 else "")
+        return f"{what} has no parameter {missing[0]}{_hint(missing[0])}" + (
+            f" (and {len(missing) - 1} more missing)" if len(missing) > 1 else ""
         )
     if extra:
-        fail(
-            f"{what} has a parameter the lesson's does not: {extra[0]}{_hint(extra[0])}"
-            + (f" (and {len(extra) - 1} more)" if len(extra) > 1 else "")
+        return f"{what} has a parameter the lesson's does not: {extra[0]}{_hint(extra[0])}" + (
+            f" (and {len(extra) - 1} more)" if len(extra) > 1 else ""
         )
     for name, shape in want.items():
         if have[name] != shape:
-            fail(f"{what}.{name} has shape {have[name]}, expected {shape}{_hint(name)}")
+            return f"{what}.{name} has shape {have[name]}, expected {shape}{_hint(name)}"
+    return None

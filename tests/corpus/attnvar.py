@@ -344,3 +344,37 @@ def latent_attention''',
         },
     ),
 ]
+
+# GQA's two counts taken one for the other: the K/V heads copied n_groups times instead of n_heads // n_groups,
+# and, in the broadcast layout, the query heads viewed as (group, n_groups) instead of (n_groups, group). Both are
+# right where the two counts agree (the suite's 4 heads in 2 groups) and raise elsewhere; the general hint for
+# sizes that disagree (slice a mask or the position table) fits neither.
+GROUP_COUNTS = "each K/V head serves n_heads // n_groups query heads"
+BUGGY += [
+    bug(
+        "attnvar-gqa-repeats-by-the-number-of-groups",
+        "attnvar",
+        GROUP_COUNTS,
+        M10,
+        (REPEAT, REPEAT.replace("repeat_interleave(group,", "repeat_interleave(n_groups,")),
+        first=True,
+    ),
+    bug(
+        "attnvar-gqa-query-groups-viewed-the-other-way",
+        "attnvar",
+        GROUP_COUNTS,
+        M10,
+        (
+            GQA_BODY,
+            """    B, T, d = x.shape
+    hs = d // n_heads
+    group = n_heads // n_groups
+    q = (x @ w_q).view(B, T, group, n_groups, hs).permute(0, 2, 3, 1, 4)
+    k, v = ((x @ w).view(B, T, n_groups, 1, hs).permute(0, 2, 3, 1, 4) for w in (w_k, w_v))
+    out = attend(q, k, v)
+    return out.permute(0, 3, 1, 2, 4).reshape(B, T, d) @ w_o
+""",
+        ),
+        first=True,
+    ),
+]

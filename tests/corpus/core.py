@@ -49,6 +49,21 @@ def own_attention(divisor: str = "math.sqrt(d // self.n_heads)", mask: str = "ca
 """
 
 
+# A LayerNorm written by hand, its divisor given as ``std`` (of x, self.eps): the lesson's divides by
+# sqrt(var + eps), var the biased variance (over d).
+HAND_WRITTEN_NORM = """class LayerNorm(nn.Module):
+    def __init__(self, d, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(d))
+        self.bias = nn.Parameter(torch.zeros(d))
+        self.eps = eps
+
+    def forward(self, x):
+        centred = x - x.mean(-1, keepdim=True)
+        return self.weight * centred / ({std}) + self.bias
+
+
+"""
 BLOCK_ATTN = "x = x + self.attn(self.ln1(x))"
 BLOCK_FFN = "x = x + self.ffn(self.ln2(x))"
 FFN = "nn.Sequential(nn.Linear(d, 4 * d), nn.GELU(), nn.Linear(4 * d, d))"
@@ -306,6 +321,65 @@ BUGGY = [
             f"        {HEAD}\n        {BLOCKS}\n        self.ln = nn.LayerNorm(d)\n",
         ),
     ),
+    # Read part by part (grader/suites/wiring.py) where no known bug reproduces the output: what the code did.
+    bug(
+        "m2-layernorm-eps-0.1",
+        "m2",
+        "eps is 0.1",
+        M2,
+        ("        self.ln1 = nn.LayerNorm(d)\n", "        self.ln1 = nn.LayerNorm(d, eps=0.1)\n"),
+        ("        self.ln2 = nn.LayerNorm(d)\n", "        self.ln2 = nn.LayerNorm(d, eps=0.1)\n"),
+        ("        self.ln = nn.LayerNorm(d)\n", "        self.ln = nn.LayerNorm(d, eps=0.1)\n"),
+        first=True,
+    ),
+    bug(
+        "m2-hand-written-layernorm",
+        "m2",
+        "unbiased",
+        M2,
+        ("class GPTBlock", HAND_WRITTEN_NORM.format(std="x.std(-1, keepdim=True) + self.eps") + "class GPTBlock"),
+        ("        self.ln1 = nn.LayerNorm(d)\n", "        self.ln1 = LayerNorm(d)\n"),
+        ("        self.ln2 = nn.LayerNorm(d)\n", "        self.ln2 = LayerNorm(d)\n"),
+        first=True,
+    ),
+    bug(
+        "m2-final-layernorm-eps",
+        "m2",
+        "eps is 1e-6",
+        M2,
+        ("        self.ln = nn.LayerNorm(d)\n", "        self.ln = nn.LayerNorm(d, eps=1e-6)\n"),
+        first=True,
+    ),
+    bug("m2-no-feed-forward-residual", "m2", "residual", M2, (BLOCK_FFN, "x = self.ffn(self.ln2(x))"), first=True),
+    # a new module is in training mode, where dropout is on: the outputs move from call to call, and the
+    # causality probes would blame the mask
+    bug(
+        "m2-dropout-in-the-feed-forward",
+        "m2",
+        "dropout",
+        M2,
+        (FFN, FFN.replace("nn.Linear(4 * d, d))", "nn.Linear(4 * d, d), nn.Dropout(0.1))")),
+        first=True,
+    ),
+    bug(
+        "m1-dropout-after-the-projection",
+        "m1",
+        "dropout",
+        M1,
+        (PROJ, PROJ + "\n        self.drop = nn.Dropout(0.1)"),
+        ("return self.proj(out)", "return self.drop(self.proj(out))"),
+        first=True,
+    ),
+    # a plain reshape both ways runs, keeps every shape and leaks nothing: only where the features land shows it
+    bug(
+        "m1-split-and-merge-heads-without-transpose",
+        "m1",
+        "split with a plain view or reshape",
+        M1,
+        (HEADS, "t.reshape(B, self.n_heads, T, d // self.n_heads)"),
+        (MERGE, "out = out.reshape(B, T, d)"),
+        first=True,
+    ),
     # --- m3: inputs/targets, loss, training loop (graded on a stand-in model)
     bug("m3-targets-not-shifted", "m3", "shifted", M3, (PAIR, "return data[:, :-1], data[:, :-1]")),
     bug(
@@ -325,6 +399,15 @@ BUGGY = [
         "mean over positions",
         M3,
         (LOSS, LOSS.replace("ignore)", 'ignore, reduction="sum") / logits.shape[0]')),
+        first=True,
+    ),
+    # The loss tensors themselves, each holding its step's graph: the contract returns plain floats.
+    bug(
+        "m3-train-returns-loss-tensors",
+        "m3",
+        "plain Python floats",
+        M3,
+        ("losses.append(loss.item())", "losses.append(loss)"),
         first=True,
     ),
     # --- m4: greedy generation (graded on a stand-in model)
@@ -355,6 +438,43 @@ BUGGY = [
         M4,
         ("    idx = start\n", "    model.eval()  # no dropout while generating\n    idx = start\n"),
     ),
+    # eval() for generation, then train() whatever the caller's mode was: a model given in eval mode comes back
+    # in training mode.
+    bug(
+        "m4-eval-model-left-training",
+        "m4",
+        "left the model in training mode",
+        M4,
+        ("    idx = start\n", "    model.eval()\n    idx = start\n"),
+        ("    return idx\n", "    model.train()\n    return idx\n"),
+        first=True,
+    ),
+    # max_new read as the length of the whole result: the loop stops at max_new columns, prompt included.
+    bug(
+        "m4-max-new-as-total-length",
+        "m4",
+        "max_new is the number of NEW tokens",
+        M4,
+        ("for _ in range(max_new):", "for _ in range(max_new - start.shape[1]):"),
+        first=True,
+    ),
+    bug(
+        "m4-while-shorter-than-max-new",
+        "m4",
+        "max_new is the number of NEW tokens",
+        M4,
+        ("for _ in range(max_new):", "while idx.shape[1] < max_new:"),
+        first=True,
+    ),
+    # argmax over dim 0, the batch axis: one id per vocabulary entry instead of one per row.
+    bug(
+        "m4-argmax-over-batch",
+        "m4",
+        "over the vocabulary",
+        M4,
+        (PICK, PICK.replace("argmax(dim=-1", "argmax(dim=0")),
+        first=True,
+    ),
 ]
 
 # ------------------------------------------------------------------ correct: written differently, full marks
@@ -378,6 +498,23 @@ CORRECT = [
         },
     ),
     ok("fused-sdpa", {M1: [(CALL, "out = F.scaled_dot_product_attention(q, k, v, is_causal=True)")]}),
+    ok(
+        "hand-written-layernorm",
+        {
+            M2: [
+                (
+                    "class GPTBlock",
+                    HAND_WRITTEN_NORM.format(std="(centred.pow(2).mean(-1, keepdim=True) + self.eps).sqrt()")
+                    + "class GPTBlock",
+                ),
+                ("        self.ln1 = nn.LayerNorm(d)\n", "        self.ln1 = LayerNorm(d)\n"),
+                ("        self.ln2 = nn.LayerNorm(d)\n", "        self.ln2 = LayerNorm(d)\n"),
+                ("        self.ln = nn.LayerNorm(d)\n", "        self.ln = LayerNorm(d)\n"),
+            ]
+        },
+    ),
+    # dropout with p = 0 changes nothing: the lesson's model, written with a switch for later
+    ok("dropout-of-zero", {M2: [(FFN, FFN.replace("nn.Linear(4 * d, d))", "nn.Linear(4 * d, d), nn.Dropout(0.0))"))]}),
     ok(
         "einsum-manual-softmax",
         {

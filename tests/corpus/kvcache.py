@@ -24,6 +24,13 @@ ATTEND = """    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     scores = scores.masked_fill(~visible, float("-inf"))
     out = F.softmax(scores, dim=-1) @ v
 """
+APPEND = """    if past is not None:
+        k = torch.cat([past[0], k], dim=2)
+        v = torch.cat([past[1], v], dim=2)
+"""
+SPLIT_AND_APPEND = f"""    q, k, v = (split_heads(z, attn.n_heads) for z in attn.qkv(x).split(d, dim=-1))
+{APPEND}"""
+LAST_LOGITS = "return model.head(model.ln(x[:, -1]))"
 CACHED_COUNT = "return prompt_len + max_new - 1"
 UNCACHED_COUNT = "return sum(prompt_len + i for i in range(max_new))"
 DECORATED = """@torch.no_grad()
@@ -81,6 +88,33 @@ PROMPT_FIRST = """    with torch.no_grad():
             idx = torch.cat([idx, logits.argmax(dim=-1, keepdim=True)], dim=1)
         return idx
 """
+
+
+def positions_first(axis: int) -> str:
+    """The cache kept as (B, positions, n_heads, d_head), joined along ``axis``: 1 is the positions, 2 the heads."""
+    return f"""    h = attn.n_heads
+    # the cache kept positions first, (B, t, n_heads, d_head); the heads move forward only to attend
+    q, k, v = (z.view(B, t, h, d // h) for z in attn.qkv(x).split(d, dim=-1))
+    if past is not None:
+        k = torch.cat([past[0], k], dim={axis})
+        v = torch.cat([past[1], v], dim={axis})
+    kept = (k, v)
+    q, k, v = (z.transpose(1, 2) for z in (q, k, v))
+"""
+
+
+# The later steps written out on their own, in a second function beside the prompt's pass.
+CACHED_STEP = '''def step(model: nn.Module, token: torch.Tensor, position: int, cache: list) -> torch.Tensor:
+    """One cached step: the newest token (B, 1) at its position; returns its logits (B, vocab_size)."""
+    x = model.tok(token) + model.pos(torch.tensor([position], device=token.device))
+    for i, block in enumerate(model.blocks):
+        out, cache[i] = cached_attention(block.attn, block.ln1(x), cache[i])
+        x = x + out
+        x = x + block.ffn(block.ln2(x))
+    return model.head(x[:, -1])
+
+
+'''
 
 BUGGY = [
     bug(
@@ -210,8 +244,58 @@ BUGGY = [
     ),
 ]
 
+# The final LayerNorm skipped where the head is applied. The probe's LayerNorm (weight 0, bias b) makes every
+# new token head(b)'s: the passes that do not follow it are named, not "the cache or the positions".
+BUGGY += [
+    bug(
+        "cached-step-skips-final-norm",
+        "kvcache",
+        "the cached steps apply model.head without the final LayerNorm (model.ln)",
+        M7,
+        (NEWEST, "logits = step(model, idx[:, -1:], t + i - 1, cache)"),
+        (DECORATED, CACHED_STEP + DECORATED),
+        first=True,
+    ),
+    bug(
+        "no-final-norm",
+        "kvcache",
+        "both the prompt pass and the cached steps apply model.head without the final LayerNorm (model.ln)",
+        M7,
+        (LAST_LOGITS, "return model.head(x[:, -1])"),
+        first=True,
+    ),
+]
+
+# The cache joined along the heads axis: the first cached step fails on sizes that disagree, where the general
+# hint (slice a mask or the position table) would send the student to code that is right. The probe reads the
+# axis from the sizes, in the stub's layout and in one with the positions first.
+BUGGY += [
+    bug(
+        "cache-joined-along-the-heads",
+        "kvcache",
+        "the cache grows along the heads axis, not the positions axis",
+        M7,
+        (APPEND, APPEND.replace("dim=2", "dim=1")),
+        first=True,
+    ),
+    bug(
+        "cache-positions-first-joined-along-the-heads",
+        "kvcache",
+        "the cache grows along the heads axis, not the positions axis",
+        M7,
+        (SPLIT_AND_APPEND, positions_first(2)),
+        (RETURN_CACHE, RETURN_CACHE.replace("(k, v)", "kept")),
+        first=True,
+    ),
+]
+
 CORRECT = [
     ok("kvcache-preallocated-cache", {M7: [(LOOP, PREALLOCATED)]}),
+    # the cache kept (B, t, n_heads, d_head), joined along its positions axis, dimension 1
+    ok(
+        "kvcache-positions-first-cache",
+        {M7: [(SPLIT_AND_APPEND, positions_first(1)), (RETURN_CACHE, RETURN_CACHE.replace("(k, v)", "kept"))]},
+    ),
     ok(
         "kvcache-fused-attention",
         {

@@ -78,7 +78,17 @@ BUGGY = [
         M11,
         ("    if dtype not in DTYPE_BYTES:\n", "    if dtype not in DTYPE_BYTES and False:\n"),
     ),
-    # The documented validations (issue 26): a count that is not positive, and n_groups with latent_size.
+    # Names read case-blind: "FP32" accepted, where the stub lists the names exactly, in lower case.
+    bug(
+        "kvmemory-dtype-case-blind",
+        "kvmemory",
+        "in lower case",
+        M11,
+        ("    if dtype not in DTYPE_BYTES:\n", "    if dtype.lower() not in DTYPE_BYTES:\n"),
+        ("    return DTYPE_BYTES[dtype]\n", "    return DTYPE_BYTES[dtype.lower()]\n"),
+        first=True,
+    ),
+    # The documented validations: a count that is not positive, and n_groups with latent_size.
     bug(
         "kvmemory-no-validation",
         "kvmemory",

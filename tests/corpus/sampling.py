@@ -129,7 +129,7 @@ BUGGY = [
         M8,
         (DROP, "drop = probs.cumsum(dim=-1) >= top_p"),
     ),
-    # Issue 35: a cumulative probability equal to p already reaches p; these keep the token after it too.
+    # A cumulative probability equal to p already reaches p; these keep the token after it too.
     bug(
         "sampling-top-p-strict-at-p",
         "sampling",
@@ -162,6 +162,18 @@ BUGGY = [
         logits = logits.masked_fill(drop, float("-inf"))
 """,
         ),
+    ),
+    # The drop mask made in sorted order and applied as it is: token j gets the flag of the j-th most probable.
+    bug(
+        "sampling-top-p-mask-not-scattered",
+        "sampling",
+        "vocabulary order",
+        M8,
+        (
+            'logits = logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))',
+            'logits = logits.masked_fill(drop, float("-inf"))',
+        ),
+        first=True,
     ),
     bug(
         "sampling-top-p-before-top-k",
@@ -197,6 +209,18 @@ BUGGY = [
         (DRAW, "return torch.multinomial(probs, 1, generator=torch.Generator().manual_seed(0)).squeeze(-1)"),
     ),
     bug("sampling-no-temperature-check", "sampling", "must raise ValueError", M8, (TEMPERATURE_CHECK, "")),
+    # Only top_k == 0 refused; the k-th largest read from the sorted logits, where -1 indexes from the end: a
+    # negative top_k runs quietly.
+    bug(
+        "sampling-top-k-negative-accepted",
+        "sampling",
+        "top_k below 1",
+        M8,
+        ("top_k is not None and top_k < 1", "top_k is not None and top_k == 0"),
+        ("if top_k < 1:", "if top_k == 0:"),
+        (KTH, "kth = logits.sort(dim=-1, descending=True).values[..., min(top_k, logits.size(-1)) - 1, None]"),
+        first=True,
+    ),
     bug(
         "sampling-no-argument-checks",
         "sampling",
@@ -341,6 +365,23 @@ CORRECT = [
     scaled = filter_logits(logits / temperature, top_k=top_k, top_p=top_p)
     u = torch.rand(scaled.shape, generator=generator).clamp(min=1e-20)
     return (scaled - torch.log(-torch.log(u))).argmax(dim=-1)
+""",
+                ),
+            ]
+        },
+    ),
+    # Top-p as a threshold, with no sort: a token is dropped when the tokens strictly more probable than it hold
+    # top_p or more, so every token tied with the last one kept stays (all four of the exactly-1/4 check's).
+    ok(
+        "sampling-top-p-threshold-keeps-ties",
+        {
+            M8: [
+                (
+                    TOP_P,
+                    """        probs = F.softmax(logits, dim=-1)
+        # above[..., i]: the probability of the tokens strictly more probable than token i
+        above = (probs.unsqueeze(-2) * (probs.unsqueeze(-2) > probs.unsqueeze(-1))).sum(dim=-1)
+        logits = logits.masked_fill(above >= top_p, float("-inf"))
 """,
                 ),
             ]

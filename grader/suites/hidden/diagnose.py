@@ -24,13 +24,21 @@ def first_match(
     candidates: Iterable[tuple[str, Callable[[], torch.Tensor]]],
     atol: float = 1e-4,
     rtol: float = 1e-4,
+    unless: torch.Tensor | None = None,
 ) -> str | None:
+    """The first candidate's explanation whose output is ``actual``'s. ``unless``, the right output: a candidate
+    that also gives that (within the same tolerance) explains nothing, as a bug that changes nothing on these
+    inputs would match any output close to the right one."""
     for explanation, compute in candidates:
         try:
             expected = compute()
         except (RuntimeError, IndexError):  # a variant that does not apply to these shapes
             continue
-        if expected.shape == actual.shape and torch.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True):
+        if expected.shape != actual.shape:
+            continue
+        if unless is not None and torch.allclose(unless, expected, atol=atol, rtol=rtol, equal_nan=True):
+            continue
+        if torch.allclose(actual, expected, atol=atol, rtol=rtol, equal_nan=True):
             return explanation
     return None
 

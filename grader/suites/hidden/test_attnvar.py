@@ -10,13 +10,17 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
 import torch
 import torch.nn.functional as F
 
-from grader.suites import causality, checks, rules
+from grader.sandbox.client import StudentError
+from grader.sandbox.common.agreement import ErrorKind
+from grader.suites import causality, checks, kv_probes, rules
 from grader.suites.hidden import diagnose
 
 B, T, D, HEADS, GROUPS, RANK = 3, 7, 24, 4, 2, 10
@@ -96,8 +100,96 @@ def verdicts(grading_context) -> rules.Verdicts:
 
 def run(view, verdicts: rules.Verdicts, fn: str, x: torch.Tensor, rest: tuple) -> torch.Tensor:
     """``fn(x, *rest)`` in the worker, once ``fn`` is known to follow its rules; checked to be (B, T, d)."""
-    verdicts.require(view, PARTS[fn])
-    return checks.tensor(view.call(fn, x, *rest), f"{fn}'s output", tuple(x.shape))
+    with diagnosed(view, fn):
+        verdicts.require(view, PARTS[fn])
+        out = view.call(fn, x, *rest)
+    return checks.tensor(out, f"{fn}'s output", tuple(x.shape))
+
+
+@contextmanager
+def diagnosed(view, fn: str) -> Iterator[None]:
+    """Within the block, an error the student's ``fn`` raises fails with its likely cause where a probe finds
+    one. The runner's general hint for sizes that disagree (slice a mask or a position table) does not fit
+    GQA, which has neither: there the usual culprit is the count of K/V copies."""
+    try:
+        yield
+    except StudentError as e:
+        if fn == GQA and e.type != ErrorKind.NOT_IMPLEMENTED and (cause := group_counts(view)):
+            checks.fail(f"{e}. Likely cause: {cause}")
+        raise
+
+
+# ---------------------------------------------------------------- GQA's two counts, told apart
+# n_heads query heads in n_groups groups: the group size n_heads // n_groups is the number of query heads that
+# share a K/V head, and so how many copies of each K/V head line them up. Where the two counts are the same
+# number (4 heads in 2 groups, 9 in 3) code that takes one for the other is right; wherever they differ it is
+# not. That pattern, on splits that no other bug passes and fails alike, names the confusion whatever form it
+# takes (repeat_interleave's count, an expand's or a view's sizes).
+
+SPLITS_ALIKE = ((4, 2), (9, 3))  # (n_heads, n_groups) with n_groups == n_heads // n_groups
+SPLITS_APART = ((6, 2), (6, 3), (8, 2))
+PROBE_HEAD_SIZE = 4
+
+
+def group_counts(view) -> str | None:
+    """Why grouped_query_attention is right only where n_groups == n_heads // n_groups, or None where it is not
+    so (right or wrong on both kinds of split alike)."""
+    outcomes: dict[tuple[int, int], StudentError | bool] = {}
+    for heads, groups in (*SPLITS_ALIKE, *SPLITS_APART):
+        x, rest = inputs(60 + heads + groups, GQA, b=2, t=5, d=heads * PROBE_HEAD_SIZE, heads=heads, groups=groups)
+        try:
+            out = view.call(GQA, x, *rest)
+        except StudentError as e:
+            if e.type == ErrorKind.NOT_IMPLEMENTED:
+                return None
+            outcomes[heads, groups] = e
+            continue
+        want = attention(*projections(GQA, x, rest))
+        outcomes[heads, groups] = (
+            isinstance(out, torch.Tensor)
+            and out.shape == want.shape
+            and out.dtype == want.dtype
+            and torch.allclose(out, want, atol=1e-4, rtol=1e-3)
+        )
+    if not all(outcomes[s] is True for s in SPLITS_ALIKE) or any(outcomes[s] is True for s in SPLITS_APART):
+        return None
+    alike = " and ".join(f"{h} heads in {g} groups" for h, g in SPLITS_ALIKE)
+    apart = "; ".join(
+        f"{h} heads in {g} groups: {f'raised {o.type}' if isinstance(o, StudentError) else 'wrong output'}"
+        for (h, g), o in outcomes.items()
+        if (h, g) in SPLITS_APART
+    )
+    return (
+        "each K/V head serves n_heads // n_groups query heads, so the repeat count is the group size "
+        "n_heads // n_groups, not the number of groups n_groups. Your grouped_query_attention is right only where "
+        f"the two are the same number ({alike}) and fails wherever they differ ({apart}){copies_seen(outcomes)}: "
+        "somewhere it takes one count for the other. Repeat each K/V head n_heads // n_groups times, in order "
+        "(query head h uses K/V head h // (n_heads // n_groups)): k.repeat_interleave(n_heads // n_groups, dim=1); "
+        "or, with the query heads grouped instead, view them as (B, T, n_groups, n_heads // n_groups, head_size)"
+    )
+
+
+def copies_seen(outcomes: dict[tuple[int, int], StudentError | bool]) -> str:
+    """What a split's error says of the copies made, where it names the query heads against n_groups times a
+    count other than the group size: ", and with 6 heads in 2 groups the keys had 4 heads, ..."; else ""."""
+    for (heads, groups), outcome in outcomes.items():
+        if not isinstance(outcome, StudentError):
+            continue
+        for a, b in kv_probes.BROADCAST.findall(outcome.message):
+            sizes = {int(a), int(b)}
+            if heads not in sizes or len(sizes) != 2:
+                continue
+            (kv,) = sizes - {heads}
+            copies, left = divmod(kv, groups)
+            if left or copies == heads // groups:
+                continue
+            said = " (n_groups)" if copies == groups else ""
+            return (
+                f", and with {heads} heads in {groups} groups the keys had {kv} heads against {heads} query heads: "
+                f"each of the {groups} K/V heads copied {copies} times{said} instead of {heads // groups} "
+                "(n_heads // n_groups)"
+            )
+    return ""
 
 
 # ---------------------------------------------------------------- known bugs, recomputed here
@@ -187,8 +279,9 @@ KNOWN_BUGS: list[tuple[dict[str, Any], str]] = [
 ]
 
 
-def explain(fn: str, out: torch.Tensor, x: torch.Tensor, rest: tuple) -> str | None:
-    """The known bug that gives exactly ``out``, if one does."""
+def explain(fn: str, out: torch.Tensor, x: torch.Tensor, rest: tuple, view=None) -> str | None:
+    """The known bug that gives exactly ``out``, if one does; for GQA, then the two counts taken one for the
+    other (probed on ``view``'s function, where given)."""
     q, k, v, w_o, heads, groups = projections(fn, x, rest)
     for bug, why in KNOWN_BUGS:
         if "kv" in bug and groups in (1, heads):
@@ -196,6 +289,8 @@ def explain(fn: str, out: torch.Tensor, x: torch.Tensor, rest: tuple) -> str | N
         candidate = attention(q, k, v, w_o, heads, groups, **bug)
         if torch.isfinite(candidate).all() and torch.allclose(out, candidate, atol=1e-4, rtol=1e-3):
             return why
+    if fn == GQA and view is not None and (cause := group_counts(view)):
+        return cause
     # a scale by another size than the head's: any of the sizes, their roots, products and ratios (the latent's
     # size first, where there is one: it is what latent attention is scaled by by mistake)
     sizes = {"r": rest[1].shape[1]} if fn == MLA else {}
@@ -217,8 +312,8 @@ def reference(ref, fn: str, x: torch.Tensor, rest: tuple) -> torch.Tensor:
     )
 
 
-def compare(fn: str, out: torch.Tensor, want: torch.Tensor, x: torch.Tensor, rest: tuple, what: str) -> None:
-    checks.assert_close_where(out, want, what, explain=lambda: explain(fn, out, x, rest))
+def compare(fn: str, out: torch.Tensor, want: torch.Tensor, x: torch.Tensor, rest: tuple, what: str, view=None) -> None:
+    checks.assert_close_where(out, want, what, explain=lambda: explain(fn, out, x, rest, view))
 
 
 # ---------------------------------------------------------------- the rules
@@ -228,7 +323,8 @@ def compare(fn: str, out: torch.Tensor, want: torch.Tensor, x: torch.Tensor, res
 @pytest.mark.parametrize("fn", FUNCTIONS)
 def test_follows_the_contest_rules(attnvar, verdicts, fn):
     """no Python loop over heads or positions, no library attention (checked in the source and while it runs)"""
-    verdicts.require(attnvar, PARTS[fn])
+    with diagnosed(attnvar, fn):
+        verdicts.require(attnvar, PARTS[fn])
 
 
 # ---------------------------------------------------------------- shapes and values
@@ -261,7 +357,7 @@ def test_matches_reference(attnvar, verdicts, ref, case):
     fn, i = case
     x, rest = inputs(20 + i, fn, **CONFIGS[fn][i])
     out = run(attnvar, verdicts, fn, x, rest)
-    compare(fn, out, reference(ref, fn, x, rest), x, rest, f"{fn}'s output")
+    compare(fn, out, reference(ref, fn, x, rest), x, rest, f"{fn}'s output", attnvar)
 
 
 # ---------------------------------------------------------------- causality, the four ways m1 checks it
@@ -280,19 +376,23 @@ def perturb(x: torch.Tensor, t: int) -> torch.Tensor:
 @pytest.mark.parametrize("fn", FUNCTIONS)
 def test_is_causal(attnvar, verdicts, fn, check):
     """outputs depend only on earlier positions of the same batch item (values and gradients)"""
-    verdicts.require(attnvar, PARTS[fn])
+    with diagnosed(attnvar, fn):
+        verdicts.require(attnvar, PARTS[fn])
     x, rest = inputs(30, fn)
     other, _ = inputs(31, fn)
 
     def forward(z: torch.Tensor) -> torch.Tensor:
-        return attnvar.call(fn, z, *rest)
+        with diagnosed(attnvar, fn):
+            return attnvar.call(fn, z, *rest)
 
     shape = tuple(x.shape)
     if check in causality.OUTPUT_PROBES:
         causality.output_probe(check, forward, x, other, perturb, shape, fn)
     else:  # the outputs too: a leak through a detached tensor has no gradient, and the matrix is the worker's claim
         outputs = functools.partial(causality.no_future_leak, forward, x, perturb, shape, fn)
-        causality.causal_gradient(attnvar.function(fn).input_grad(x, *rest), T, fn, otherwise=outputs)
+        with diagnosed(attnvar, fn):
+            grad = attnvar.function(fn).input_grad(x, *rest)
+        causality.causal_gradient(grad, T, fn, otherwise=outputs)
 
 
 def test_large_inputs_stay_causal(attnvar, verdicts):

@@ -6,9 +6,12 @@ copied into the reference TinyGPT in this process, whose uncached ``generate``
 (m4) gives the expected tokens. A forward pre-hook on ``blocks.0.attn.qkv`` (in
 the worker) counts the positions the student's code really fed to the model.
 
-When tokens differ, the grader replays the most common cache bugs here (the same
-model, run on the whole sequence with the bug's positions and attention pattern)
-and names those that give exactly the student's tokens.
+When tokens differ, a probe first asks whether every pass applies the final
+LayerNorm before the head (grader/suites/kv_probes.py); then the grader replays the
+most common cache bugs here (the same model, run on the whole sequence with the
+bug's positions and attention pattern) and names those that give exactly the
+student's tokens. When a call fails on disagreeing sizes, a second probe reads
+which axis the cache was joined along.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import torch.nn.functional as F
 
 from grader.sandbox.client import StudentError
 from grader.sandbox.common.agreement import ErrorKind
-from grader.suites import checks
+from grader.suites import checks, kv_probes
 
 V, D, T = 29, 24, 8
 H, L = 4, 2  # heads and layers of the model most checks use
@@ -118,6 +121,10 @@ def generate_cached(kvcache, model, start: torch.Tensor, max_new: int | None) ->
                 f"({e.message:.150}): t + max_new - 1 = {t + n - 1} <= model.T = {T}, because the last "
                 "new token is never fed; raise only when t + max_new - 1 > model.T"
             )
+        # sizes that disagree: the general hint (slice a mask or the position table) does not fit a cache,
+        # whose usual culprit is the axis it grows along; the probe reads that axis from its own errors
+        if kv_probes.sizes_disagree(e.message) and (cause := kv_probes.cache_axis(kvcache)):
+            checks.fail(f"{e}. Likely cause: {cause}")
         raise
     what = f"generate_cached's result for a ({B}, {t}) prompt and max_new={n}"
     if isinstance(out, torch.Tensor) and tuple(out.shape) == (B, n) and n:
@@ -240,11 +247,13 @@ def same_tokens(
     want: torch.Tensor,
     again: Callable[[int], torch.Tensor] | None = None,
     kept: Callable[[], str | None] | None = None,
+    probe: Callable[[], str | None] | None = None,
 ) -> None:
     """Each of the student's results for ``start`` (one per max_new) must be the matching prefix of ``want``.
 
-    The first difference is named, with the likely cause: a known bug that gives every one of the runs, or, when
-    ``again(max_new)`` (the student's call repeated) gives other tokens than the run did, state kept between calls.
+    The first difference is named, with the likely cause: when ``again(max_new)`` (the student's call repeated)
+    gives other tokens than the run did, state kept between calls; else what ``probe()`` finds (a module the
+    passes skip); else a known bug that gives every one of the runs.
     """
     t = start.shape[1]
     for got in runs:
@@ -259,6 +268,8 @@ def same_tokens(
         if again is not None and not torch.equal(again(got.shape[1] - t), got):
             on_model = kept() if kept else None
             checks.fail(f"{message}. Likely cause: {on_model}" if on_model else f"{message}. {CARRIED_OVER}")
+        if probe is not None and (cause := probe()):
+            checks.fail(f"{message}. Likely cause: {cause}")
         checks.fail(f"{message}. {explain_tokens(copy, start, runs, i)}")
 
 
@@ -298,6 +309,12 @@ def explain_tokens(copy, start: torch.Tensor, runs: list[torch.Tensor], i: int) 
     )
 
 
+def final_norm(kvcache, model, copy) -> Callable[[], str | None]:
+    """The probe of whether each pass applies model.ln before the head, on ``model`` (whose weights are
+    ``copy``'s)."""
+    return functools.partial(kv_probes.final_norm, kvcache, model, copy.state_dict())
+
+
 def tokens(t: int) -> str:
     return f"{t} token" if t == 1 else f"{t} tokens"
 
@@ -313,19 +330,22 @@ def test_same_tokens_as_generate(kvcache, ref, B, heads, layers, seed):
     """generate_cached gives m4's tokens for every prompt length and max_new that fit in model.T"""
     model, copy = build(kvcache, ref, seed, heads, layers)
     fresh = attributes(model)
+    probe = final_norm(kvcache, model, copy)
     for t in range(1, T + 1):
         start = prompt(100 * seed + t, B, t)
         want = expected(ref, copy, start, T + 1 - t)  # every max_new is a prefix of the longest
         runs = [generate_cached(kvcache, model, start, max_new) for max_new in range(1, T + 2 - t)]
         again = functools.partial(generate_cached, kvcache, model, start)
-        same_tokens(copy, start, runs, want, again=again, kept=lambda: kept_on_model(model, fresh))
+        kept = functools.partial(kept_on_model, model, fresh)
+        same_tokens(copy, start, runs, want, again=again, kept=kept, probe=probe)
 
 
 def test_result_is_prompt_then_new_tokens(kvcache, ref):
     """generate_cached(model, start) returns the prompt then 5 new tokens, a (B, t + 5) long tensor"""
     model, copy = build(kvcache, ref, 21)
     start = prompt(21, 2, 3)
-    same_tokens(copy, start, [generate_cached(kvcache, model, start, None)], expected(ref, copy, start, 5))
+    runs = [generate_cached(kvcache, model, start, None)]
+    same_tokens(copy, start, runs, expected(ref, copy, start, 5), probe=final_norm(kvcache, model, copy))
 
 
 def test_zero_new_tokens(kvcache, ref):
@@ -337,10 +357,11 @@ def test_zero_new_tokens(kvcache, ref):
 def test_exactly_fills_the_context(kvcache, ref):
     """a sequence whose last fed token sits at the last position (t + max_new - 1 = model.T) is generated"""
     model, copy = build(kvcache, ref, 23)
+    probe = final_norm(kvcache, model, copy)
     for t in (T, 1, 4):
         start = prompt(230 + t, 2, t)
         want = expected(ref, copy, start, T + 1 - t)
-        same_tokens(copy, start, [generate_cached(kvcache, model, start, T + 1 - t)], want)
+        same_tokens(copy, start, [generate_cached(kvcache, model, start, T + 1 - t)], want, probe=probe)
 
 
 def fed(prompt_len: int, max_new: int, cached: bool) -> int:

@@ -179,6 +179,8 @@ def test_latent_size_matters(kvmemory):
 
 
 DTYPE_NAMES = "the dtype names are float32/fp32, bfloat16/bf16, float16/fp16 and int8"
+# The stub lists the names "exactly these, lowercase": another spelling of one of them is another name.
+DTYPE_CASE = f"{DTYPE_NAMES}, exactly so, in lower case: an upper-case spelling is not one of them"
 POSITIVE = "a count must be positive (only length and memory_bytes may be 0)"
 ONE_VARIANT = "n_groups (GQA, MQA) and latent_size (latent attention) are two variants: give one of them, not both"
 MODEL = (2, 4, 8, "fp32")  # the toy model
@@ -187,6 +189,7 @@ MODEL = (2, 4, 8, "fp32")  # the toy model
 INVALID = [
     ("int4", "kv_bytes_per_token", (2, 4, 8, "int4"), {}, DTYPE_NAMES),
     ("fp12", "kv_bytes_per_token", (2, 4, 8, "fp12"), {}, DTYPE_NAMES),
+    ("upper-case-FP32", "kv_bytes_per_token", (2, 4, 8, "FP32"), {}, DTYPE_CASE),
     (
         "7-groups-for-64-heads",
         "kv_bytes_per_token",

@@ -9,7 +9,7 @@ earns nothing.
 import pytest
 import torch
 
-from grader.suites import checks
+from grader.suites import checks, wiring
 
 LESSON = (50, 64, 4, 2, 8)
 LESSON_LOSSES = {1: 4.0511, 5: 3.4078, 10: 2.7282, 20: 1.5836}
@@ -38,8 +38,11 @@ def test_lesson_losses(lesson, ref):
         if checks.differs(float(losses[step - 1]), want, 2e-4):
             checks.fail(
                 f"the loss at step {step} is {float(losses[step - 1]):.4f}, the lesson prints {want}: "
-                "this end-to-end check runs all your files together; fix the failing checks of "
-                "m1 to m3 first, they say where"
+                + (
+                    wiring.earlier_fault(lesson)
+                    or "this end-to-end check runs all your files together; fix the failing checks of m1 to m3 "
+                    "first, they say where"
+                )
             )
 
 

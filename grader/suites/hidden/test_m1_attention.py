@@ -10,7 +10,7 @@ import torch
 
 from grader.sandbox.client import StudentError
 from grader.sandbox.common.protocol import TensorInfo
-from grader.suites import causality, checks
+from grader.suites import causality, checks, wiring
 from grader.suites.hidden import diagnose
 
 T_MAX, D, HEADS = 11, 24, 4
@@ -257,8 +257,17 @@ def test_module_matches_reference(m1, ref, d, heads):
         want,
         f"CausalSelfAttention({d}, {heads})",
         BTC,
-        explain=lambda: diagnose.explain_self_attention(out, x, reference.state_dict(), heads),
+        explain=lambda: (
+            wiring.random_fault(module, x, "CausalSelfAttention")
+            or diagnose.explain_self_attention(out, x, reference.state_dict(), heads)
+            or read_layout(m1)
+        ),
     )
+
+
+def read_layout(m1) -> str | None:
+    """Where the student's heads put each feature, read on a layer of its own (grader/suites/wiring.py)."""
+    return wiring.head_layout_fault(m1.new("CausalSelfAttention", wiring.LAYOUT_D, wiring.LAYOUT_HEADS))
 
 
 FORWARD_CHECKS = causality.OUTPUT_PROBES
@@ -273,7 +282,9 @@ def test_module_is_causal(m1, check):
     x, other = torch.randn(3, 7, D, generator=g), torch.randn(3, 7, D, generator=g)
     what = "CausalSelfAttention"
     output_is_finite(module, x, what)
-    causality.output_probe(check, module, x, other, causality.perturb_floats, (3, 7, D), what)
+    causality.output_probe(
+        check, module, x, other, causality.perturb_floats, (3, 7, D), what, explain=lambda: read_layout(m1)
+    )
 
 
 def output_is_finite(module, x: torch.Tensor, what: str) -> None:

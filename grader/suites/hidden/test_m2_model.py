@@ -11,7 +11,7 @@ import torch
 from grader.sandbox.client import StudentError
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.worker.standin import make_standin
-from grader.suites import causality, checks
+from grader.suites import causality, checks, wiring
 from grader.suites.hidden import diagnose
 
 V, D, HEADS, LAYERS, T_MAX = 29, 24, 4, 2, 11
@@ -97,8 +97,18 @@ def test_block_matches_reference(m2, ref, seed):
             "GPTBlock's output" + (f" for inputs scaled by {scale:g}" if scale != 1 else ""),
             atol=ATOL,
             rtol=RTOL,
-            explain=lambda: diagnose.explain_block(out, x, reference),  # noqa: B023 - called before the loop moves on
+            # a known bug recomputed, else the block read part by part: called before the loop moves on
+            explain=lambda: (
+                wiring.random_fault(block, x, "GPTBlock")  # noqa: B023
+                or diagnose.explain_block(out, x, reference)  # noqa: B023
+                or read_block(m2)
+            ),
         )
+
+
+def read_block(m2) -> str | None:
+    """What the student's block does, read part by part on a block of its own (grader/suites/wiring.py)."""
+    return wiring.BlockProbe(lambda: m2.new("GPTBlock", wiring.BLOCK_D, wiring.BLOCK_HEADS)).fault()
 
 
 # ---------------------------------------------------------------- TinyGPT
@@ -144,12 +154,16 @@ def test_model_matches_reference(m2, ref, config, T):
         checks.BTV,
         atol=ATOL,
         rtol=RTOL,
-        explain=lambda: _explain_model(logits, x, reference),
+        explain=lambda: (
+            wiring.random_fault(model, x, "TinyGPT")
+            or _explain_model(logits, x, reference, want)
+            or wiring.ModelProbe(lambda: m2.new("TinyGPT", *wiring.MODEL)).fault()
+        ),
         sizes={"T": T, "d": config[1]},
     )
 
 
-def _explain_model(logits: torch.Tensor, x: torch.Tensor, reference) -> str | None:
+def _explain_model(logits: torch.Tensor, x: torch.Tensor, reference, want: torch.Tensor) -> str | None:
     """Name common whole-model bugs by recomputing them with the reference's layers."""
     with torch.no_grad():
         T = x.shape[1]
@@ -168,7 +182,7 @@ def _explain_model(logits: torch.Tensor, x: torch.Tensor, reference) -> str | No
             ),
             "the position embedding is missing": lambda: reference.head(reference.ln(_trunk(reference, x, None))),
         }
-        return diagnose.first_match(logits, variants.items())
+        return diagnose.first_match(logits, variants.items(), unless=want)
 
 
 def _trunk(reference, x, positions):

@@ -164,6 +164,8 @@ def trained(request, ref, grading_context):
 
 
 def as_losses(value, steps: int) -> torch.Tensor:
+    """train's losses as numbers, to compare with the reference's: one-element tensors are read too, so that
+    returning tensors costs the one check that asks for floats (test_train_returns_plain_floats), not these."""
     if not isinstance(value, list) or len(value) != steps:
         checks.fail(f"train should return a list with one loss per step ({steps}), not {checks.describe(value)}")
     if not all(type(x) in (float, int) or isinstance(x, torch.Tensor) and x.numel() == 1 for x in value):
@@ -171,7 +173,30 @@ def as_losses(value, steps: int) -> torch.Tensor:
     return torch.tensor([float(x) for x in value], dtype=torch.float64)
 
 
-@pytest.mark.points(4)
+@pytest.mark.points(1)
+def test_train_returns_plain_floats(m3):
+    """train returns a list of plain Python floats, loss.item() of each step, not the loss tensors"""
+    data = torch.randint(0, V, (2, 6), generator=torch.Generator().manual_seed(4))
+    value = m3.call("train", m3.standin(V, 16, 5, seed=4), data, steps=3)
+    if not isinstance(value, list) or len(value) != 3:
+        checks.fail(f"train(model, data, steps=3) should return a list of 3 losses, not {checks.describe(value)}")
+    for step, x in enumerate(value, start=1):
+        if isinstance(x, float):
+            continue
+        if isinstance(x, torch.Tensor):
+            checks.fail(
+                f"train returned a list of tensors (step {step}'s loss is {checks.describe(x)}), expected plain "
+                "Python floats: record loss.item() each step. A loss tensor holds on to its step's graph (its "
+                "grad_fn and everything saved for backward), so a list of them keeps every step's activations "
+                "alive; .item() keeps the number alone"
+            )
+        checks.fail(
+            f"train's list holds {checks.describe(x)} for step {step}, expected plain Python floats: record "
+            "loss.item() each step"
+        )
+
+
+@pytest.mark.points(3)
 def test_train_losses(trained):
     """train returns every step's loss, equal to the reference loop's (Adam, zero_grad, shifted targets)"""
     got = as_losses(trained["losses"], trained["steps"])

@@ -8,8 +8,11 @@ tokens, take the argmax of the last position, append, repeat.
 import pytest
 import torch
 
+from grader.sandbox.client import StudentError
+from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.worker.standin import make_standin
 from grader.suites import checks
+from grader.suites.generation import wrong_length
 
 V, D, T = 29, 16, 8
 
@@ -25,13 +28,16 @@ def generate(m4, model, seed: int | None, start: torch.Tensor, max_new: int | No
     """
     kwargs = {} if max_new is None else {"max_new": max_new}
     n = 5 if max_new is None else max_new
-    out = m4.call("generate", model, start, **kwargs)
-    if isinstance(out, torch.Tensor) and tuple(out.shape) == (start.shape[0], n) and n:
-        checks.fail(
-            f"generate returned only the {n} new tokens: return the prompt followed by the new tokens, "
-            "shape (B, t + max_new)"
-        )
-    out = checks.tensor(out, "generate's result", (start.shape[0], start.shape[1] + n), dtype=None)
+    try:
+        out = m4.call("generate", model, start, **kwargs)
+    except StudentError as e:
+        if e.type != ErrorKind.NOT_IMPLEMENTED and (cause := one_prompt_reading(m4, model, start)):
+            checks.fail(f"generate raised {e.type} on {start.shape[0]} prompts ({e.message:.160}); {cause}")
+        raise
+    want = (start.shape[0], start.shape[1] + n)
+    if isinstance(out, torch.Tensor) and (cause := wrong_length(out, start, n, V)):
+        checks.fail(f"generate's result has shape {tuple(out.shape)}, expected {want}: {cause}")
+    out = checks.tensor(out, "generate's result", want, dtype=None)
     if out.dtype != torch.long:
         checks.fail(f"generate's result has dtype {out.dtype}: token ids are torch.long")
     if not torch.equal(out[:, : start.shape[1]], start):
@@ -39,6 +45,22 @@ def generate(m4, model, seed: int | None, start: torch.Tensor, max_new: int | No
     if seed is not None:
         assert_greedy(make_standin(V, D, T, seed), out, start.shape[1])
     return out
+
+
+def one_prompt_reading(m4, model, start: torch.Tensor) -> str | None:
+    """Where generate fails on a batch, what its result for the first prompt alone says (a step that appends the
+    wrong number of ids cannot be concatenated to B > 1 rows); None where that says nothing."""
+    if start.shape[0] < 2:
+        return None
+    one = start[:1]
+    try:
+        out = m4.call("generate", model, one, max_new=2)
+    except StudentError:
+        return None
+    cause = wrong_length(out, one, 2, V) if isinstance(out, torch.Tensor) else None
+    return (
+        f"on the first prompt alone, with max_new=2, it returned shape {tuple(out.shape)}: {cause}" if cause else None
+    )
 
 
 def assert_greedy(model, out: torch.Tensor, t: int) -> None:
@@ -115,10 +137,13 @@ def test_batch_rows_are_independent(m4):
             )
 
 
-def test_no_gradients_recorded(m4):
-    """generation runs without recording gradients and leaves the model unchanged"""
+@pytest.mark.parametrize("training", [True, False], ids=["training-mode", "eval-mode"])
+def test_no_gradients_recorded(m4, training):
+    """generation runs without recording gradients and leaves the model unchanged, in the mode it was given"""
     model = m4.standin(V, D, T, 5)
-    model.call("train", True, keep=True)  # as a training loop that samples between steps leaves it
+    # training: as a training loop that samples between steps leaves it; eval: as a caller who switched dropout
+    # off leaves it. Either way generate hands the model back in the mode it was given.
+    model.call("train", training, keep=True)
     before, modes = model.state_dict(), checks.training_modes(model)
     generate(m4, model, 5, prompt(5, 2, 3), 4)
     if model.attr("calls_with_grad"):

@@ -21,6 +21,7 @@ from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.common.protocol import SeededGenerator
 from grader.sandbox.worker.standin import make_standin
 from grader.suites import checks
+from grader.suites.generation import wrong_length
 from grader.suites.hidden.sampling_math import (
     BASE,
     DRAWS,
@@ -147,11 +148,8 @@ def generated(
             )
         raise
     B, t = start.shape
-    if isinstance(out, torch.Tensor) and tuple(out.shape) == (B, max_new):
-        checks.fail(
-            f"generate_sampled returned only the {max_new} new tokens: return the prompt followed by "
-            "the new tokens, shape (B, t + max_new)"
-        )
+    if isinstance(out, torch.Tensor) and (cause := wrong_length(out, start, max_new, LM_V, greedy=False)):
+        checks.fail(f"generate_sampled's result has shape {tuple(out.shape)}, expected {(B, t + max_new)}: {cause}")
     out = checks.tensor(out, "generate_sampled's result", (B, t + max_new), dtype=None)
     if out.dtype != torch.long:
         checks.fail(f"generate_sampled's result has dtype {out.dtype}: token ids are torch.long")
@@ -221,6 +219,8 @@ def test_top_p(sampling):
                     f"{row}: no token was kept. Always keep at least the most probable token (its "
                     "probability alone may be more than p)"
                 )
+            if cause := mask_order(got[r], want[r], probs, order, p):
+                checks.fail(f"{row}: kept tokens {ids_of(got[r])}, expected {ids_of(want[r])}: {cause}")
             if not got[r][order[:n]].all():
                 worse = next(int(i) for i in order.flip(0) if got[r][i])
                 better = next(int(i) for i in order if not got[r][i])
@@ -250,23 +250,57 @@ def test_top_p(sampling):
     exactly_at_p(sampling)
 
 
+def mask_order(got: torch.Tensor, want: torch.Tensor, probs: torch.Tensor, order: torch.Tensor, p: float) -> str | None:
+    """Why a row's kept set is the right size at the wrong ids, read from where it sits: None where it is not so.
+
+    A mask made in sorted order and applied as it is puts the flag of the j-th most probable token on token j;
+    a cumulative sum taken in vocabulary order keeps a prefix of the vocabulary. The two can agree on a row, and
+    then both are named.
+    """
+    if int(got.sum()) != int(want.sum()) or torch.equal(got, want):
+        return None
+    if not torch.equal(got, want[order]):  # position j: does the j-th most probable token stay?
+        return None
+    unsorted = (probs.cumsum(dim=-1) - probs) < p  # the rule applied in vocabulary order, without sorting
+    cause = (
+        f"the right number of tokens ({int(got.sum())}), at the wrong ids: position j of your mask says whether the "
+        "j-th MOST PROBABLE token stays, so the mask is still in sorted order, and it was applied to the logits in "
+        "vocabulary order. Put it back in vocabulary order before masking: drop.scatter(-1, order, drop), with "
+        "order from torch.sort (or mask the sorted logits, then scatter them back)"
+    )
+    if torch.equal(got, unsorted):
+        cause += (
+            "; or the cumulative sum ran in vocabulary order: sort the probabilities (descending) before it, "
+            "then put the mask back in vocabulary order"
+        )
+    return cause
+
+
 # Cumulative sums that land exactly on p: four equal logits have probabilities of exactly 1/4 (exp(0) = 1 over a
 # sum of 4; the two far lower logits add 1e-26, nothing at float32's precision), so 0.25, 0.5 and 0.75 are reached
-# exactly and the set to keep is the contract's, not rounding's. Which of the equal tokens are kept is free.
+# exactly and the set to keep is the contract's, not rounding's. Only a tie makes a sum exact (exp is exact at 0
+# alone), so the four are tied, and the stub's two readings of a tie both pass: a sort puts the tied tokens in some
+# order and keeps the smallest set, which of them it keeps being free; dropping a token when the tokens STRICTLY
+# more probable than it hold p or more keeps every token tied with the last one kept, all four. Any other count
+# is neither reading: one token more than the smallest set is a > where >= belongs.
 AT_P = torch.tensor([[0.0, -60.0, 0.0, 0.0, -60.0, 0.0]])
 
 
 def exactly_at_p(sampling) -> None:
     """A cumulative probability equal to p reaches p: the set stops at that token, both ways."""
+    tied = AT_P[0] == 0
     for p, n_want in ((0.25, 1), (0.5, 2), (0.75, 3)):
         got = kept(sampling, AT_P, top_p=p)[0]
+        if torch.equal(got, tied):  # every token tied with the boundary token: the threshold reading
+            continue
         n = int(got.sum())
         row = f"top_p={p:g} on four tokens of probability exactly 1/4 (logits {AT_P[0].tolist()})"
         if n > n_want:
             checks.fail(
                 f"{row}: kept {n} tokens, but the first {n_want} already hold exactly p = {p:g}: a cumulative "
                 "probability equal to p reaches p, so the smallest set stops at that token. Compare with >= "
-                "(drop where the probability before a token is already >= p), not >"
+                "(drop where the probability before a token is already >= p), not >. (The four are tied, so "
+                f"keeping all four, every token tied with the last one kept, is right too; {n} is neither)"
             )
         if n < n_want:
             checks.fail(
@@ -444,23 +478,30 @@ def test_randomness_comes_only_from_the_generator(sampling):
         )
 
 
-INVALID: dict[str, tuple[dict[str, float], str]] = {
-    "temperature=-1": ({"temperature": -1.0}, "a negative temperature"),
-    "top_k=0": ({"top_k": 0}, "a top_k below 1"),
-    "top_p=0": ({"top_p": 0.0}, "a top_p outside (0, 1]"),
-    "top_p=1.5": ({"top_p": 1.5}, "a top_p outside (0, 1]"),
+# case id -> (function, keywords, what makes them invalid): every validation the stubs of sample_next and
+# filter_logits document, a top_k below 1 both at 0 and below it.
+INVALID: dict[str, tuple[str, dict[str, float], str]] = {
+    "temperature=-1": ("sample_next", {"temperature": -1.0}, "a negative temperature"),
+    "top_k=0": ("sample_next", {"top_k": 0}, "a top_k below 1"),
+    "top_k=-1": ("sample_next", {"top_k": -1}, "a top_k below 1"),
+    "top_p=0": ("sample_next", {"top_p": 0.0}, "a top_p outside (0, 1]"),
+    "top_p=1.5": ("sample_next", {"top_p": 1.5}, "a top_p outside (0, 1]"),
+    "filter-top_k=0": ("filter_logits", {"top_k": 0}, "a top_k below 1"),
+    "filter-top_k=-1": ("filter_logits", {"top_k": -1}, "a top_k below 1"),
+    "filter-top_p=0": ("filter_logits", {"top_p": 0.0}, "a top_p outside (0, 1]"),
+    "filter-top_p=1.5": ("filter_logits", {"top_p": 1.5}, "a top_p outside (0, 1]"),
 }
 
 
 @pytest.mark.points(2)
 @pytest.mark.parametrize("case", list(INVALID))
 def test_invalid_argument_raises_value_error(sampling, case):
-    """an invalid argument makes sample_next raise ValueError"""
-    kwargs, rule = INVALID[case]
+    """an invalid argument makes sample_next or filter_logits raise ValueError"""
+    function, kwargs, rule = INVALID[case]
+    args = (BASE.repeat(2, 1), SeededGenerator(0)) if function == "sample_next" else (BASE.repeat(2, 1),)
+    shown = ", ".join(f"{k}={v:g}" for k, v in kwargs.items())
     checks.raises_value_error(
-        lambda: sampling.call("sample_next", BASE.repeat(2, 1), SeededGenerator(0), **kwargs),
-        f"sample_next(..., {case})",
-        f"{rule} is invalid",
+        lambda: sampling.call(function, *args, **kwargs), f"{function}(..., {shown})", f"{rule} is invalid"
     )
 
 

@@ -3,7 +3,7 @@
 import torch
 
 from grader.sandbox.client import StudentError
-from grader.suites import checks
+from grader.suites import checks, kv_probes, wiring
 
 
 def test_public_positions(kvcache):
@@ -20,6 +20,9 @@ def test_public_fills_the_context(kvcache):
     try:
         out = kvcache.call("generate_cached", model, start, 6)
     except StudentError as e:
+        # sizes that disagree in a cache: the axis it grows along, read from the errors of the probe's own steps
+        if kv_probes.sizes_disagree(e.message) and (cause := kv_probes.cache_axis(kvcache)):
+            checks.fail(f"{e}. Likely cause: {cause}")
         if e.type != "IndexError" or not fits(kvcache, model, start, 5):
             raise
         checks.fail(
@@ -34,11 +37,17 @@ def test_public_fills_the_context(kvcache):
         want = model(out[:, :i], grad=False)[:, -1].argmax(-1)
         if not torch.equal(out[:, i], want):
             b = int((out[:, i] != want).nonzero()[0])
-            checks.fail(
+            said = (
                 f"the token generated at position {i} of row {b} is {int(out[b, i])}, but the model fed the whole "
-                f"sequence so far predicts {int(want[b])}: a cached step must give what the full forward gives "
-                "(check each new token's position, t + i - 1 at step i, and that every layer keeps and extends its "
-                "own cache)"
+                f"sequence so far predicts {int(want[b])}"
+            )
+            # a cached step redoes the attention the lesson's way: on a model whose own layers are not the lesson's,
+            # the two part ways whatever the cache does
+            if cause := wiring.earlier_fault(kvcache) or kv_probes.final_norm(kvcache, model, model.state_dict()):
+                checks.fail(f"{said}: {cause}")
+            checks.fail(
+                f"{said}: a cached step must give what the full forward gives (check each new token's position, "
+                "t + i - 1 at step i, and that every layer keeps and extends its own cache)"
             )
 
 
@@ -60,4 +69,8 @@ def test_public_lesson_tokens(kvcache):
         (1, 8),
         dtype=torch.long,
     )
-    checks.equal(out[0].tolist(), [5, 12, 3, 42, 2, 38, 35, 35], "the generated sequence")
+    if out[0].tolist() != LESSON_TOKENS:
+        checks.equal(out[0].tolist(), LESSON_TOKENS, "the generated sequence", hint=wiring.earlier_fault(kvcache) or "")
+
+
+LESSON_TOKENS = [5, 12, 3, 42, 2, 38, 35, 35]

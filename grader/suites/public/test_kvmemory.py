@@ -28,6 +28,15 @@ def test_public_kv_bytes_scales(kvmemory):
     checks.equal(kvmemory.call("kv_bytes", 3, 10, 2, 4, 8, "fp32"), 30 * 512, 'kv_bytes(3, 10, 2, 4, 8, "fp32")')
 
 
+def test_public_dtype_names_are_lower_case(kvmemory):
+    """(public) "FP32" is not a dtype name (the stub's names are lower case): kv_bytes_per_token raises ValueError"""
+    checks.raises_value_error(
+        lambda: kvmemory.call("kv_bytes_per_token", 2, 4, 8, "FP32"),
+        'kv_bytes_per_token(2, 4, 8, "FP32")',
+        "the stub accepts its dtype names only as written there, lower case, and refuses any other",
+    )
+
+
 @pytest.mark.parametrize("question", ["Q_MC1", "Q_MC2", "Q_TEXT1", "Q_NUM1", "Q_NUM2", "Q_NUM3"])
 def test_public_answered(kvmemory, variant, question):
     """(public) the question has an answer, and it is right"""

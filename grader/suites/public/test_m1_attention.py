@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.suites import attention_scale, causality, checks
+from grader.suites import attention_scale, causality, checks, wiring
 
 
 def test_public_causal_mask(m1):
@@ -71,6 +71,26 @@ def test_public_self_attention_shape(m1):
     checks.tensor(layer(torch.randn(2, 5, 16)), "CausalSelfAttention's output", (2, 5, 16))
 
 
+def test_public_heads_keep_their_features(m1):
+    """(public) CausalSelfAttention(12, 3): each head works on its own d_head features of every position"""
+    # A view or reshape straight to (B, n_heads, T, d_head) runs and has the right shapes; where it is also undone by
+    # a plain reshape, no output depends on a later input either: only where the features land shows it.
+    layer = m1.new("CausalSelfAttention", wiring.LAYOUT_D, wiring.LAYOUT_HEADS)
+    if fault := wiring.parameter_fault(layer, wiring.attention_parameters(wiring.LAYOUT_D), "CausalSelfAttention"):
+        checks.fail(fault)
+    if fault := wiring.head_layout_fault(layer):
+        checks.fail(f"CausalSelfAttention: {fault}")
+
+
+def test_public_output_projection(m1):
+    """(public) CausalSelfAttention(12, 3) returns proj of its merged heads"""
+    layer = m1.new("CausalSelfAttention", wiring.LAYOUT_D, wiring.LAYOUT_HEADS)
+    if fault := wiring.parameter_fault(layer, wiring.attention_parameters(wiring.LAYOUT_D), "CausalSelfAttention"):
+        checks.fail(fault)
+    if fault := wiring.projection_fault(layer, wiring.LAYOUT_D):
+        checks.fail(fault)
+
+
 def test_public_self_attention_is_causal(m1):
     """(public) CausalSelfAttention(16, 4): output t does not change when inputs after t do"""
     # The later milestones run on this layer: a leak caught here is not blamed on m2, m3 or m4.
@@ -78,7 +98,14 @@ def test_public_self_attention_is_causal(m1):
     x = torch.randn(2, 5, 16, generator=torch.Generator().manual_seed(5))
     out = checks.tensor(layer(x), "CausalSelfAttention's output", (2, 5, 16))
     checks.finite(out, "CausalSelfAttention's output", explain=lambda: nan_cause(out))
-    causality.no_future_leak(layer, x, causality.perturb_floats, (2, 5, 16), "CausalSelfAttention")
+    causality.no_future_leak(
+        layer, x, causality.perturb_floats, (2, 5, 16), "CausalSelfAttention", explain=lambda: layout_cause(m1)
+    )
+
+
+def layout_cause(m1) -> str | None:
+    """A leak that the heads' layout makes (merged without a transpose back) is not the mask's."""
+    return wiring.head_layout_fault(m1.new("CausalSelfAttention", wiring.LAYOUT_D, wiring.LAYOUT_HEADS))
 
 
 def nan_cause(out: torch.Tensor) -> str | None:
@@ -143,9 +170,5 @@ def test_public_self_attention_scale(m1):
     # m2, m3 and m4 run on this layer: a wrong scale caught here is not a dead end there. Last in this file, so
     # that a wrong causal_attention, which the layer calls, is named by its own checks first.
     layer = m1.new("CausalSelfAttention", attention_scale.D, attention_scale.HEADS)
-    eye, zero = torch.eye(attention_scale.D), torch.zeros(attention_scale.D)
-    layer.load({"qkv.weight": eye.repeat(3, 1), "qkv.bias": zero.repeat(3), "proj.weight": eye, "proj.bias": zero})
-    x = attention_scale.probe_input()
-    out = checks.tensor(layer(x), "CausalSelfAttention's output", tuple(x.shape))
-    if message := attention_scale.wrong_scale(out, "CausalSelfAttention"):
+    if message := attention_scale.layer_scale_fault(layer):
         checks.fail(message)

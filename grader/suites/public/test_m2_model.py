@@ -1,10 +1,13 @@
-"""Public checks for milestone 2: the lesson's parameter count and the logits' shape."""
+"""Public checks for milestone 2: the lesson's parameter count and the logits' shape, then the block's and the
+model's wiring read back part by part with weights chosen to show each (grader/suites/wiring.py): the residuals,
+the feed-forward's nonlinearity, the LayerNorms, the final LayerNorm and the positions, and the lesson's initial
+weights. In the student release these run on your own milestone 1."""
 
 import math
 
 import torch
 
-from grader.suites import checks
+from grader.suites import checks, wiring
 
 LESSON_COUNT = 107_008
 
@@ -42,3 +45,36 @@ def test_public_logits_shape(m2):
     """(public) TinyGPT(50, 64, 4, 2, 8) maps (2, 8) token ids to (2, 8, 50) logits"""
     model = m2.new("TinyGPT", 50, 64, 4, 2, 8, seed=0)
     checks.tensor(model(torch.randint(0, 50, (2, 8))), "the logits", (2, 8, 50))
+
+
+def block_probe(m2) -> wiring.BlockProbe:
+    return wiring.BlockProbe(lambda: m2.new("GPTBlock", wiring.BLOCK_D, wiring.BLOCK_HEADS))
+
+
+def test_public_block_residuals(m2):
+    """(public) GPTBlock(12, 3) adds each sublayer's output to the un-normalised x: x + attn(ln1(x)), then + ffn"""
+    block_probe(m2).check("parameters", "random", "sublayers", "residuals")
+
+
+def test_public_block_activation(m2):
+    """(public) GPTBlock(12, 3)'s feed-forward applies GELU between its two Linears"""
+    block_probe(m2).check("activation")
+
+
+def test_public_block_norms(m2):
+    """(public) GPTBlock(12, 3) feeds attn ln1(x) and ffn ln2(x): LayerNorms with eps 1e-5 inside the square root"""
+    block_probe(m2).check("ln2", "ln1")
+
+
+def test_public_model_wiring(m2):
+    """(public) TinyGPT(20, 12, 3, 2, 6) adds pos(arange(t)) to tok(idx), runs its blocks, then ln, then head"""
+    wiring.ModelProbe(lambda: m2.new("TinyGPT", *wiring.MODEL)).check("parameters", "random", "final_norm", "positions")
+
+
+def test_public_lesson_initialisation(m2):
+    """(public) seeded with 42, TinyGPT(50, 64, 4, 2, 8) creates its layers in the stub's order"""
+    model = m2.new("TinyGPT", 50, 64, 4, 2, 8, seed=42)
+    if fault := wiring.parameter_fault(model, wiring.model_parameters(50, 64, 2, 8), "TinyGPT(50, 64, 4, 2, 8)"):
+        checks.fail(fault)
+    if fault := wiring.initial_weights_fault(model, (50, 64, 4, 2, 8), 42, "TinyGPT(50, 64, 4, 2, 8)"):
+        checks.fail(fault)

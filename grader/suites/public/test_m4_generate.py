@@ -2,7 +2,7 @@
 
 import torch
 
-from grader.suites import checks
+from grader.suites import checks, generation
 
 # Two prompts of 7 tokens for the grader's stand-in model (vocabulary 23, context model.T = 5).
 LONG_PROMPT = [[4, 17, 9, 2, 21, 13, 6], [11, 0, 15, 8, 3, 19, 7]]
@@ -11,17 +11,18 @@ LONG_PROMPT = [[4, 17, 9, 2, 21, 13, 6], [11, 0, 15, 8, 3, 19, 7]]
 def test_public_lesson_tokens(m4):
     """(public) seed 42, your TinyGPT(50, 64, 4, 2, 8): generate([[5, 12, 3]], 5) is [5, 12, 3, 42, 2, 38, 35, 35]"""
     model = m4.new("TinyGPT", 50, 64, 4, 2, 8, seed=42, module="m2_model")
-    out = checks.tensor(
-        m4.call("generate", model, torch.tensor([[5, 12, 3]]), 5), "generate's result", (1, 8), dtype=torch.long
-    )
-    checks.equal(
-        out[0].tolist(),
-        [5, 12, 3, 42, 2, 38, 35, 35],
-        "the generated sequence",
-        hint="this check runs your own TinyGPT, attention included: if a check of m1 or m2 fails, fix it first; if "
-        "they all pass, check the scale 1 / sqrt(d_head), the GELU feed-forward, the final LayerNorm and the order "
-        "the layers are created in against the stubs' docstrings",
-    )
+    start = torch.tensor([[5, 12, 3]])
+    out = m4.call("generate", model, start, 5)
+    if isinstance(out, torch.Tensor) and (cause := generation.wrong_length(out, start, 5, 50)):
+        checks.fail(f"generate returned shape {tuple(out.shape)} where (1, 8) is due: {cause}")
+    out = checks.tensor(out, "generate's result", (1, 8), dtype=torch.long)
+    if out[0].tolist() != LESSON_TOKENS:
+        checks.equal(
+            out[0].tolist(), LESSON_TOKENS, "the generated sequence", hint=generation.greedy_cause(m4, model, out, 3, 8)
+        )
+
+
+LESSON_TOKENS = [5, 12, 3, 42, 2, 38, 35, 35]
 
 
 def test_public_prompt_longer_than_context(m4):
@@ -48,3 +49,13 @@ def test_public_prompt_longer_than_context(m4):
             f"the token generated at position {i} of row {b} is {int(out[b, i])}, but from positions "
             f"{i - 5} to {i - 1} the model predicts {int(recent[b])}: {cause}"
         )
+
+
+def test_public_mode_is_left_as_found(m4):
+    """(public) generate hands the model back in the mode it got: training stays training, eval stays eval"""
+    for training in (True, False):
+        model = m4.standin(23, 12, 5, seed=9)  # the grader's small stand-in language model
+        model.call("train", training, keep=True)
+        modes = checks.training_modes(model)
+        m4.call("generate", model, torch.tensor(LONG_PROMPT), 2)
+        checks.same_training_modes(model, modes, "generate")

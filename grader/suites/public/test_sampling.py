@@ -1,5 +1,6 @@
 """Public checks for `sampling`: greedy at temperature 0, shapes, a seeded generator, and the temperature."""
 
+import functools
 import math
 
 import torch
@@ -86,3 +87,18 @@ def test_public_temperature_before_top_p(sampling):
         else "top-p at 0.8 on [1/10, 9/10] keeps token 1 alone: divide the logits by the temperature, then filter"
     )
     checks.fail(f"with temperature 0.5 and top_p = 0.8, token 0 came up in {zeros:.1%} of 4,000 draws: {cause}")
+
+
+def test_public_top_k_below_one_raises(sampling):
+    """(public) top_k = 0 and top_k = -1 raise ValueError, in sample_next and in filter_logits alike"""
+    for top_k in (0, -1):
+        checks.raises_value_error(
+            functools.partial(sample_next, sampling, LOGITS, SeededGenerator(0), top_k=top_k),
+            f"sample_next(logits, generator, top_k={top_k})",
+            "the stub asks for ValueError whenever top_k < 1",
+        )
+        checks.raises_value_error(
+            functools.partial(sampling.call, "filter_logits", LOGITS, top_k=top_k),
+            f"filter_logits(logits, top_k={top_k})",
+            "the stub asks for ValueError whenever top_k < 1",
+        )
