@@ -150,7 +150,7 @@ class Report:
         if unseen:
             parts.append(
                 f"{len(unseen)} check(s) worth {sum(c.max_score for c in unseen):g} point(s) could not "
-                "observe your code: they are not counted"
+                "observe what they check in your code (each says why): they are not counted"
             )
         if runs:
             parts.append(

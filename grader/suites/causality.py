@@ -107,7 +107,7 @@ def no_future_leak(
             cause = likely_cause(explain)
             fail(
                 f"{what}: position {s} (batch {b}) changes by {_by(float(before.max()), logits)} when the inputs "
-                f"from position {t} on change; " + (f"the layer mixes positions because {cause}" if cause else hint)
+                f"from position {t} on change; " + (f"likely cause: {cause}" if cause else hint)
             )
         if diff[:, t].max() == 0:
             fail(

@@ -163,6 +163,8 @@ def head_layout_fault(layer: Remote, what: str = "CausalSelfAttention") -> str |
     ``layer`` is a CausalSelfAttention(LAYOUT_D, LAYOUT_HEADS) in the worker; its weights are replaced."""
     layer.load(layout_weights(LAYOUT_D))
     x = impulses()
+    if fault := random_fault(layer, x, what):  # dropout would scatter the impulses: say so, not "the layout"
+        return fault
     out = _output(layer(x), f"{what}'s output", tuple(x.shape))
     # response[p, c, t, c']: how much input (p, c) reaches output (t, c')
     response = out.reshape(LAYOUT_T, LAYOUT_D, LAYOUT_T, LAYOUT_D)
@@ -182,10 +184,10 @@ def head_layout_fault(layer: Remote, what: str = "CausalSelfAttention") -> str |
                 continue
             want = _uniform_attention(x.double(), LAYOUT_HEADS, layout)
             if _close(out, want, 1e-5):
-                return f"{_layout_cause(layout)} ({seen})"
+                return f"{what}: {_layout_cause(layout)} ({seen})"
     return (
-        "the heads' layout is wrong: split (B, T, d) with view(B, T, n_heads, d_head).transpose(1, 2), and merge "
-        f"with transpose(1, 2) then reshape(B, T, d) ({seen})"
+        f"{what}: the heads' layout is wrong: split (B, T, d) with view(B, T, n_heads, d_head).transpose(1, 2), and "
+        f"merge with transpose(1, 2) then reshape(B, T, d) ({seen})"
     )
 
 
@@ -203,6 +205,8 @@ def projection_fault(layer: Remote, d: int, what: str = "CausalSelfAttention") -
         }
     )
     x = torch.randn(2, 4, d, generator=_generator(62))
+    if fault := random_fault(layer, x, what):  # dropout after proj moves its output: say so, not "apply proj"
+        return fault
     out = _output(layer(x), f"{what}'s output", tuple(x.shape))
     if _close(out, c.double().expand_as(out), 1e-5):
         return None

@@ -370,6 +370,16 @@ BUGGY = [
         ("return self.proj(out)", "return self.drop(self.proj(out))"),
         first=True,
     ),
+    # .view straight to (B, n_heads, T, d_head) raises on qkv's slices: the hint must say how the axis moves, as
+    # .reshape in its place runs and is silently wrong
+    bug(
+        "m1-heads-viewed-straight-to-heads-first",
+        "m1",
+        "by view(B, T, n_heads, d_head), then transpose(1, 2)",
+        M1,
+        (HEADS, "t.view(B, self.n_heads, T, d // self.n_heads)"),
+        first=True,
+    ),
     # a plain reshape both ways runs, keeps every shape and leaks nothing: only where the features land shows it
     bug(
         "m1-split-and-merge-heads-without-transpose",

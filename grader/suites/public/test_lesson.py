@@ -3,8 +3,8 @@ each exercise's `__main__` prints them beside the lesson's values)."""
 
 import torch
 
-from grader.suites import checks, generation, wiring
-from grader.suites.public.test_m3_train import LESSON_DATA, LESSON_LOSSES
+from grader.suites import checks, generation
+from grader.suites.public.test_m3_train import LESSON_DATA, LESSON_LOSSES, lesson_loss_cause
 
 LESSON = (50, 64, 4, 2, 8)
 LESSON_TOKENS = [5, 12, 3, 42, 2, 38, 35, 35]
@@ -25,23 +25,7 @@ def test_public_lesson_losses(lesson):
     for step, want in LESSON_LOSSES.items():
         got = checks.number(losses[step - 1], f"step {step}'s loss")
         if checks.differs(got, want, 2e-3):
-            checks.fail(f"step {step}'s loss is {got:.4f}; the lesson prints {want}: {loss_cause(lesson, step)}")
-
-
-def loss_cause(lesson, step: int) -> str:
-    """What the first wrong loss points at: milestones 1 and 2 read part by part, else what the step says."""
-    if cause := wiring.earlier_fault(lesson):
-        return cause
-    if step == 1:
-        return (
-            "step 1's loss is the untrained model's loss on the lesson's data, and your model's parts read right "
-            "(its heads, blocks, norms, positions and seeded weights): look at clm_loss and the targets train uses "
-            "(the mean cross-entropy over every position, each target the next token)"
-        )
-    return (
-        "step 1's loss is the lesson's, so the model and the loss are right; the training step differs: each step "
-        "zeroes the gradients, computes the loss, calls backward, then Adam's step (lr=1e-3)"
-    )
+            checks.fail(f"step {step}'s loss is {got:.4f}; the lesson prints {want}: {lesson_loss_cause(lesson, step)}")
 
 
 def test_public_lesson_tokens(lesson):

@@ -79,7 +79,7 @@ def test_public_heads_keep_their_features(m1):
     if fault := wiring.parameter_fault(layer, wiring.attention_parameters(wiring.LAYOUT_D), "CausalSelfAttention"):
         checks.fail(fault)
     if fault := wiring.head_layout_fault(layer):
-        checks.fail(f"CausalSelfAttention: {fault}")
+        checks.fail(fault)
 
 
 def test_public_output_projection(m1):

@@ -7,6 +7,7 @@ import math
 
 import torch
 
+from grader.sandbox.client import StudentError
 from grader.suites import checks, wiring
 
 LESSON_COUNT = 107_008
@@ -44,7 +45,15 @@ def count_cause(described: dict) -> str:
 def test_public_logits_shape(m2):
     """(public) TinyGPT(50, 64, 4, 2, 8) maps (2, 8) token ids to (2, 8, 50) logits"""
     model = m2.new("TinyGPT", 50, 64, 4, 2, 8, seed=0)
-    checks.tensor(model(torch.randint(0, 50, (2, 8))), "the logits", (2, 8, 50))
+    try:
+        logits = model(torch.randint(0, 50, (2, 8)))
+    except StudentError as e:
+        # 8 tokens fill the position table: an index past it is where the positions are counted from
+        positions = wiring.ModelProbe(lambda: m2.new("TinyGPT", *wiring.MODEL)).fault("positions")
+        if e.type == "IndexError" and positions and "position table" in positions:
+            checks.fail(f"your code raised IndexError ({e.message:.80}) on 8 tokens, as many as max_T: {positions}")
+        raise
+    checks.tensor(logits, "the logits", (2, 8, 50))
 
 
 def block_probe(m2) -> wiring.BlockProbe:

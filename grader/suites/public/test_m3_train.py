@@ -10,12 +10,6 @@ import torch.nn.functional as F
 from grader.suites import checks, wiring
 
 LESSON_LOSSES = {1: 4.0511, 5: 3.4078, 10: 2.7282, 20: 1.5836}
-# When the other checks of m3 pass (they train the grader's stand-in), a lesson number that differs comes from the
-# model: milestones 1 and 2 read part by part say where, else what is left to compare.
-LESSON_MODEL = (
-    "this check trains your own TinyGPT, attention included, and your model's parts read right (heads, scale, "
-    "blocks, norms, positions, seeded weights): compare what is left with the stubs' docstrings"
-)
 # The lesson's data: torch.randint(0, 50, (8, 8)) right after torch.manual_seed(42) and TinyGPT(50, 64, 4, 2, 8).
 LESSON_DATA = [
     [37, 36, 41, 36, 4, 7, 42, 33],
@@ -119,5 +113,22 @@ def test_public_lesson_losses(m3):
     for step, want in LESSON_LOSSES.items():
         got = checks.number(losses[step - 1], f"step {step}'s loss")
         if checks.differs(got, want, 2e-3):
-            cause = wiring.earlier_fault(m3) or LESSON_MODEL
-            checks.fail(f"step {step}'s loss is {got:.4f}; in the lesson, {want}: {cause}")
+            checks.fail(f"step {step}'s loss is {got:.4f}; in the lesson, {want}: {lesson_loss_cause(m3, step)}")
+
+
+def lesson_loss_cause(view, step: int) -> str:
+    """What the first of the lesson's losses to differ points at: milestones 1 and 2 read part by part where one
+    of their readings fails, else what the step says (the first loss is the untrained model's; a later one, the
+    training step's)."""
+    if cause := wiring.earlier_fault(view):
+        return cause
+    if step == 1:
+        return (
+            "step 1's loss is the untrained model's loss on the lesson's data, and your model's parts read right "
+            "(its heads, scale, blocks, norms, positions and seeded weights): look at the loss and the targets train "
+            "uses (the mean cross-entropy over every position, each target the next token)"
+        )
+    return (
+        "step 1's loss is the lesson's, so the model and the loss are right; the training step differs: each step "
+        "zeroes the gradients, computes the loss, calls backward, then takes a step of torch.optim.Adam (lr=1e-3)"
+    )

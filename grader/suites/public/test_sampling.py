@@ -65,6 +65,37 @@ def test_public_temperature_sharpens(sampling):
     checks.fail(f"at temperature 0.5, token 1 came up in {share:.1%} of 4,000 draws, expected about 90%: {cause}")
 
 
+# Probabilities out of order in the vocabulary: [0.1, 0.6, 0.05, 0.25] sorted is tokens 1, 3, 0, 2, and top_p = 0.8
+# keeps 1 and 3 (0.6 + 0.25 reaches it). A mask made in sorted order and left so marks tokens 0 and 1 instead.
+TOP_P_PROBS = torch.tensor([[0.1, 0.6, 0.05, 0.25]])
+
+
+def test_public_top_p_keeps_the_most_probable(sampling):
+    """(public) probabilities [0.1, 0.6, 0.05, 0.25], top_p = 0.8: filter_logits keeps tokens 1 and 3 unchanged"""
+    logits = TOP_P_PROBS.log()
+    out = checks.tensor(sampling.call("filter_logits", logits, top_p=0.8), "filter_logits's result", (1, 4))
+    kept = [i for i in range(4) if out[0, i] != float("-inf")]
+    if kept == [1, 3]:
+        for i in kept:
+            if checks.differs(float(out[0, i]), float(logits[0, i]), 1e-5):
+                checks.fail(
+                    f"filter_logits returned {float(out[0, i]):.4f} for kept token {i}, whose logit is "
+                    f"{float(logits[0, i]):.4f}: the kept logits come back unchanged (no scaling, no softmax)"
+                )
+        return
+    order = TOP_P_PROBS[0].argsort(descending=True)
+    in_sorted_order = [i for i in range(4) if int(order[i]) in (1, 3)]  # the right mask read in sorted order
+    cause = (
+        "as many tokens as expected, at other ids: position j of your mask says whether the j-th MOST "
+        "PROBABLE token stays, so the mask is still in sorted order. Put it back in vocabulary order before "
+        "masking: drop.scatter(-1, order, drop), with order from torch.sort"
+        if kept == in_sorted_order
+        else "sorted, the probabilities are 0.6 (token 1), 0.25 (token 3), 0.1, 0.05: 0.6 + 0.25 reaches 0.8, so "
+        "tokens 1 and 3 are kept and the others set to -inf"
+    )
+    checks.fail(f"top_p = 0.8 kept tokens {kept}, expected [1, 3]: {cause}")
+
+
 def test_public_temperature_before_top_p(sampling):
     """(public) logits [0, ln 3], temperature 0.5, top_p = 0.8: only token 1 may be drawn (4,000 draws)"""
     # At temperature 0.5 the probabilities are [1/10, 9/10], and 9/10 alone reaches 0.8; at temperature 1 they
@@ -84,7 +115,8 @@ def test_public_temperature_before_top_p(sampling):
         "sharpens: top-p ran before the temperature. Divide the logits by the temperature first, then filter: "
         "filter_logits(logits / temperature, top_k, top_p)"
         if abs(zeros - 0.1) <= 0.03
-        else "top-p at 0.8 on [1/10, 9/10] keeps token 1 alone: divide the logits by the temperature, then filter"
+        else "at temperature 0.5 the probabilities are [1/10, 9/10], and top-p at 0.8 keeps token 1 alone, so token "
+        "0 must never be drawn"
     )
     checks.fail(f"with temperature 0.5 and top_p = 0.8, token 0 came up in {zeros:.1%} of 4,000 draws: {cause}")
 
