@@ -16,10 +16,23 @@ The file (docs/instructors.md, "Due dates and late penalties")::
     bob = 48                              # hours past the due date
     "carol/hw1" = 24                      # one assignment's
 
-A time without a zone is UTC. A submission's time is taken from where it really is: nbgrader's
-``timestamp.txt`` in its submitted layout, Gradescope's ``submission_metadata.json`` (``created_at``, and the
-due date there), a batch folder's newest file's modification time only when the instructor asks for it. Where
-it is unknown, no penalty is applied, and the note says so: a time is never guessed.
+A time without a zone is UTC. A submission's time comes only from what the platform wrote, never from a file or a
+date inside the student's own upload, and each judgement says where it came from (``Lateness.source``):
+
+* nbgrader: ``timestamp.txt`` in the assignment's folder of its submitted layout
+  (``submitted/STUDENT/ASSIGNMENT/timestamp.txt``), which ``nbgrader submit`` writes over any file of that name
+  the student handed in. Only there, and only where ``grade batch`` found the class in that layout (it records
+  where, ``grader/batch/discover.py``): a ``timestamp.txt`` in a folder of the student's (their folder in a plain
+  batch, a folder inside their assignment's) is theirs, and says whatever they like.
+* Gradescope: ``submission_metadata.json`` (``created_at``, and the due date there), which Gradescope writes
+  beside the upload, not in it; the autograder reads it before any of the student's code runs.
+* A batch folder, only when the instructor asks (``--times-from-mtime``): the modification time of a student's
+  entry that is one file, a zip or a notebook lying in the batch folder itself, as the instructor's copy has it
+  (its download, or the platform's own archive it was extracted from, dated it). Never the dates of the files
+  inside a student's folder, nor of a zip's members: unzipping a student's own archive gives its files the dates
+  the student chose, and nbgrader copies a student's files with their own dates.
+
+Where it is unknown, no penalty is applied, and the note says so: a time is never guessed.
 """
 
 from __future__ import annotations
@@ -59,12 +72,14 @@ def parse_time(text: str) -> datetime:
 
 @dataclass(frozen=True)
 class Lateness:
-    """What a submission's time made of its score: ``percent`` off (0 on time, in the grace, or time unknown)."""
+    """What a submission's time made of its score: ``percent`` off (0 on time, in the grace, or time unknown), and
+    ``source``: where the time came from, or why it is unknown (``SubmissionTime.source``)."""
 
     submitted: datetime | None
     due: datetime | None
     percent: float = 0.0
     note: str = ""
+    source: str = ""
 
     @property
     def late(self) -> timedelta | None:
@@ -99,9 +114,21 @@ class LatePolicy:
         return base
 
     def judge(
-        self, student: str, submitted: datetime | None, assignment: str | None = None, due: datetime | None = None
+        self,
+        student: str,
+        submitted: datetime | None,
+        assignment: str | None = None,
+        due: datetime | None = None,
+        source: str = "",
     ) -> Lateness:
-        """How late ``submitted`` is for ``student`` and what it costs, with a note that says so in words."""
+        """How late ``submitted`` is for ``student`` and what it costs, with a note that says so in words;
+        ``source``: where the time came from (or why there is none), kept with the judgement."""
+        judged = self._judge(student, submitted, assignment, due)
+        return judged if not source else Lateness(judged.submitted, judged.due, judged.percent, judged.note, source)
+
+    def _judge(
+        self, student: str, submitted: datetime | None, assignment: str | None, due: datetime | None
+    ) -> Lateness:
         deadline = self.deadline(student, assignment, due)
         if submitted is None:
             return Lateness(None, deadline, 0.0, UNKNOWN)
@@ -199,33 +226,81 @@ def load(path: Path) -> LatePolicy:
 # ---------------------------------------------------------------- where a submission's time is
 
 NBGRADER_TIMESTAMP = "timestamp.txt"
+NBGRADER_SUBMITTED = "submitted"
+# Where ``grade batch`` found a submission, which decides where its time may come from: recorded with it in the
+# gradebook (its ``time_from``; grader/batch/discover.py ``FoundSubmission.time_from``), because the path alone
+# cannot tell nbgrader's layout from a student's folder that imitates it (``alice/submitted/alice/hw1/``).
+NBGRADER = "nbgrader:"  # then the assignment's folder in nbgrader's submitted layout: its timestamp.txt
+ENTRY = "file"  # a zip or a notebook lying in the batch folder: its own modification time, when asked for
+FOLDER = "folder"  # a student's folder in a plain batch: no platform time, and its files' dates may be theirs
+FROM_NBGRADER = f"nbgrader's {NBGRADER_TIMESTAMP}"
+FROM_GRADESCOPE = "Gradescope's submission_metadata.json (created_at)"
+FROM_MTIME = "the zip's or notebook's own modification time, as your copy has it (--times-from-mtime)"
+NOT_RECORDED = (
+    "unknown: the gradebook does not say where this submission was found (graded before it did): run grade batch again"
+)
+NO_PLATFORM_TIME = (
+    "unknown: a batch folder has no platform time (--times-from-mtime reads a zip's or notebook's own date)"
+)
+STUDENTS_DATES = (
+    "unknown: the dates of the files in a student's folder may be the student's own (unzipping their archive "
+    "keeps the dates they chose), so --times-from-mtime does not read them"
+)
+NBGRADER_COPIES_DATES = (
+    "--times-from-mtime does not read the files' dates (nbgrader copies a student's files with the dates they had)"
+)
+
+
+@dataclass(frozen=True)
+class SubmissionTime:
+    """A submission's time, the assignment it is for (nbgrader's folder name), and ``source``: where the time
+    came from, or, with no time, why there is none (beginning "unknown: ")."""
+
+    when: datetime | None
+    assignment: str | None
+    source: str
+
+
+def stamp_time(assignment: Path) -> SubmissionTime:
+    """The time in nbgrader's ``timestamp.txt`` of ``assignment``, a folder of nbgrader's submitted layout
+    (submitted/STUDENT/ASSIGNMENT/): read without following a link, 4 KB at most; with no time, why."""
+    stamp = assignment / NBGRADER_TIMESTAMP
+    try:
+        text = nofollow.read_bytes(stamp, 4096).decode("utf-8")
+    except FileNotFoundError:
+        return SubmissionTime(None, assignment.name, f"unknown: no {FROM_NBGRADER} in {assignment}")
+    except nofollow.NotOwnFile as e:  # a link (to a student's own file, say) or a FIFO: no time, said so
+        return SubmissionTime(None, assignment.name, f"unknown: {stamp} is not nbgrader's stamp: {e}")
+    except UnicodeDecodeError:
+        return SubmissionTime(None, assignment.name, f"unknown: {stamp} is not UTF-8 text")
+    except ValueError:  # larger than any stamp nbgrader writes
+        return SubmissionTime(None, assignment.name, f"unknown: {stamp} is larger than 4 KB")
+    except OSError as e:
+        return SubmissionTime(None, assignment.name, f"unknown: cannot read {stamp} ({e.strerror})")
+    try:
+        return SubmissionTime(parse_time(text), assignment.name, FROM_NBGRADER)
+    except ValueError:
+        return SubmissionTime(None, assignment.name, f"unknown: {stamp} does not read as a time")
 
 
 def nbgrader_time(source: Path) -> tuple[datetime | None, str | None]:
-    """(time, assignment) from nbgrader's submitted layout, submitted/STUDENT/ASSIGNMENT/timestamp.txt, for a
-    submission at ``source`` (the assignment's folder, a notebook in it, or a folder in it); (None, None) where
-    there is none or it does not read as a time."""
+    """(time, assignment) from nbgrader's ``timestamp.txt`` for a submission at ``source`` in nbgrader's submitted
+    layout (the assignment's folder, a notebook in it, or a folder in it); (None, None) outside that layout.
+
+    Only the assignment's own folder is read (submitted/STUDENT/ASSIGNMENT/, the one nbgrader writes its stamp
+    in): a folder inside it is the student's, where a timestamp.txt of their own would claim any time they like.
+    The path cannot show whether the layout is nbgrader's or a student's imitation of it: ``grade batch`` records
+    that when it finds the class (``recorded_time``)."""
     folder = source if source.is_dir() else source.parent
-    # The outer folder first: nbgrader writes its stamp in the assignment's folder, and a folder inside it is the
-    # student's, where a timestamp.txt of their own would claim any time they like.
-    for place in (folder.parent, folder):
-        stamp = place / NBGRADER_TIMESTAMP
-        try:
-            text = nofollow.read_bytes(stamp, 4096).decode("utf-8")
-        except FileNotFoundError:
-            continue
-        except (OSError, ValueError):  # a link, not a file, too large, not text: no time, said so
-            return None, place.name
-        try:
-            return parse_time(text), place.name
-        except ValueError:
-            return None, place.name
-    return None, None
+    assignment = next((p for p in (folder, *folder.parents) if p.parent.parent.name == NBGRADER_SUBMITTED), None)
+    if assignment is None:
+        return None, None
+    return stamp_time(assignment).when, assignment.name
 
 
 def newest_mtime(source: Path) -> datetime | None:
     """The newest modification time of the files at ``source`` (a file, or a folder's files, links not
-    followed): a batch folder's only clue, used only when the instructor asks for it."""
+    followed). ``recorded_time`` reads only a file's own: a folder's files may carry the student's dates."""
     if source.is_file():
         return datetime.fromtimestamp(source.lstat().st_mtime, timezone.utc)
     try:  # the bounded walk the grader uses: a tree too deep or too wide has no time, not a crash
@@ -239,24 +314,50 @@ def newest_mtime(source: Path) -> datetime | None:
     return datetime.fromtimestamp(max(times), timezone.utc) if times else None
 
 
-def submission_time(source: Path, use_mtime: bool = False) -> tuple[datetime | None, str | None, str]:
-    """(time, assignment, where it came from) for a batch submission at ``source``: nbgrader's timestamp.txt,
-    else (``use_mtime``) the files' newest modification time, else unknown."""
-    when, assignment = nbgrader_time(source)
-    if when is not None:
-        return when, assignment, "nbgrader's timestamp.txt"
-    if use_mtime and source.exists():
-        return newest_mtime(source), assignment, "the files' modification time"
-    return None, assignment, "unknown"
+def recorded_time(source: Path, time_from: str | None, use_mtime: bool = False) -> SubmissionTime:
+    """The time of the batch submission at ``source``, from where ``grade batch`` found it (``time_from``: NBGRADER
+    and the assignment's folder, ENTRY, FOLDER, or None where the gradebook does not say): nbgrader's stamp in its
+    layout; with ``use_mtime``, the own modification time of a zip or notebook lying in the batch folder, as the
+    instructor's copy has it. Nothing else: see the module's docstring."""
+    if time_from is None:
+        return SubmissionTime(None, None, NOT_RECORDED)
+    if time_from.startswith(NBGRADER):
+        found = stamp_time(Path(time_from[len(NBGRADER) :]))
+        if found.when is None and use_mtime:
+            return SubmissionTime(None, found.assignment, f"{found.source}; {NBGRADER_COPIES_DATES}")
+        return found
+    if not use_mtime:
+        return SubmissionTime(None, None, NO_PLATFORM_TIME)
+    if time_from != ENTRY:
+        return SubmissionTime(None, None, STUDENTS_DATES)
+    try:
+        when = datetime.fromtimestamp(os.lstat(source).st_mtime, timezone.utc)  # the file itself, never a link's
+    except OSError as e:
+        return SubmissionTime(None, None, f"unknown: cannot read {source}'s date ({e.strerror})")
+    return SubmissionTime(when, None, FROM_MTIME)
 
 
-def gradescope_time(metadata: Path) -> tuple[datetime | None, datetime | None]:
-    """(submitted at, due date) from Gradescope's submission_metadata.json: ``created_at``, and the due date of
-    the submitter (their extension, ``users[].assignment.due_date``) or of the assignment. None where absent."""
+@dataclass(frozen=True)
+class GradescopeSubmission:
+    """What Gradescope's submission_metadata.json says of a submission: when it was made, its due date (the
+    submitter's own where Gradescope has an extension for them), who made it (their email, else name), and
+    ``source``: where the time came from, or why there is none."""
+
+    submitted: datetime | None
+    due: datetime | None
+    student: str
+    source: str
+
+
+def gradescope_submission(metadata: Path) -> GradescopeSubmission:
+    """The submission as Gradescope's ``metadata`` file (/autograder/submission_metadata.json, which Gradescope
+    writes beside the upload, never in it) describes it; an unreadable file or field is None, said so."""
     try:
         data = json.loads(metadata.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None, None
+    except (OSError, ValueError) as e:
+        return GradescopeSubmission(None, None, "", f"unknown: cannot read Gradescope's {metadata} ({e})")
+    if not isinstance(data, dict):
+        return GradescopeSubmission(None, None, "", f"unknown: Gradescope's {metadata} is not a JSON object")
 
     def at(value: object) -> datetime | None:
         try:
@@ -266,9 +367,18 @@ def gradescope_time(metadata: Path) -> tuple[datetime | None, datetime | None]:
 
     submitted = at(data.get("created_at"))
     due = None
-    for user in data.get("users") or []:
-        if isinstance(user, dict) and isinstance(user.get("assignment"), dict):
+    users = [u for u in data.get("users") or [] if isinstance(u, dict)]
+    for user in users:
+        if isinstance(user.get("assignment"), dict):
             due = at(user["assignment"].get("due_date")) or due
     if due is None and isinstance(data.get("assignment"), dict):
         due = at(data["assignment"].get("due_date"))
-    return submitted, due
+    student = str(users[0].get("email") or users[0].get("name") or "") if users else ""
+    source = FROM_GRADESCOPE if submitted else f"unknown: no created_at time in Gradescope's {metadata.name}"
+    return GradescopeSubmission(submitted, due, student, source)
+
+
+def gradescope_time(metadata: Path) -> tuple[datetime | None, datetime | None]:
+    """(submitted at, due date) from Gradescope's submission_metadata.json (``gradescope_submission``)."""
+    found = gradescope_submission(metadata)
+    return found.submitted, found.due

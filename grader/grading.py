@@ -39,7 +39,7 @@ from typing import Any, NoReturn
 
 from grader.milestones import MILESTONES, preloads, side_by_side
 from grader.results import Report
-from grader.sandbox.client import ForkServer, GraderError, Limits
+from grader.sandbox.client import ForkServer, GraderError, Limits, ReplyBudget
 from grader.submission import SubmissionError, prepared
 from grader.variants import LESSON, Variant
 
@@ -106,7 +106,9 @@ class Grader:
                 if len(groups) > 1:
                     self.started += 1
                     with ForkServer(limits, clients=len(groups), preload=preloads(milestones), many=False) as own:
-                        report = _side_by_side(folder, groups, limits, own, ends=ends, **options)
+                        # one budget of reply bytes for the submission, however many processes grade it
+                        replies = ReplyBudget(processes=len(groups))
+                        report = _side_by_side(folder, groups, limits, own, replies, ends=ends, **options)
                 else:
                     warm = self._warm(milestones)
                     warm.limits = limits  # read as each worker is spawned: this grading's, not the first one's
@@ -206,7 +208,7 @@ def shared_server(limits: Limits, clients: int) -> ForkServer:
 
 
 def _side_by_side(
-    submission: Path, groups: list[list[str]], limits: Limits, server: ForkServer, **options: Any
+    submission: Path, groups: list[list[str]], limits: Limits, server: ForkServer, replies: ReplyBudget, **options: Any
 ) -> Report:
     """``runner.grade`` on every milestone of ``groups``, each group in a grading process of its own, side by side.
 
@@ -214,6 +216,8 @@ def _side_by_side(
     other waited; independent milestones can use both. ``server`` was started with ``clients=len(groups)``: each
     process gets a copy of it (``ForkServer.attach``). The processes are forked from this one once torch is
     loaded, so it loads once; the report is the one ``runner.grade`` gives, checks in the order of the milestones.
+    ``replies``: the submission's budget of reply bytes, one slot per process: a reply refused in one ends the
+    grading in all of them.
     """
     from grader.runner import grade
 
@@ -222,16 +226,17 @@ def _side_by_side(
 
     children: list[tuple[int, int]] = []
     try:
-        for group in groups[1:]:  # the children connect first: the server copies itself once all have
+        # the children connect first: the server copies itself once all have
+        for index, group in enumerate(groups[1:], 1):
             read, write = os.pipe()
             pid = os.fork()
             if pid == 0:
                 os.close(read)
-                _grade_in_child(write, submission, group, limits, server, options)
+                _grade_in_child(write, submission, group, limits, server, {**options, "replies": replies.slot(index)})
             os.close(write)
             children.append((pid, read))
         with ForkServer.attach(str(server.address), limits) as mine:
-            reports = [grade(submission, groups[0], limits, mine, **options)]
+            reports = [grade(submission, groups[0], limits, mine, replies=replies.slot(0), **options)]
         while children:
             reports.append(_child_report(*children.pop(0)))
     finally:

@@ -8,6 +8,7 @@ a worker printed.
 from __future__ import annotations
 
 import contextlib
+import gc
 import io
 import os
 import sys
@@ -25,7 +26,18 @@ from grader.hints import hint_for
 from grader.milestones import GRADABLE
 from grader.reference import SOLUTIONS
 from grader.results import CLAIM_COUNTED, CheckResult, NotObserved, Recheck, Report, RuleBroken, Unanswered, Verdict
-from grader.sandbox.client import ForkServer, GraderError, Limits, ProbeFault, StudentError, WorkerCrash
+from grader.sandbox.client import (
+    GRADING_MEMORY_BYTES,
+    MEMORY_PROTECTION,
+    ForkServer,
+    GraderError,
+    Limits,
+    ProbeFault,
+    ReplyBudget,
+    StudentError,
+    WorkerCrash,
+    grading_memory_limit,
+)
 from grader.sandbox.common.agreement import ErrorKind
 from grader.sandbox.secrecy import redact
 from grader.sandbox.session import ImportFailure, MissingName
@@ -75,6 +87,7 @@ def grade(
     rules: dict[str, frozenset[str]] | None = None,
     only: frozenset[str] | None = None,
     ends: float | None = None,
+    replies: ReplyBudget | None = None,
 ) -> Report:
     """Grade ``submission`` (a folder of exercise files) on the given milestone ids, its workers forked by
     ``server`` (a Grader's: grader/grading.py).
@@ -83,7 +96,33 @@ def grade(
     numbers in a paper's questions; ``rules``: a paper's rules by part (grader/paper/). ``only``: run just
     these checks (pytest node ids), as the re-check of a claimed grader fault does (``settle_claims``).
     ``ends``: when the submission's time is up (time.monotonic); None: ``limits.submission_seconds`` from now.
+    ``replies``: the bytes the submission's grading may receive from its workers, shared with its other grading
+    processes (grader/grading.py); None: a budget of this grading's own. The grading process is under a memory
+    limit meanwhile (``grading_memory_limit``).
     """
+    with grading_memory_limit() as capped:
+        previous, server.replies = server.replies, ReplyBudget() if replies is None else replies
+        try:
+            report = _grade(submission, milestones, limits, server, public, variant, rules, only, ends)
+        finally:
+            server.replies = previous
+    if capped:
+        report.protections = [*report.protections, MEMORY_PROTECTION]
+    return report
+
+
+def _grade(
+    submission: Path,
+    milestones: Iterable[str],
+    limits: Limits,
+    server: ForkServer,
+    public: bool,
+    variant: Variant,
+    rules: dict[str, frozenset[str]] | None,
+    only: frozenset[str] | None,
+    ends: float | None,
+) -> Report:
+    """``grade``'s work, within its memory limit and with its budget of reply bytes in place."""
     public = public or not HIDDEN_AVAILABLE
     suites = PUBLIC if public else HIDDEN
     milestones = list(milestones)
@@ -178,6 +217,7 @@ def settle_claims(
     claims = {nodeid: check for nodeid, check in collector.by_nodeid.items() if is_claim(check)}
     if not claims:
         return
+    gc.collect()  # a claim's reference cycles (a traceback's frames, their tensors) must not count for the reference
     try:
         again = grade(
             SOLUTIONS, milestones, limits, server, variant=variant, rules=rules, only=frozenset(claims), ends=ends
@@ -286,6 +326,17 @@ def failure(excinfo: pytest.ExceptionInfo) -> Failure:
         return Failure(error.msg or "", verdict=verdict_of(error))
     if isinstance(error, NotObserved):
         return Failure(f"not counted: {error}", counted=False, verdict=error.verdict)
+    if isinstance(error, MemoryError) or (
+        isinstance(error, RuntimeError) and any(m in str(error) for m in OUT_OF_MEMORY)
+    ):
+        # This process's own limit (grading_memory_limit), met while it checked what the worker sent: a claim,
+        # settled on the reference (settle_claims). One it passes within the same limit is the submission's.
+        return Failure(
+            f"not counted: the grading process ran out of memory (it may grow by {GRADING_MEMORY_BYTES >> 20} MB "
+            "while it grades) checking what your code sent back",
+            counted=False,
+            verdict=Verdict.NOT_COUNTED,
+        )
     if isinstance(error, ProbeFault):
         what, trace = f"a probe in the worker ({error})", error.trace
     else:

@@ -3,8 +3,10 @@
 A student's seed is HMAC-SHA256(secret, paper id + NUL + student id), the id case-folded and stripped
 (``student_key``): neighbours get different numbers, and without the secret nobody can compute anyone's. Each
 question draws from its own generator, seeded by the student's seed and the question's id, so adding or
-reordering questions changes no other question's numbers.
-With no seed (a student grading alone, the release) every question keeps the lesson's numbers.
+reordering questions changes no other question's numbers. A multiple-choice question's options are shown in an
+order drawn the same way (``order``, a generator of its own), so the letter of the right option is the student's
+own too: the release's locked answers (the lesson's letters) name it no more often than a guess would.
+With no seed (a student grading alone, the release) every question keeps the lesson's numbers and order.
 """
 
 from __future__ import annotations
@@ -60,6 +62,17 @@ class Variant:
         if self.seed is None:
             return dict(lesson)
         return draw(random.Random(f"{self.seed}:{key}"))
+
+    def order(self, key: str, n: int) -> tuple[int, ...]:
+        """The order in which question ``key`` shows its ``n`` options: ``order[i]`` is the lesson's index of the
+        option shown i-th. The lesson's order without a seed; else any of the n! orders, uniformly, from a
+        generator of the question's own (apart from its numbers'). Uniform, and never "anything but the lesson's":
+        ruling the lesson's letter out would itself tell a student with the release's key one letter that is
+        wrong."""
+        shown = list(range(n))
+        if self.seed is not None:
+            random.Random(f"{self.seed}:{key}:order").shuffle(shown)
+        return tuple(shown)
 
 
 LESSON = Variant()

@@ -15,7 +15,7 @@ import click
 from grader import deadlines
 from grader.batch.exports import csv_text, gradescope_json
 from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook
-from grader.batch.regrades import answer_lines
+from grader.batch.regrades import answer_lines, printable
 from grader.batch.summary import (
     broken_line,
     class_causes,
@@ -29,12 +29,13 @@ from grader.batch.summary import (
     points,
     stubs,
     untouched_line,
+    untrusted_line,
 )
 from grader.clierrors import GraderCommand
 from grader.deadlines import Lateness
 from grader.files import write_atomically
 from grader.fingerprint import grader_fingerprint
-from grader.milestones import GRADABLE, MILESTONES
+from grader.milestones import GRADABLE, METRIC_TASKS, MILESTONES
 from grader.options import (
     OutputPath,
     dask_client,
@@ -56,14 +57,19 @@ if TYPE_CHECKING:  # loaded by the commands that use them: `grade` starts withou
 
 __all__ = ["batch", "export", "report", "failure_rates"]
 
+# A contest's gradebook (grade contest export): its window decided what was on time, and no late policy applies.
+CONTEST_TIME = "unknown: a contest's submission, which its window accepted or refused (no late policy applies)"
+
 
 def late_policy_options(command):
     """--late-policy FILE and --times-from-mtime, shared by export and report."""
     command = click.option(
         "--times-from-mtime",
         is_flag=True,
-        help="Take a submission's time from its files' newest modification time where nbgrader's timestamp.txt "
-        "gives none (a copy or an unzip may change it: only if you know it is the submission's).",
+        help="Where nbgrader's timestamp.txt gives no time, take the modification time of a student's zip or "
+        "notebook lying in the batch folder, as your copy has it (never the dates of the files in a student's "
+        "folder or inside a zip: unzipping the student's own archive keeps the dates they chose). Only if you "
+        "know your copy is dated when it arrived.",
     )(command)
     return click.option(
         "--late-policy",
@@ -89,6 +95,13 @@ def late_policy_options(command):
     help="The SQLite gradebook. Default: SUBMISSIONS/grades.sqlite.",
 )
 @click.option("--regrade", is_flag=True, help="Grade again even what the gradebook already holds.")
+@click.option(
+    "--allow-public-held-out",
+    is_flag=True,
+    help="Grade a metric task (-m lmbudget) even though its held-out text is one students have or a worker can "
+    "read (the default corpus is): a model that carries the text scores full marks, so the summary, `grade "
+    "report` and `grade export` then say that its scores prove nothing. Without it, such a task is refused.",
+)
 @limit_options
 @submission_timeout_option()
 @scheduler_option
@@ -102,6 +115,7 @@ def batch(
     submission_timeout: float | None,
     memory_mb: int,
     scheduler: str | None,
+    allow_public_held_out: bool = False,
 ) -> None:
     """Grade every submission under SUBMISSIONS into a gradebook; run again to resume.
 
@@ -111,14 +125,16 @@ def batch(
     grading code graded (suites, checks, sandbox, reference): a changed suite regrades all.
     Graded on some milestones (-m), a student keeps the others' results from the same
     files and grader. A student's folder with nothing to grade is recorded as such.
+    A metric task whose held-out text students have is refused (--allow-public-held-out).
     """
     # Imported here, to keep `grade` quick to start: finding submissions (zipfile); rich and the pool in grade_batch.
-    from grader.batch.discover import discover
+    from grader.batch.discover import discover, own_stamps
 
     db = db or submissions / "grades.sqlite"
     found = discover(submissions, skip=(db,), empty=True)
     if not found:
         raise click.UsageError(f"no submissions found in {submissions}")
+    _held_out(milestones, allow_public_held_out)
     chosen = limits(timeout, memory_mb, submission_timeout)
     book = _open(db, create=True)  # before the cluster: a wrong --db stops here, with nothing to close
     client = dask_client(scheduler) if scheduler else None
@@ -133,6 +149,42 @@ def batch(
     gone = sorted(r["student"] for r in everyone if r["student"] not in students)
     for line in batch_lines(submissions, milestones, db, outcome, rows, checks, gone):
         click.echo(line, err=True)
+    for line in time_notes(submissions, own_stamps(submissions, found)):
+        click.echo(f"note: {line}", err=True)
+
+
+def _held_out(milestones: list[str], allowed: bool) -> None:
+    """Refuse to grade a metric task whose held-out text is not secret (the rule a contest applies:
+    grader/lmbudget/task.py), unless ``allowed``: then say at once that its scores will prove nothing."""
+    if not any(m in METRIC_TASKS for m in milestones):
+        return
+    from grader.lmbudget.task import held_out_refusal  # lmbudget loads torch: only for a metric task
+
+    why = held_out_refusal(milestones)
+    if why is None:
+        return
+    if not allowed:
+        raise click.UsageError(
+            f"{why}. To grade it anyway, for practice, pass --allow-public-held-out: every summary, report and "
+            "export will then say that its scores prove nothing."
+        )
+    click.echo(f"warning: {why}. Graded anyway (--allow-public-held-out): its scores prove nothing.", err=True)
+
+
+def time_notes(submissions: Path, own: list[str]) -> Iterator[str]:
+    """What `grade batch` says of where submission times will come from, where a class's folder may mislead:
+    timestamp.txt files of the students' own (never read), and nbgrader's submitted/ folder given itself."""
+    if own:
+        whose = "1 student's own folder holds" if len(own) == 1 else f"{len(own)} students' own folders hold"
+        yield (
+            f"{whose} a timestamp.txt ({names(own)}): never read for a submission's time, which only nbgrader's, "
+            "in the assignment's folder of its submitted/ layout, gives"
+        )
+    if submissions.name == "submitted" and not (submissions / "submitted").is_dir():
+        yield (
+            f"{submissions} is read as a folder of student folders, so nbgrader's timestamp.txt files in it give no "
+            f"time: for them, give the course folder that holds it (grade batch {shlex.quote(str(submissions.parent))})"
+        )
 
 
 def grade_batch(
@@ -215,6 +267,8 @@ def batch_lines(
     """What `grade batch` says once it is done (on stderr): the counts, the class's summary, and notes on the
     students whose grades now cover only ``milestones`` and on those in the gradebook no longer submitted."""
     yield f"{outcome.graded} graded, {outcome.skipped} already in {db} (unchanged)"
+    if warning := untrusted_line(checks):
+        yield warning
     lines = class_lines(rows, checks)
     if outcome.empty:
         lines.insert(1, _empty_line(outcome.empty))
@@ -290,6 +344,8 @@ def export(
         raise click.UsageError("say what to write: --csv FILE and/or --gradescope FOLDER")
     rows, checks = _load(db)
     lateness = _lateness(rows, late_policy, times_from_mtime)
+    if warning := untrusted_line(checks):
+        click.echo(warning, err=True)
     if older := _older(rows):
         click.echo(f"note: {_older_note(db, rows, older)}", err=True)
     if csv_out:
@@ -349,6 +405,8 @@ def report_lines(db: Path, rows: list[dict], checks: list[dict], top: int) -> It
     """`grade report`'s text for the gradebook ``db``'s ``rows`` and ``checks``, line by line as it is worked out
     (``top``: how many of the most failed checks and likely causes)."""
     yield counts_line(rows, checks=checks)
+    if warning := untrusted_line(checks):
+        yield warning
     if older := _older(rows):
         yield _older_note(db, rows, older)
     yield from _set_apart_lines(checks, top)
@@ -425,22 +483,31 @@ def regrade_lines(db: Path) -> Iterator[str]:
 
 
 def late_lines(rows: list[dict], lateness: dict[str, Lateness]) -> Iterator[str]:
-    """The late policy's verdicts: each late submission with its penalty and score after it, then the
-    submissions whose time is unknown (no penalty applied)."""
+    """The late policy's verdicts: where the times came from, each late submission with its penalty and score
+    after it, then the submissions whose time is unknown (no penalty applied), grouped by why."""
     late = [(r, lateness[r["student"]]) for r in rows if r["student"] in lateness and lateness[r["student"]].percent]
     unknown = [r["student"] for r in rows if r["student"] in lateness and lateness[r["student"]].submitted is None]
     yield f"late policy: {len(late)} of {len(rows)} submission{'s' * (len(rows) != 1)} penalised"
+    sources = Counter(judged.source for judged in lateness.values() if judged.submitted is not None)
+    if sources:
+        yield "  times from: " + "; ".join(f"{source} ({n})" for source, n in sources.most_common())
     for row, judged in late:
         yield (
             f"  {row['student']}: {points(row['score'])} -> {points(judged.apply(row['score'] or 0))} ({judged.note})"
         )
     if unknown:
         yield f"  submission time unknown, no penalty applied: {names(unknown)}"
+        why: dict[str, list[str]] = {}
+        for student in unknown:
+            why.setdefault(lateness[student].source.removeprefix("unknown: ") or "no time", []).append(student)
+        for reason, who in why.items():
+            yield f"    {names(who)}: {printable(reason)}"
 
 
 def _lateness(rows: list[dict], policy_file: Path | None, use_mtime: bool) -> dict[str, Lateness] | None:
     """Each row's judgement under the late policy in ``policy_file`` (None without one): its time from where
-    it really is (nbgrader's timestamp.txt; the files' modification time only with ``use_mtime``)."""
+    ``grade batch`` found it (nbgrader's timestamp.txt in its layout; with ``use_mtime``, a zip's or notebook's
+    own modification time; never a file or date of the student's: grader/deadlines.py), and where it came from."""
     if policy_file is None:
         if use_mtime:
             raise click.UsageError("--times-from-mtime needs --late-policy FILE")
@@ -450,10 +517,13 @@ def _lateness(rows: list[dict], policy_file: Path | None, use_mtime: bool) -> di
     for row in rows:
         student = row["student"].split("/")[0]  # nbgrader's layout with several assignments: "student/assignment"
         if row["source"].startswith(SOURCE_PREFIX):
-            out[row["student"]] = policy.judge(student, None)
+            out[row["student"]] = policy.judge(student, None, source=CONTEST_TIME)
             continue
-        when, assignment, _ = deadlines.submission_time(Path(row["source"]), use_mtime)
-        out[row["student"]] = policy.judge(student, when, assignment)
+        if row["status"] == EMPTY:
+            out[row["student"]] = policy.judge(student, None, source="unknown: nothing was graded")
+            continue
+        found = deadlines.recorded_time(Path(row["source"]), row.get("time_from"), use_mtime)
+        out[row["student"]] = policy.judge(student, found.when, found.assignment, source=found.source)
     return out
 
 

@@ -8,6 +8,11 @@ with "." or "_" (.git, __MACOSX).
 No symbolic link is followed (grader/nofollow.py): what a link points to is not the student's work (another
 student's notebook, the kit's solutions). A student entry that is a link is found with a ``problem`` that says
 so; a link inside a student's folder is not looked into, and grading leaves it out.
+
+Each submission is found with where its time may come from (``time_from``, grader/deadlines.py): nbgrader's
+stamp in its assignment's folder, found here in nbgrader's layout and nowhere else; the own date of a zip or
+notebook lying in the batch folder; nothing for a student's folder. It is decided here, where the layout is
+known, because a path alone cannot tell nbgrader's layout from a student's folder that imitates it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
 from grader import nofollow
+from grader.deadlines import ENTRY, FOLDER, NBGRADER, NBGRADER_SUBMITTED, NBGRADER_TIMESTAMP
 from grader.milestones import STUDENT_MODULES
 
 MAX_ZIP_BYTES = 50 << 20
@@ -40,6 +46,10 @@ class FoundSubmission:
     student: str  # a folder's or file's name; "student/assignment" in nbgrader's layout with several
     path: Path  # a folder of exercise files, a notebook, or a zip file; with a problem, the student's folder
     problem: str | None = None  # why there is nothing to grade (see nothing_to_grade); None: a submission
+    # Where its time may come from (grader/deadlines.py recorded_time): NBGRADER and the assignment's folder,
+    # ENTRY (a zip or notebook in the batch folder), FOLDER (a student's folder); None: not known (not found
+    # by ``discover``).
+    time_from: str | None = None
 
     def digest(self) -> str:
         """SHA-256 over the submission's files (names and bytes): a changed submission gets a new one."""
@@ -77,7 +87,8 @@ def _hash_file(h: hashlib._Hash, f: BinaryIO) -> None:
 def discover(root: Path, skip: tuple[Path, ...] = (), *, empty: bool = False) -> list[FoundSubmission]:
     """Every submission under ``root``, sorted by student; with ``empty``, also each student's folder that
     holds nothing to grade (its ``problem`` says why)."""
-    found = _nbgrader(root / "submitted") if (root / "submitted").is_dir() else _entries(root, skip)
+    nbgrader = root / NBGRADER_SUBMITTED
+    found = _nbgrader(nbgrader) if nbgrader.is_dir() else _entries(root, skip)
     return [f for f in found if empty or f.problem is None]
 
 
@@ -93,9 +104,9 @@ def _entries(root: Path, skip: tuple[Path, ...]) -> list[FoundSubmission]:
         if entry.resolve() in skipped:
             continue
         if entry.is_file() and entry.suffix in (".ipynb", ".zip"):
-            found.append(FoundSubmission(entry.stem, entry))
+            found.append(FoundSubmission(entry.stem, entry, time_from=ENTRY))
         elif entry.is_dir():
-            found.append(_in_folder(entry.name, entry))
+            found.append(_in_folder(entry.name, entry, FOLDER))
     return found
 
 
@@ -110,7 +121,9 @@ def _nbgrader(submitted: Path) -> list[FoundSubmission]:
             found.append(FoundSubmission(student.name, student, f"no assignment folder in {student.name}/"))
         for a in assignments:
             name = student.name if len(assignments) == 1 else f"{student.name}/{a.name}"
-            found.append(_linked(name, a) if nofollow.is_link(a) else _in_folder(name, a))
+            # nbgrader writes its stamp in the assignment's folder, over any the student handed in: the one place
+            # a timestamp.txt is the platform's (any folder below is the student's own)
+            found.append(_linked(name, a) if nofollow.is_link(a) else _in_folder(name, a, f"{NBGRADER}{a}"))
     return found
 
 
@@ -124,11 +137,29 @@ def _ignored(entry: Path) -> bool:
     return entry.name.startswith((".", "_"))
 
 
-def _in_folder(student: str, folder: Path) -> FoundSubmission:
+def _in_folder(student: str, folder: Path, time_from: str) -> FoundSubmission:
     inner = submission_in(folder)
     if inner is None:
-        return FoundSubmission(student, folder, nothing_to_grade(folder))
-    return FoundSubmission(student, inner)
+        return FoundSubmission(student, folder, nothing_to_grade(folder), time_from)
+    return FoundSubmission(student, inner, time_from=time_from)
+
+
+def own_stamps(root: Path, found: list[FoundSubmission]) -> list[str]:
+    """The students whose own folder holds a timestamp.txt that is not nbgrader's (a plain batch's student
+    folder, or a folder inside an nbgrader assignment's): never read for a time, and the batch says so."""
+    students = []
+    for f in found:
+        if f.problem is not None or f.time_from is None or f.time_from == ENTRY:
+            continue
+        top = Path(f.time_from[len(NBGRADER) :]) if f.time_from.startswith(NBGRADER) else root / f.student
+        folder = f.path if f.path.is_dir() else f.path.parent
+        below = [folder, *folder.parents]
+        places = below[: below.index(top) + 1] if top in below else [folder]
+        if f.time_from.startswith(NBGRADER):
+            places = [p for p in places if p != top]  # nbgrader's own stamp, the one that is read
+        if any(os.path.lexists(p / NBGRADER_TIMESTAMP) for p in places):
+            students.append(f.student)
+    return students
 
 
 def nothing_to_grade(folder: Path) -> str:

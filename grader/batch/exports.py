@@ -7,23 +7,38 @@ import csv
 import io
 from typing import Any
 
-from grader.batch.summary import points
+from grader.batch.summary import UNTRUSTED, points, untrusted_scores
 from grader.deadlines import Lateness
 from grader.milestones import GRADABLE
 from grader.results import CheckResult, gradescope_results
 from grader.submission import SubmissionError
 
-LATE_COLUMNS = ["submitted_at", "due", "late_penalty_percent", "score_after_penalty", "late_note"]
+# time_from: where submitted_at came from, or why it is unknown (grader/deadlines.py)
+LATE_COLUMNS = ["submitted_at", "due", "late_penalty_percent", "score_after_penalty", "late_note", "time_from"]
+# Where a metric task's scores prove nothing (grader/batch/summary.py untrusted_scores): a last column saying so.
+WARNING_COLUMN = "warning"
 
 
 def csv_text(rows: list[dict], checks: list[dict], lateness: dict[str, Lateness] | None = None) -> str:
     """One row per submission: student, score, max_score, status, then each graded milestone's score; with
     ``lateness`` (a late policy's judgement of each student), when it was submitted, its due date, the percent
-    off, the score after it and the note that says why (an unknown time: no penalty, and said so)."""
+    off, the score after it, the note that says why (an unknown time: no penalty, and said so) and where the time
+    came from. Where a metric task's scores prove nothing, a last column says so on each row that has one."""
     ids = [m for m in GRADABLE if any(c["milestone"] == m for c in checks)]
+    untrusted = untrusted_scores(checks)
     buffer = io.StringIO()
     writer = csv.writer(buffer)
-    writer.writerow(["student", "score", "max_score", "status", *ids, *(LATE_COLUMNS if lateness is not None else [])])
+    writer.writerow(
+        [
+            "student",
+            "score",
+            "max_score",
+            "status",
+            *ids,
+            *(LATE_COLUMNS if lateness is not None else []),
+            *([WARNING_COLUMN] if untrusted else []),
+        ]
+    )
     for row in rows:
         mine = [c for c in checks if c["student"] == row["student"]]
         late = []
@@ -34,7 +49,14 @@ def csv_text(rows: list[dict], checks: list[dict], lateness: dict[str, Lateness]
                 f"{judged.percent:g}",
                 points(judged.apply(row["score"] or 0)),
                 judged.note,
+                judged.source,
             ]
+        elif lateness is not None:
+            late = [""] * len(LATE_COLUMNS)
+        warning = []
+        if untrusted:
+            mine_untrusted = [m for m, who in untrusted.items() if row["student"] in who]
+            warning = [f"{', '.join(mine_untrusted)}: {UNTRUSTED}" if mine_untrusted else ""]
         writer.writerow(
             [
                 row["student"],
@@ -43,6 +65,7 @@ def csv_text(rows: list[dict], checks: list[dict], lateness: dict[str, Lateness]
                 row["status"],
                 *(points(sum(c["score"] for c in mine if c["milestone"] == m)) if mine else "" for m in ids),
                 *late,
+                *warning,
             ]
         )
     return buffer.getvalue()
@@ -71,13 +94,18 @@ def gradescope_json(row: dict, checks: list[dict], lateness: Lateness | None = N
         seconds=row["seconds"] or 0,
         output=student_output(row["error"]),
     )
+    if untrusted := [m for m, who in untrusted_scores(mine).items() if row["student"] in who]:
+        results["output"] = f"{results['output']} Warning: {', '.join(untrusted)} was {UNTRUSTED}.".strip()
     return with_lateness(results, lateness) if lateness is not None else results
 
 
 def with_lateness(results: dict[str, Any], lateness: Lateness) -> dict[str, Any]:
-    """A results.json with the late policy applied: the score after the penalty, the note in the output."""
+    """A results.json with the late policy applied: the score after the penalty, the note in the output, and
+    where the submission's time came from."""
     results["score"] = lateness.apply(results["score"])
     note = f"Late policy: {lateness.note}."
+    if lateness.source:
+        note += f" Submission time: {lateness.source}."
     results["output"] = f"{results['output']} {note}".strip()
     return results
 

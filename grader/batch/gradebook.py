@@ -28,12 +28,12 @@ CREATE TABLE IF NOT EXISTS submissions (
     student TEXT PRIMARY KEY, source TEXT NOT NULL, hash TEXT NOT NULL, grader_version TEXT NOT NULL,
     milestones TEXT NOT NULL, status TEXT NOT NULL, error TEXT, score REAL, max_score REAL,
     n_checks INTEGER NOT NULL, seconds REAL, protections TEXT, graded_at TEXT NOT NULL, worker_cpu REAL,
-    grader_hash TEXT, attempt INTEGER);
+    grader_hash TEXT, attempt INTEGER, time_from TEXT);
 CREATE TABLE IF NOT EXISTS attempts (
     id INTEGER PRIMARY KEY AUTOINCREMENT, student TEXT NOT NULL, source TEXT NOT NULL, hash TEXT NOT NULL,
     grader_version TEXT NOT NULL, milestones TEXT NOT NULL, status TEXT NOT NULL, error TEXT, score REAL,
     max_score REAL, n_checks INTEGER NOT NULL, seconds REAL, protections TEXT, graded_at TEXT NOT NULL,
-    worker_cpu REAL, grader_hash TEXT);
+    worker_cpu REAL, grader_hash TEXT, time_from TEXT);
 CREATE INDEX IF NOT EXISTS attempts_by_student ON attempts (student);
 CREATE TABLE IF NOT EXISTS checks (
     student TEXT NOT NULL, milestone TEXT NOT NULL, name TEXT NOT NULL, score REAL NOT NULL,
@@ -63,6 +63,9 @@ COLUMNS = (
     "graded_at",
     "worker_cpu",
     "grader_hash",
+    # Where the submission's time may come from, as grade batch found it (grader/deadlines.py recorded_time):
+    # NULL where not known (an older gradebook's rows, a contest's), whose time is then unknown.
+    "time_from",
 )
 # A row's ``source`` in a contest's view (``grade contest export``): where ``grade export`` tells the coach to
 # regrade from (the contest's coach page, not ``grade batch``).
@@ -110,6 +113,8 @@ ADDED = (
     ("checks", "counted", "INTEGER NOT NULL DEFAULT 1"),
     ("checks", "case_id", "TEXT"),  # a parametrized check's case ("" for a plain check; NULL in older books)
     ("checks", "verdict", "TEXT"),  # a check's Verdict (grader.results): a hang or a crash is told apart by it
+    ("submissions", "time_from", "TEXT"),
+    ("attempts", "time_from", "TEXT"),
 )
 
 
@@ -233,6 +238,7 @@ class Gradebook:
         *,
         fingerprint: str,
         keep_others: bool = False,
+        time_from: str | None = None,
     ) -> int:
         """Add this result as the student's latest attempt, all in one transaction; returns the attempt's id.
 
@@ -243,6 +249,8 @@ class Gradebook:
         were graded from the same files (``digest``) by the same grading code: the new attempt holds those
         checks too, its score, max_score and milestones over them all. Results from other files or another
         grader are not carried over (``not_kept`` names them).
+
+        ``time_from``: where the submission's time may come from (grader/batch/discover.py), None: unknown.
         """
         checks = [
             (
@@ -292,6 +300,7 @@ class Gradebook:
             time.strftime("%Y-%m-%dT%H:%M:%S"),
             report and report.get("worker_cpu_seconds"),
             fingerprint,
+            time_from,
         )
         return self._insert(values, checks)
 
@@ -305,6 +314,7 @@ class Gradebook:
         why: str,
         *,
         fingerprint: str,
+        time_from: str | None = None,
     ) -> int | None:
         """Record a student's folder that held nothing to grade (``why``): status EMPTY, 0 points of the class's
         maximum on ``milestones`` (``full_marks``). Returns the attempt's id, or None where the student's
@@ -335,8 +345,17 @@ class Gradebook:
             time.strftime("%Y-%m-%dT%H:%M:%S"),
             None,
             fingerprint,
+            time_from,
         )
         return self._insert(values, [])
+
+    def found_at(self, student: str, time_from: str | None) -> None:
+        """Where the student's submission was found now (its ``time_from``), for their latest row: a batch that
+        does not grade them again still finds them, maybe in another layout (the course folder given, where
+        nbgrader's submitted/ was before), and their time comes from where they are now."""
+        if time_from is not None:
+            with self.db:
+                self.db.execute("UPDATE submissions SET time_from = ? WHERE student = ?", (time_from, student))
 
     def full_marks(self, milestones: list[str], fingerprint: str) -> float | None:
         """The points at stake on ``milestones``, as this grading code graded the class: each milestone's most

@@ -200,6 +200,8 @@ def grade_all(
     found = [f for f in found if f.problem is None]
     digests = {f.student: f.digest() for f in found}
     todo = [f for f in found if regrade or not book.is_current(f.student, digests[f.student], fingerprint, milestones)]
+    for f in set(found) - set(todo):  # not graded again, but found where they are now: their time comes from there
+        book.found_at(f.student, f.time_from)
     planned(len(todo), len(found) - len(todo))
     narrowed: dict[str, str] = {}
     own = executor is None
@@ -235,6 +237,7 @@ def grade_all(
                     error,
                     fingerprint=fingerprint,
                     keep_others=True,
+                    time_from=f.time_from,
                 )
                 progress(f, result)
     except KeyboardInterrupt:
@@ -250,6 +253,13 @@ def grade_all(
     for f in empty:
         assert f.problem is not None
         book.record_empty(
-            f.student, str(f.path), f.digest(), __version__, milestones, f.problem, fingerprint=fingerprint
+            f.student,
+            str(f.path),
+            f.digest(),
+            __version__,
+            milestones,
+            f.problem,
+            fingerprint=fingerprint,
+            time_from=f.time_from,
         )
     return Outcome(len(todo), len(found) - len(todo), narrowed, empty)

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 
 from grader.batch.gradebook import EMPTY
-from grader.milestones import GRADABLE
+from grader.milestones import GRADABLE, METRIC_TASKS
 from grader.results import Verdict
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 from grader.sandbox.session import IMPORT_FAILED
@@ -27,6 +27,41 @@ _VALUES_ONLY = re.compile(r"^(?:got|expected|shape|value|values)\b", re.IGNORECA
 # Nor one that sends the student to other checks ("see the check ...", "this end-to-end check runs all your
 # files together", "this check uses your TinyGPT too"): the cause is in those checks' own messages.
 _REFERRAL = re.compile(r"^(?:see the check|this (?:end-to-end )?check (?:runs|uses)|if milestone)", re.IGNORECASE)
+
+
+# What the metric tasks' suite (grader/suites/hidden/test_lmbudget.py) writes into each of its checks' messages
+# when the held-out text is one students have or a worker can read (a warning naming "this task's held-out text"
+# and who can read it): a model that carries the text scores
+# full marks, so such a score proves nothing. Read from the checks, every gradebook says it: one graded before
+# `grade batch` refused such a text, and a student graded on other milestones since (their results carried over).
+HELD_OUT_MARK = "this task's held-out text"
+UNTRUSTED = (
+    "graded on a held-out text that students have or a worker can read (each check's message says which), so a "
+    "model that carries the text scores full marks: these scores prove nothing"
+)
+
+
+def untrusted_scores(checks: Iterable[dict]) -> dict[str, list[str]]:
+    """Each metric task whose scores prove nothing (see HELD_OUT_MARK), with the students who have such a score."""
+    found: dict[str, list[str]] = {}
+    for c in checks:
+        if c["milestone"] in METRIC_TASKS and HELD_OUT_MARK in str(c["message"]):
+            who = found.setdefault(c["milestone"], [])
+            if c["student"] not in who:
+                who.append(c["student"])
+    return found
+
+
+def untrusted_line(checks: Iterable[dict]) -> str | None:
+    """The warning every summary, report and export gives where a metric task's scores prove nothing."""
+    found = untrusted_scores(checks)
+    if not found:
+        return None
+    tasks = "; ".join(f"{m} ({len(who)} student{'s' * (len(who) != 1)}: {names(who)})" for m, who in found.items())
+    return (
+        f"WARNING: {tasks}: {UNTRUSTED}. Grade again on a text of your own that students have not seen "
+        '(corpus = "file:PATH" in the task file: docs/instructors.md, "A metric task")'
+    )
 
 
 # How a submission that hung or crashed is named: its process did not come back from a check (grader/sandbox's

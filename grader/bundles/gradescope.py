@@ -37,8 +37,10 @@ from pathlib import Path
 
 from grader import deadlines, nofollow, templates
 from grader.batch.discover import nothing_to_grade, submission_in  # grade batch's rule and words, shared
+from grader.errors import InputError
 from grader.files import atomic_path, write_atomically
 from grader.grading import Grader, Request, grader_failed, internal_errors_line
+from grader.milestones import METRIC_TASKS, MILESTONES
 from grader.options import limits
 from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES, gradescope_results
 from grader.sandbox.client import GraderError
@@ -79,6 +81,9 @@ SHOWN = {
 
 
 LATE_POLICY = "late-policy.toml"  # in the zip: run_autograder passes it when it is there
+# What the autograder grades: the lesson's milestones. A metric task would need its held-out text in the zip, and
+# the default one students have: ``build`` refuses one whose text is not secret (grader/lmbudget/task.py).
+GRADED: tuple[str, ...] = tuple(MILESTONES)
 
 
 def build(
@@ -93,6 +98,7 @@ def build(
     here) as ``late-policy.toml``; returns the names it holds."""
     if late_policy is not None:
         deadlines.load(late_policy)  # a mistake is the instructor's to fix now, not found at the first upload
+    refuse_public_held_out(GRADED)
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
     if tests not in GRADESCOPE_LAYOUTS:
@@ -115,6 +121,21 @@ def build(
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return sorted(files)
+
+
+class HeldOutRefused(InputError, ValueError):
+    """A bundle would grade a metric task whose held-out text is not secret: the message says why and what to do."""
+
+
+def refuse_public_held_out(graded: tuple[str, ...]) -> None:
+    """Raise HeldOutRefused where ``graded`` holds a metric task whose held-out text students have or a worker can
+    read (the contest's rule, grader/lmbudget/task.py): a model that carries the text would score full marks."""
+    if not any(m in METRIC_TASKS for m in graded):
+        return
+    from grader.lmbudget.task import held_out_refusal  # lmbudget loads torch: only for a metric task
+
+    if why := held_out_refusal(graded):
+        raise HeldOutRefused(why)
 
 
 def unlinked(text: str, name: str, names: set[str]) -> str:
@@ -167,20 +188,18 @@ def locate(root: Path) -> tuple[Path, str]:
     return found, " ".join(filter(None, [f"Graded {where}, found inside your submission.", left_out]))
 
 
-def late(out: dict, policy_file: Path, metadata: Path) -> dict:
+def late(out: dict, policy_file: Path, metadata: Path | deadlines.GradescopeSubmission) -> dict:
     """The results with the late policy applied: the time and due date from Gradescope's submission metadata
     (the submitter's own due date where Gradescope has an extension for them), an extension in the policy by
-    the submitter's email; an unknown time costs nothing and the output says so."""
+    the submitter's email; an unknown time costs nothing and the output says so. ``metadata``: the file, or
+    what was read from it before the student's code ran (``main`` reads it first)."""
     from grader.batch.exports import with_lateness
 
     policy = deadlines.load(policy_file)
-    submitted, due = deadlines.gradescope_time(metadata)
-    try:
-        users = json.loads(metadata.read_text(encoding="utf-8")).get("users") or []
-        student = str(users[0].get("email") or users[0].get("name") or "")
-    except (OSError, ValueError, AttributeError, IndexError):
-        student = ""
-    return with_lateness(out, policy.judge(student, submitted, due=due))
+    found = (
+        metadata if isinstance(metadata, deadlines.GradescopeSubmission) else deadlines.gradescope_submission(metadata)
+    )
+    return with_lateness(out, policy.judge(found.student, found.submitted, due=found.due, source=found.source))
 
 
 def results(root: Path, visibility: str = "visible", tests: str = "milestone") -> tuple[dict, int]:
@@ -195,12 +214,12 @@ def results(root: Path, visibility: str = "visible", tests: str = "milestone") -
     try:
         with Grader(limits(), many=False) as grader:  # one fork server for both gradings
             chosen, began = limits(), time.monotonic()
-            report = grader.grade(Request(path))
+            report = grader.grade(Request(path, GRADED))
             # the public checks share the submission's time limit: what the hidden ones left of it
             left = (chosen.submission_seconds or math.inf) - (time.monotonic() - began)
             rest = dataclasses.replace(chosen, submission_seconds=max(1.0, left)) if math.isfinite(left) else chosen
             try:
-                public = grader.grade(Request(path, public=True), rest)
+                public = grader.grade(Request(path, GRADED, public=True), rest)
             except GraderError as e:
                 print(f"the public checks did not run: {e}")
                 public = None
@@ -242,9 +261,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--late-policy", type=Path, help="a late policy (grader/deadlines.py); none if absent")
     parser.add_argument("--metadata", type=Path, help="Gradescope's submission_metadata.json")
     args = parser.parse_args(argv)
+    policy = args.late_policy if args.late_policy is not None and args.late_policy.is_file() else None
+    # Gradescope's record of the submission is read before any of the student's code runs: a submission that
+    # reached the file while it was graded (a weaker sandbox than this machine's) would find its time taken.
+    metadata = (
+        deadlines.gradescope_submission(args.metadata or Path("/autograder/submission_metadata.json"))
+        if policy is not None
+        else None
+    )
     out, status = results(args.submission, args.visibility, args.tests)
-    if args.late_policy is not None and args.late_policy.is_file():
-        out = late(out, args.late_policy, args.metadata or Path("/autograder/submission_metadata.json"))
+    if policy is not None and metadata is not None:
+        out = late(out, policy, metadata)
     write_atomically(args.results, json.dumps(out, indent=2) + "\n")
     return status
 

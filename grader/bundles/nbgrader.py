@@ -33,13 +33,17 @@ import textwrap
 from pathlib import Path
 
 from grader import templates
-from grader.milestones import MILESTONES
+from grader.bundles.gradescope import refuse_public_held_out
+from grader.milestones import GRADABLE, MILESTONES
 from grader.submission import SIBLING_IMPORT
 
 PROJECT = Path(__file__).resolve().parents[2]
 ASSIGNMENT, NOTEBOOK = "lesson", "tinygpt.ipynb"
 
 CHECK_YOURSELF = "**Check yourself:** save the notebook, then run the checks cell under the answer cell."
+# The notebook's sections: the lesson's milestones, each graded by its checks cell (``grade check``'s default). A
+# metric task's held-out text must be one students have not seen: ``build`` refuses one that is not, as a contest.
+SECTIONS: tuple[str, ...] = tuple(MILESTONES)
 
 
 def refuse_existing(out: Path) -> None:
@@ -54,11 +58,12 @@ def refuse_existing(out: Path) -> None:
 def build(out: Path, points: dict[str, float], project: Path = PROJECT) -> Path:
     """Write the course to ``out``; ``points`` gives each milestone's maximum score. Returns the notebook's path."""
     refuse_existing(out)
+    refuse_public_held_out(SECTIONS)
     notebook = out / "source" / ASSIGNMENT / NOTEBOOK
     notebook.parent.mkdir(parents=True)
     (out / "nbgrader_config.py").write_text(templates.text("nbgrader_config.py.tmpl"))
     cells = [markdown(templates.text("nbgrader-intro.md"), "intro")]
-    for m in MILESTONES.values():
+    for m in (GRADABLE[i] for i in SECTIONS):
         if len(m.modules) == 1:
             module = m.modules[0]
             stub = (project / "exercises" / f"{module}.py").read_text()

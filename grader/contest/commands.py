@@ -52,8 +52,7 @@ from grader.options import (
     submission_timeout_option,
 )
 from grader.roster import read_roster
-from grader.sandbox.client import Limits
-from grader.sandbox.visibility import probe_protections, worker_view
+from grader.sandbox.client import Limits, sweep_scratch
 
 
 class ContestCommandError(InputError):
@@ -219,34 +218,15 @@ def _roster(folder: Path, rules: Contest | None) -> tuple[str, ...]:
 
 
 def held_out_refusal(rules: Contest) -> str | None:
-    """Why a metric task of ``rules`` cannot run as a contest here: its held-out text is one students have
-    (``public_reason``: the default corpus, a file in the kit), or one a worker can read (decided from a fork
-    server started on this machine: grader/sandbox/visibility.py); None when neither is."""
+    """Why a metric task of ``rules`` cannot run as a contest here: its held-out text is one students have, or one
+    a worker can read; None when neither is. The rule is lmbudget's (grader/lmbudget/task.py), the one that
+    ``grade batch`` and the bundles apply too."""
     metric = [t.id for t in rules.tasks if is_metric(t.id)]
     if not metric:
         return None
-    from grader.lmbudget.corpus import corpus_files, public_reason  # lmbudget loads torch: only for a metric task
-    from grader.lmbudget.task import ENV_VAR, TASK_FILE, load_task
+    from grader.lmbudget.task import held_out_refusal as refusal  # lmbudget loads torch: only for a metric task
 
-    task = load_task()  # the task file the server's grading reads: GPTKIT_LMBUDGET_TASK, or the shipped one
-    fix = (
-        f'Write corpus = "file:PATH" into the task file ({os.environ.get(ENV_VAR) or TASK_FILE}; {ENV_VAR} names '
-        "another), PATH a UTF-8 text of your own that students have not seen, outside the kit's folder and the "
-        "folders the sandbox shows (docs/exercises.md)"
-    )
-    public = public_reason(task.corpus)
-    if public:
-        return (
-            f"{', '.join(metric)}: students have the held-out text ({public}), so a submission that carries it "
-            f"scores full marks with a lookup. {fix}"
-        )
-    why = worker_view(probe_protections()).readable(corpus_files(task.corpus))
-    if why is None:
-        return None
-    return (
-        f"{', '.join(metric)}: a worker can read the held-out text of its corpus ({task.corpus!r}; {why}), so a "
-        f"submission could score by reading it. {fix}"
-    )
+    return refusal(metric)
 
 
 def warnings(rules: Contest) -> list[str]:
@@ -400,6 +380,7 @@ def serve(
             f"the contest server needs {e.name}: pip install 'gptkit' with its dependencies"
         ) from None
     lock = _lock(folder)  # before anything is opened: a second server must not grade the same uploads
+    sweep_scratch()  # what earlier servers' grading processes, killed, left in the temporary folder
     listening: socket.socket | None = None
     client = None
     try:

@@ -11,6 +11,12 @@ grader's ``m1`` while ``m1`` is a task too) gets at most ``score`` while the stu
 redactor (grader/sandbox/secrecy.py) withholds that solution's text from messages, but no filter can find it
 once a student's code has encoded it (base64, numbers in a tensor): check messages are the channel, so they wait
 for the end of the window, when the other task can no longer be submitted.
+
+In a contest on a paper the check messages (``full``) carry each question's working and the grader's own
+solutions: a student whose window has ended while others still sit the same paper (extra time, a late start, a
+personal window) gets the after-policy's scores but not its checks until every window has ended
+(``held_back``), and a guarded task stays guarded until then too. Where no common end exists (personal windows
+with no hard end) someone may always start later, so the checks wait for good.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from typing import Any
 
 from grader.contest.config import Contest
 from grader.contest.metric import split_check
-from grader.contest.policy import Phase, WindowState, task_points
+from grader.contest.policy import Phase, WindowState, clock_text, task_points
 from grader.feedback import Feedback
 from grader.milestones import GRADABLE
 from grader.results import Verdict, shown_verdict
@@ -41,9 +47,43 @@ def scaled(entry: dict[str, Any], scale: float, digits: int | None = None) -> di
     return {**entry, "score": points(entry.get("score")), "max_score": points(entry.get("max_score"))}
 
 
+def others_sit(contest: Contest, state: WindowState) -> bool:
+    """Whether, in a contest on a paper, another student may still be sitting it while this one's window is in
+    ``state``: what this student is shown then can be handed on to them."""
+    return contest.paper is not None and not state.all_ended
+
+
+def held_back(contest: Contest, state: WindowState) -> bool:
+    """Whether the after-policy's checks wait for every window's end: this student's window has ended, others may
+    still sit the paper, and the checks are more than the window itself showed (a student who saw every check
+    while sitting is shown nothing new by them after)."""
+    return (
+        state.phase is Phase.ENDED
+        and others_sit(contest, state)
+        and contest.feedback_after.shows.checks
+        and not contest.feedback_during.shows.checks
+    )
+
+
 def policy_at(contest: Contest, state: WindowState) -> Feedback:
-    """The feedback policy for a student whose window is in ``state``: the after-policy once it has ended."""
-    return contest.feedback_after if state.phase is Phase.ENDED else contest.feedback_during
+    """The feedback policy for a student whose window is in ``state``: the after-policy once it has ended; its
+    scores without its checks (``score``) while they are ``held_back``."""
+    if state.phase is not Phase.ENDED:
+        return contest.feedback_during
+    return Feedback.SCORE if held_back(contest, state) else contest.feedback_after
+
+
+def held_note(state: WindowState) -> str:
+    """Why a student whose window has ended sees no check yet, and until when."""
+    if state.all_end is None:
+        return (
+            "its checks are not shown: other students may still start this paper (personal windows with no hard "
+            "end), and the checks carry the questions' working"
+        )
+    return (
+        "its checks are shown when every student's window on this paper has ended, at "
+        f"{clock_text(state.all_end)}: others may still be sitting it"
+    )
 
 
 def guarded_tasks(contest: Contest) -> dict[str, tuple[str, ...]]:
@@ -63,8 +103,14 @@ def visible_report(
     """What the student may see of ``report`` (the grader's JSON, ``Report.to_json()``) with their window in
     ``state``. Milestones that are not tasks of the contest are left out; ``sealed``: the metric tasks whose
     split B the coach has not revealed (grader/contest/metric.py), whose B check nobody sees yet."""
-    guarded = {} if state.phase is Phase.ENDED else guarded_tasks(contest)
-    return filter_report(contest, report, policy_at(contest, state), guarded, sealed)
+    # a guarded task's checks could carry another task's solution to a student who may still submit that task
+    waiting = state.phase is not Phase.ENDED or others_sit(contest, state)
+    guarded = guarded_tasks(contest) if waiting else {}
+    view = filter_report(contest, report, policy_at(contest, state), guarded, sealed)
+    if held_back(contest, state):
+        for task in view.get("tasks", []):
+            task.setdefault("note", held_note(state))
+    return view
 
 
 def task_verdict(checks: list[dict[str, Any]]) -> str | None:
@@ -119,8 +165,9 @@ def filter_report(
             entry["max_score"] = task.points
         if shows.checks and task.id in (guarded or {}):
             others = " and ".join((guarded or {})[task.id])
+            when = "every window on the paper has ended" if contest.paper else "your window ends"
             entry["note"] = (
-                f"its checks are shown when your window ends: {task.id} is graded with the grader's own "
+                f"its checks are shown when {when}: {task.id} is graded with the grader's own "
                 f"solution of {others}, a task of this contest, which a check's message could carry out"
             )
         elif shows.checks:

@@ -58,6 +58,7 @@ from grader.contest.metric import is_metric
 from grader.contest.reaper import PIDFILE, die_with_server
 from grader.contest.store import Store
 from grader.options import limits as default_limits
+from grader.sandbox.client import sweep_scratch
 
 log = logging.getLogger("grader.contest")
 
@@ -447,6 +448,9 @@ class GradingQueue:
             executor.shutdown(wait=True, cancel_futures=True)
         if own:
             stop_forkserver()
+            # Each grading process was ended mid-life (stop_workers): none closed its Grader, whose fork server's
+            # scratch folder would otherwise stay in the temporary folder, a few per start of the server.
+            sweep_scratch()
         if self._external is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
             self._external.shutdown(wait=False)
 
@@ -465,6 +469,8 @@ def grading_line(sid: int, student: str, task: str, result: dict[str, Any]) -> s
 
 
 def _end(pool: Executor) -> None:
-    """End a broken pool's processes (some may live on after one of them died) without waiting on the caller."""
+    """End a broken pool's processes (some may live on after one of them died) without waiting on the caller,
+    and the scratch folders of their fork servers (a process killed never closes its Grader)."""
     stop_workers(pool)
     pool.shutdown(wait=True, cancel_futures=True)
+    sweep_scratch()

@@ -48,6 +48,11 @@ class WindowState:
     start: datetime | None = None  # None: a personal window not opened yet (no login)
     end: datetime | None = None
     remaining: timedelta = timedelta(0)  # while open
+    # Whether every student's window is over (``contest_end`` passed): until then another student may still be
+    # sitting the same tasks, which what this student is shown after their own window must not help. False
+    # where there is no common end (personal windows with no hard end): someone may always start later.
+    all_ended: bool = False
+    all_end: datetime | None = None  # when every window is over (``contest_end``); None: no common end
 
 
 @dataclass(frozen=True)
@@ -82,18 +87,24 @@ def window_state(contest: Contest, student: str, now: datetime, first_login: dat
     """Where the student's window stands at ``now``. ``first_login`` opens a personal window (the server
     records it); a personal window after ``hard_end`` is ended even for a student who never logged in."""
     _aware(now)
+    last = contest_end(contest)
+
+    def state(phase: Phase, start: datetime | None = None, end: datetime | None = None) -> WindowState:
+        remaining = end - now if phase is Phase.OPEN and end is not None else timedelta(0)
+        return WindowState(phase, start, end, remaining, last is not None and now >= last, last)
+
     window = window_of(contest, student, first_login)
     if window is None:
         hard_end = contest.window.hard_end
         if hard_end is not None and now >= hard_end:
-            return WindowState(Phase.ENDED, end=hard_end)
-        return WindowState(Phase.NOT_STARTED)
+            return state(Phase.ENDED, end=hard_end)
+        return state(Phase.NOT_STARTED)
     start, end = window
     if now < start:
-        return WindowState(Phase.NOT_STARTED, start, end)
+        return state(Phase.NOT_STARTED, start, end)
     if now >= end:
-        return WindowState(Phase.ENDED, start, end)
-    return WindowState(Phase.OPEN, start, end, end - now)
+        return state(Phase.ENDED, start, end)
+    return state(Phase.OPEN, start, end)
 
 
 def contest_end(contest: Contest) -> datetime | None:

@@ -5,7 +5,9 @@ may carry any text its student has (a submission is code and data): with the hel
 n-gram lookup scores full marks (issue 32: 10/10 on the default corpus). So ``public_reason`` names the corpora
 students have, and the worker's view (``grader/sandbox/visibility.py``, decided from the sandbox's real view)
 those it can read; ``grade contest check`` and ``grade contest serve`` refuse a contest whose metric task's
-text is either, ``grade check`` warns. The corpora (``corpus`` in the task file):
+text is either, as ``grade batch`` refuses a class's (unless told to grade anyway, every report then saying the
+scores prove nothing) and the Gradescope zip and nbgrader course would (``held_out_refusal`` in task.py, the one
+rule); ``grade check`` warns. The corpora (``corpus`` in the task file):
 
 * ``grader`` (the default, for practice and the kit's own tests): a frozen snapshot of this grader package's
   own Python sources (``grader/**/*.py`` sorted by their path, pure-ASCII files only, up to 1,000,000

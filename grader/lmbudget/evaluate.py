@@ -4,12 +4,22 @@ The model's forward (in the worker) sees one kind of row only: ``context`` token
 are shuffled together into every call, in an order drawn afresh for each run:
 
 * the windows of split A and of split B (``eval_windows`` of each, at fixed starts), which are scored;
-* probes (``probe_windows``): a real window of A or B whose inputs from a random position ``cut`` on are
+* probes (``probe_windows``): a real window of A or B whose inputs from a position ``cut`` on are
   replaced by those of another held-out window (from the same split, at starts halfway between the scored
   ones), so a probe reads as held-out text too. A causal model's log-probabilities before ``cut`` are the same
   on the probe as on its window (``grader/causal.py``: the kit's leak probe, grader/suites/causality.py's,
   compared shift-free with an absolute tolerance); any difference beyond rounding is a model that reads later
   inputs, such as the answer at ``idx[:, t + 1]``: "not causal".
+
+The cuts cover every position (``probe_cuts``). A probe cut at ``c`` sees a lookahead from an output before
+``c`` to an input at or after it, and nothing else: a model that reads ``idx[:, p + 1]`` at position ``p`` alone
+is seen by the cut ``p + 1`` only, and one probe tests one cut of one window (two rows that agree up to ``c`` and
+differ there test ``c``, whatever else they hold). So the cuts are dealt, not drawn: every run's probes take
+each cut from 1 to ``context - 1`` at least once (``probe_windows`` is raised to ``context - 1`` where it is
+smaller), and a lookahead at any one position, on every row, is "not causal" on every run, whatever the seed.
+The windows probed are drawn: with ``probe_windows`` at two ``eval_windows`` (task.toml), every scored window is
+probed once, at a cut the model cannot know, each cut on about ``2 eval_windows / (context - 1)`` windows; a
+lookahead kept to some rows is then seen unless none of the windows probed at its cut is one of them.
 
 So a model cannot tell A from B, nor a probe from a scored window: it must predict each row as if it were
 scored and checked. Every comparison and the loss happen here; nothing about a row (its text, a position) goes
@@ -72,10 +82,8 @@ def plan(splits: Splits, eval_windows: int, probe_windows: int, context: int, se
         ids = splits.encode(text)
         rows += [Row(w, split) for w in windows(ids, eval_windows, context + 1)]
         others[split] = windows(ids, eval_windows, context + 1, offset=PROBE_OFFSET)
-    scored = len(rows)
-    for original in torch.randperm(scored, generator=gen)[: min(probe_windows, scored)].tolist():
+    for original, cut in probe_cuts(len(rows), probe_windows, context, gen):
         row = rows[original]
-        cut = int(torch.randint(1, context, (), generator=gen))
         pool = others[row.split]
         other = pool[int(torch.randint(len(pool), (), generator=gen))]
         tokens = torch.cat([row.tokens[:cut], other[cut:]])
@@ -83,6 +91,26 @@ def plan(splits: Splits, eval_windows: int, probe_windows: int, context: int, se
             tokens[cut] = (tokens[cut] + 1) % len(splits.vocab)
         rows.append(Row(tokens, row.split, probe_of=original, cut=cut))
     return rows
+
+
+def probe_cuts(scored: int, probe_windows: int, context: int, gen: torch.Generator) -> list[tuple[int, int]]:
+    """(window, cut) of each probe: ``max(probe_windows, context - 1)`` of them (none for 0, or no window), the
+    cuts a shuffled round of 1 to ``context - 1`` after another, so that every cut comes at least once; the
+    windows a shuffled round of the scored ones after another, so that none is probed twice before every other
+    is probed once. The two rounds are drawn apart: which cut a window gets says nothing about the window."""
+    places = context - 1  # a cut at c compares outputs 0..c-1: c = 0 compares nothing, c = context is past the end
+    if probe_windows <= 0 or scored == 0 or places < 1:
+        return []
+    count = max(probe_windows, places)
+
+    def rounds(n: int) -> list[int]:
+        drawn: list[int] = []
+        while len(drawn) < count:
+            drawn += torch.randperm(n, generator=gen).tolist()
+        return drawn[:count]
+
+    originals = rounds(scored)
+    return [(original, 1 + place) for original, place in zip(originals, rounds(places))]
 
 
 def shuffled(count: int, seed: int) -> list[int]:
@@ -121,15 +149,20 @@ def evaluate(
     ]
     nats: dict[int, float] = {}  # each scored row's, summed in the rows' order below (not the calls'): the same
     # loss whatever order this run's seed dealt them in
-    compared = {i for n, r in enumerate(rows) if r.probe_of >= 0 for i in (r.probe_of, n)}
-    kept: dict[int, torch.Tensor] = {}  # the logits of the probes and of their windows
+    needed: dict[int, int] = {}  # the probes and their windows: how many leading positions a comparison reads
+    for n, row in enumerate(rows):
+        if row.probe_of >= 0:
+            needed[n] = row.cut
+            needed[row.probe_of] = max(needed.get(row.probe_of, 0), row.cut)
+    kept: dict[int, torch.Tensor] = {}  # those positions' logits, copied out of the call's: with a probe for each
+    # window every row is kept, so only the part compared (half a row, on average)
     for forward, batch in calls:
         x = torch.stack([rows[i].tokens[:-1] for i in batch])
         logits = checked(forward(x), (*x.shape, vocab_size)).float()
         for j, i in enumerate(batch):
             row = rows[i]
-            if i in compared:
-                kept[i] = logits[j]
+            if i in needed:
+                kept[i] = logits[j, : needed[i]].clone()
             if row.probe_of < 0:
                 nats[i] = F.cross_entropy(logits[j].double(), row.tokens[1:], reduction="sum").item()
         between_calls()

@@ -1,4 +1,6 @@
-"""The lmbudget task file (``task.toml``), its score and the verdict of a run that failed.
+"""The lmbudget task file (``task.toml``), its score, the verdict of a run that failed, and whether a class may
+be graded on its held-out text (``held_out_refusal``: the one rule a contest, ``grade batch`` and the bundles
+apply).
 
 ``GPTKIT_LMBUDGET_TASK`` names another task file (the tests' tiny budget, ``calibrate --budget``).
 """
@@ -7,13 +9,15 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-from grader.lmbudget.corpus import FILE_PREFIX, file_path
+from grader.lmbudget.corpus import FILE_PREFIX, corpus_files, file_path, public_reason
+from grader.milestones import METRIC_TASKS
 from grader.sandbox.client import WorkerCrash
+from grader.sandbox.visibility import probe_protections, worker_view
 
 TASK_FILE = Path(__file__).with_name("task.toml")
 ENV_VAR = "GPTKIT_LMBUDGET_TASK"
@@ -41,7 +45,7 @@ class Task:
     seed: int = 0  # torch's generator is seeded with it in the worker just before train_within_budget is called
     context: int = 64
     eval_windows: int = 256  # per split
-    probe_windows: int = 64  # causality probes, mixed into the evaluation's calls (grader/lmbudget/evaluate.py)
+    probe_windows: int = 512  # causality probes, one per scored window of A and B (grader/lmbudget/evaluate.py)
     eval_cpu_seconds: float = 5.0  # the evaluation's own CPU allowance, after training (its forward calls)
     eval_copies: int = 4  # fresh workers, each with its own copy of the trained model, that share the rows
     points: float = 10.0
@@ -117,3 +121,33 @@ def _toml(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     return f'"{value}"' if isinstance(value, str) else repr(value)
+
+
+def held_out_refusal(tasks: Iterable[str]) -> str | None:
+    """Why the metric tasks among ``tasks`` (ids) cannot be graded for a class here: their held-out text is one
+    students have (``public_reason``: the default corpus, a file in the kit), so a model that carries it scores
+    full marks with a lookup, or one a worker can read (decided from a fork server started on this machine:
+    grader/sandbox/visibility.py); None when neither is, or there is no metric task. A contest refuses then;
+    ``grade batch`` refuses unless told to grade anyway; the Gradescope zip and the nbgrader course refuse."""
+    metric = [t for t in tasks if t in METRIC_TASKS]
+    if not metric:
+        return None
+    task = load_task()  # the task file grading reads: GPTKIT_LMBUDGET_TASK, or the shipped one
+    fix = (
+        f'Write corpus = "file:PATH" into the task file ({os.environ.get(ENV_VAR) or TASK_FILE}; {ENV_VAR} names '
+        "another), PATH a UTF-8 text of your own that students have not seen, outside the kit's folder and the "
+        "folders the sandbox shows (docs/exercises.md)"
+    )
+    public = public_reason(task.corpus)
+    if public:
+        return (
+            f"{', '.join(metric)}: students have the held-out text ({public}), so a submission that carries it "
+            f"scores full marks with a lookup. {fix}"
+        )
+    why = worker_view(probe_protections()).readable(corpus_files(task.corpus))
+    if why is None:
+        return None
+    return (
+        f"{', '.join(metric)}: a worker can read the held-out text of its corpus ({task.corpus!r}; {why}), so a "
+        f"submission could score by reading it. {fix}"
+    )

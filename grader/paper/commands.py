@@ -49,7 +49,9 @@ def check(path: Path) -> None:
 
 
 def summary(sheet: Paper, folder: Path) -> str:
-    from grader.paper.render import drawn  # the notebooks' module (and the questions bank): not at start-up
+    from grader.paper.render import drawn, reordered  # the notebooks' module (and the banks): not at start-up
+    from grader.suites.bank import Numbered
+    from grader.suites.locked_answers import LOCKED
 
     lines = [
         sheet.title,
@@ -65,6 +67,16 @@ def summary(sheet: Paper, folder: Path) -> str:
             lines.append("    its question bank is not here: the lesson's numbers only")
         elif questions:
             lines.append(f"    numbers drawn per student in {', '.join(q.id for q in questions)}")
+        orders = reordered(part.id) or []
+        if shuffled := [r.id for r in orders if not isinstance(r, Numbered)]:
+            lines.append(f"    options in each student's own order in {', '.join(shuffled)}")
+        if numbered := [r.id for r in orders if isinstance(r, Numbered)]:
+            lines.append(f"    a listing numbered from each student's own first line in {', '.join(numbered)}")
+        # the release's locked answers (the lesson's) are these questions' answers in a contest too
+        if alike := [q for q, lock in LOCKED.get(part.id, {}).items() if not lock.get("per_student")]:
+            lines.append(
+                f"    the same for every student, so the release's locked answers answer them: {', '.join(alike)}"
+            )
     lines.append(f"  total: {sheet.total:g} points")
     secret = folder / SECRET_FILE
     lines.append(f"secret: {secret}" if secret.exists() else f"secret: none yet ({secret} is made by the first render)")

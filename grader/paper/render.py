@@ -4,9 +4,11 @@ The cells come from the stubs as the nbgrader course makes them (grader/bundles/
 explanation as markdown (``notebook_text``), its code as ``answer_source`` marks it, shown as the release
 shows it (``released``). A part's code is split into a code cell and one answer cell per question (a
 top-level ``NAME = None`` with its comment), and a question with drawn numbers (grader/suites/bank.py) has
-the student's numbers in its comment. The notebook's metadata ``gptkit.paper`` says which paper, student,
-seed, parts, points and rules it is for: ``grade check`` on the notebook grades exactly those
-(grader/paper/sitting.py).
+the student's numbers in its comment; a multiple choice has its options in the student's own order, and a
+question that asks for a line of a listing has the listing numbered from the student's own first line
+(bank.py ``Shuffled``, ``Numbered``): the hidden grading marks them in those letters and numbers. The notebook's
+metadata ``gptkit.paper`` says which paper, student, seed, parts, points and rules it is for: ``grade check`` on
+the notebook grades exactly those (grader/paper/sitting.py).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from grader.bundles.nbgrader import PROJECT, answer, answer_source, markdown, no
 from grader.errors import InputError
 from grader.milestones import GRADABLE, STUDENT_MODULES
 from grader.paper.config import RULES, Paper
-from grader.suites.bank import Drawn, with_statements
+from grader.suites.bank import Drawn, Reordered, stub_comment, with_statements
 from grader.variants import Variant
 
 # The milestones with questions whose numbers are drawn per student, and the (hidden) bank of each.
@@ -40,6 +42,17 @@ def drawn(milestone: str) -> list[Drawn] | None:
         return []
     try:
         return list(importlib.import_module(BANKS[milestone]).DRAWN)
+    except ImportError:
+        return None
+
+
+def reordered(milestone: str) -> list[Reordered] | None:
+    """The fixed questions of ``milestone`` each student sees in their own order or numbering ([] for none); None
+    where its bank is not here."""
+    if milestone not in BANKS:
+        return []
+    try:
+        return list(getattr(importlib.import_module(BANKS[milestone]), "REORDERED", []))
     except ImportError:
         return None
 
@@ -72,8 +85,8 @@ def build(paper: Paper, student: str | None = None, seed: int | None = None, pro
         if not new:
             cells.append(markdown(head + "\n\nNothing new to write: your parts above, together.", f"{part.id}-intro"))
             continue
-        questions = drawn(part.id)
-        if questions is None and seed is not None:
+        questions, orders = drawn(part.id), reordered(part.id)
+        if (questions is None or orders is None) and seed is not None:
             raise RenderError(
                 f"{part.id}'s question bank is not here (a student release): render students' notebooks from the "
                 "kit's checkout"
@@ -90,7 +103,10 @@ def build(paper: Paper, student: str | None = None, seed: int | None = None, pro
             text = notebook_text(ast.get_docstring(ast.parse(stub)) or "")
             grade_id = part.id if len(new) == 1 else f"{part.id}-{module}"
             cells.append(markdown(f"{head}\n\n{text}" if i == 0 else f"### `{module}`\n\n{text}", f"{grade_id}-intro"))
-            code = with_statements(released(answer_source(stub, solution)), comments)
+            code = released(answer_source(stub, solution))
+            # the fixed questions' options and listings as this student sees them, from the stub's own words
+            ordered = {r.id: r.comment(c, variant) for r in orders or [] if (c := stub_comment(code, r.id)) is not None}
+            code = with_statements(code, {**comments, **ordered})
             for key, source in split(code):
                 cells.append(answer(source, grade_id if key is None else f"{grade_id}-{key}"))
     cells.append(markdown(FINISH, "paper-end"))
@@ -126,7 +142,8 @@ FINISH = (
 
 def title(paper: Paper, student: str | None) -> str:
     who = (
-        f"Student: `{student}`. Some questions' numbers are yours alone: answer the ones in this notebook."
+        f"Student: `{student}`. Some questions' numbers, and the order of the options, are yours alone: answer "
+        "the ones in this notebook, with its letters."
         if student is not None
         else "The lesson's numbers (no student's)."
     )

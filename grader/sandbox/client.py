@@ -7,12 +7,17 @@ never unpickled); every decision is taken by the caller, in this process.
 from __future__ import annotations
 
 import contextlib
+import copy
 import json
 import logging
+import mmap
 import os
+import resource
 import select
 import signal
 import socket
+import stat
+import struct
 import subprocess
 import sys
 import tempfile
@@ -116,8 +121,24 @@ class ReplyTooLarge(WorkerCrash):
     what the submission returned is its own failed check, never minutes of the grading process's time."""
 
 
-# The most a worker's reply may hold, checked before the grading process reads it. An honest reply carries its
-# tensors as raw blobs, names and messages of at most a few KB (an error's message: 2,000 characters).
+# The bytes a worker's replies may hold (plain data and tensor data together), each measured before it is read:
+# its header by the length prefix, its tensors by the header's list of blob sizes (``wire.recv_measured``).
+# Measured on the reference with benchmarks/reply_bytes.py (2026-12-04): a whole `grade check solutions` (every
+# milestone) receives about 1,400 replies, the largest 0.55 MiB (a state_dict), 4.6 MiB in all; `-m lmbudget`
+# 47, the largest 0.76 MiB (32 windows' logits), 24.7 MiB in all, its saved model 0.46 MiB. A reply far past
+# these costs the grading process its memory and minutes: 508 MiB tensors from every m1 function held it at
+# 6.5 GB for 117 s.
+MAX_REPLY_BYTES = 64 << 20  # one reply: 80 times the largest honest one
+# One reply to Request.SAVE (lmbudget's trained model, as torch.save's bytes): its suite refuses a model over
+# 256 MiB once saved with a message of its own, so the wire leaves that check its say, and refuses only past it.
+MAX_SAVED_REPLY_BYTES = 257 << 20
+# Every reply of one submission's grading together (``ReplyBudget``): 17 times what every milestone and lmbudget
+# together receive (29 MiB), and still 8 times it beside a saved model at its limit.
+MAX_SUBMISSION_REPLY_BYTES = 512 << 20
+REPLY_SLOTS_BYTES = 4096  # each grading process's part of a ReplyBudget's shared page: its count and its words
+
+# The most a worker's reply may hold in plain data, checked before the grading process reads it. An honest reply
+# carries its tensors as raw blobs, names and messages of at most a few KB (an error's message: 2,000 characters).
 MAX_STRING_CHARS = 64 << 10  # one string (a dictionary key too)
 MAX_REPLY_CHARS = 256 << 10  # every string of a reply together
 MAX_REPLY_ITEMS = 100_000  # values, at every level
@@ -126,6 +147,140 @@ MAX_REPLY_DEPTH = 64  # nesting (protocol.decode then allows MAX_DEPTH values de
 
 def _size(n: int) -> str:
     return f"{n / (1 << 20):.1f} MB" if n >= 1 << 20 else f"{n / 1024:.0f} KB" if n >= 1024 else f"{n} characters"
+
+
+def _mb(n: int) -> str:
+    """Bytes in MB (MiB), a whole number without its ".0": "508 MB", "63.5 MB", "0.2 MB"."""
+    return f"{n / (1 << 20):.1f}".removesuffix(".0") + " MB"
+
+
+class ReplyBudget:
+    """What one submission's grading may still receive from its workers, in bytes, and, once a reply was refused
+    as too large, why its grading ended there (``ended``): every later check of it is then not run.
+
+    Counted over every grading process of the submission: ``ReplyBudget(processes=n)`` is made before they are
+    forked (an anonymous shared mapping, one slot each), and each takes its own with ``slot(i)``. A process
+    writes only its own slot and reads them all, so no lock is needed; two processes reading at once may each
+    take one reply more than what is left, which ``MAX_REPLY_BYTES`` bounds."""
+
+    def __init__(self, total: int = MAX_SUBMISSION_REPLY_BYTES, processes: int = 1):
+        self.total, self.processes, self.index = total, processes, 0
+        self._page = mmap.mmap(-1, REPLY_SLOTS_BYTES * processes)  # MAP_SHARED: the forked processes share it
+
+    def slot(self, index: int) -> ReplyBudget:
+        """The same budget, counted in slot ``index`` (one per grading process: 0 for the first)."""
+        budget = copy.copy(self)
+        budget.index = index
+        return budget
+
+    @property
+    def left(self) -> int:
+        used = sum(self._used(i) for i in range(self.processes))
+        return max(0, self.total - used)
+
+    def take(self, n: int) -> None:
+        """Count ``n`` bytes received (after they were measured against ``left``)."""
+        struct.pack_into("!Q", self._page, self.index * REPLY_SLOTS_BYTES, self._used(self.index) + n)
+
+    def end(self, why: str) -> None:
+        """End the grading: ``why`` (the refused reply's words) is what each later check says."""
+        if self.ended is None:
+            data = why.encode()[: REPLY_SLOTS_BYTES - 10]
+            at = self.index * REPLY_SLOTS_BYTES + 8
+            struct.pack_into("!H", self._page, at, len(data))
+            self._page[at + 2 : at + 2 + len(data)] = data
+
+    @property
+    def ended(self) -> str | None:
+        """Why the grading ended (a reply refused in any of its processes), or None."""
+        for i in range(self.processes):
+            at = i * REPLY_SLOTS_BYTES + 8
+            (length,) = struct.unpack_from("!H", self._page, at)
+            if length:
+                return self._page[at + 2 : at + 2 + length].decode(errors="replace")
+        return None
+
+    def _used(self, index: int) -> int:
+        return struct.unpack_from("!Q", self._page, index * REPLY_SLOTS_BYTES)[0]
+
+
+# The grading process's own memory: RLIMIT_DATA's soft limit, while it grades, at what it held when the grading
+# began plus this (``grading_memory_limit``). Measured with benchmarks/reply_bytes.py -j 1 (every milestone in
+# one process, 2026-12-04): its data size (VmData, what RLIMIT_DATA counts) grew from 226 MiB by 25 MiB, and by
+# 127 MiB with an empty disk cache (GPTKIT_CACHE=off: every reference answer computed); `-m lmbudget` by 37 MiB,
+# and by 525 MiB for a model saved at 250 MiB, near lmbudget's 256 (its grading process's peak: 746 MiB). Its
+# virtual size (VmSize, 633 to 830 MiB) is mostly torch's libraries and reservations, no memory at all:
+# RLIMIT_AS would count it, RLIMIT_DATA does not.
+GRADING_MEMORY_BYTES = 1 << 30  # 8 times what honest grading adds; twice what the largest saved model does
+MEMORY_PROTECTION = "grading-memory-limit"  # in a report's protections where the limit took
+_memory_cap: tuple[int, int] | None = None  # (the soft limit before, the one set) while a grading is capped
+
+
+def _data_bytes() -> int | None:
+    """This process's data size as RLIMIT_DATA counts it (VmData: its private writable memory), or None where
+    /proc does not say (not Linux)."""
+    try:
+        with open("/proc/self/status", "rb") as status:
+            for line in status:
+                if line.startswith(b"VmData:"):
+                    return int(line.split()[1]) << 10
+    except (OSError, ValueError, IndexError):
+        pass
+    return None
+
+
+@contextlib.contextmanager
+def grading_memory_limit(allowance: int = GRADING_MEMORY_BYTES) -> Iterator[bool]:
+    """This process (a grading process) may grow by ``allowance`` bytes of data while the block runs, and no
+    more: past it, an allocation fails (MemoryError, or torch's "can't allocate memory"), which the runner counts
+    as the check's, never a crash of the grader. Yields whether the limit took: not where /proc cannot say how
+    much the process holds, or the system refuses it. Only the soft limit: the fork server this process starts
+    and its workers set their own (``ForkServer`` lifts this one for them). Nested, the outer limit stands."""
+    global _memory_cap
+    if _memory_cap is not None:
+        yield True
+        return
+    data = _data_bytes()
+    if data is None or not hasattr(resource, "RLIMIT_DATA"):
+        yield False
+        return
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    cap = data + allowance
+    if soft != resource.RLIM_INFINITY:
+        cap = min(cap, soft)  # a lower limit set by whoever started this process stays
+    if hard != resource.RLIM_INFINITY:
+        cap = min(cap, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_DATA, (cap, hard))
+    except (ValueError, OSError):
+        yield False
+        return
+    _memory_cap = (soft, cap)
+    try:
+        yield True
+    finally:
+        _memory_cap = None
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
+
+
+@contextlib.contextmanager
+def _memory_uncapped() -> Iterator[None]:
+    """The soft limit of ``grading_memory_limit`` lifted while a process is started (it would inherit it)."""
+    if _memory_cap is None:
+        yield
+        return
+    hard = resource.getrlimit(resource.RLIMIT_DATA)[1]
+    resource.setrlimit(resource.RLIMIT_DATA, (_memory_cap[0], hard))
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (_memory_cap[1], hard))
+
+
+def grading_ended(why: str) -> str:
+    """What a check says that a refused reply left not run (``why``: that reply's refusal)."""
+    return f"not run: an earlier check's reply was too large to read ({why}), which ended this submission's grading"
 
 
 def check_reply_size(reply: Any) -> None:
@@ -186,8 +341,9 @@ class ForkServer:
         ``many``: the server will fork many workers (a batch, a watch), so it spends about 0.4 s at start on
         making each fork cheaper (``worker/hugepages.py``); None: only if it serves ``clients``. A single
         ``grade check`` forks three or four and is better off starting sooner."""
-        self._init_state(limits, Path(tempfile.mkdtemp(prefix="gptkit-")), prefix="")
+        self._init_state(limits, Path(tempfile.mkdtemp(prefix=SCRATCH_PREFIX)), prefix="")
         self.tmp.chmod(0o711)  # workers with their own user ids reach their folders, and list nothing
+        _write_owner(self.tmp)  # whose it is: a folder whose owner died without closing it is swept (sweep_scratch)
         ours, theirs = socket.socketpair()
         passed, self.address = [theirs], None
         config = {
@@ -217,7 +373,14 @@ class ForkServer:
             "MKL_NUM_THREADS": "1",
         }
         self._log = open(self.tmp / LOG_NAME, "wb")
-        self.proc = subprocess.Popen(
+        with _memory_uncapped():
+            self.proc = self._start(config, passed, env)
+        for s in passed:
+            s.close()
+        self.control = ours
+
+    def _start(self, config: dict, passed: list[socket.socket], env: dict[str, str]) -> subprocess.Popen:
+        return subprocess.Popen(
             [sys.executable, "-I", "-S", str(FORK_SERVER), json.dumps(config)],
             pass_fds=[s.fileno() for s in passed],
             stdin=subprocess.DEVNULL,
@@ -227,9 +390,6 @@ class ForkServer:
             cwd=self.tmp,
             start_new_session=True,
         )
-        for s in passed:
-            s.close()
-        self.control = ours
 
     def _init_state(self, limits: Limits, tmp: Path, prefix: str) -> None:
         self.limits, self.tmp, self.prefix = limits, tmp, prefix
@@ -238,6 +398,9 @@ class ForkServer:
         self.worker_cpu = 0.0  # CPU seconds of every worker reaped so far, their process trees included
         self._hello: dict | None = None
         self.proc = None
+        # The grading under way's budget of reply bytes (runner.grade sets it, as Grader.grade sets ``limits``):
+        # each worker spawned counts its replies there. None: each reply's own limit alone (a contest's test run).
+        self.replies: ReplyBudget | None = None
 
     @classmethod
     def attach(cls, address: str, limits: Limits = Limits()) -> ForkServer:
@@ -305,6 +468,8 @@ class ForkServer:
 
     def spawn(self, submission: Path) -> WorkerConnection:
         """A fresh worker whose working directory is a private copy of the submission."""
+        if self.replies is not None and (why := self.replies.ended) is not None:
+            raise ReplyTooLarge(grading_ended(why))  # none of its requests would be sent: no worker to start
         self.hello()
         self.spawned += 1
         copy = self.tmp / f"{self.prefix}sub{self.spawned}"
@@ -321,7 +486,7 @@ class ForkServer:
         theirs.close()
         os.close(out)
         reply, _ = wire.recv(self.control)
-        worker = WorkerConnection(self, ours, reply["pid"], out_path, copy)
+        worker = WorkerConnection(self, ours, reply["pid"], out_path, copy, self.replies)
         self._workers.append(worker)
         return worker
 
@@ -358,6 +523,90 @@ class ForkServer:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+# ------------------------------------------------------------------ scratch folders left behind
+
+SCRATCH_PREFIX = "gptkit-"  # a fork server's scratch folder, in the temporary folder
+OWNER_FILE = "owner.json"  # in it: the process that made it (a ForkServer's), to tell a folder left behind
+
+
+def _process_start(pid: int) -> str | None:
+    """The process's start time in clock ticks since boot (/proc/PID/stat, field 22): with the pid, it names one
+    process, not another that reused its pid. None where there is no such process (or no /proc), or it has ended
+    and waits to be reaped (a zombie: a pool's processes, ended, until the process that forked them reaps them)."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as fields:
+            state, *rest = fields.read().rsplit(b")", 1)[1].split()
+    except (OSError, ValueError):
+        return None
+    return None if state in (b"Z", b"X") or len(rest) < 19 else rest[18].decode()
+
+
+def _machine() -> dict[str, str]:
+    """What says which processes a pid names: this boot, and this PID namespace (another container sharing the
+    temporary folder sees other processes under the same pids). Empty where there is no /proc."""
+    try:
+        with open("/proc/sys/kernel/random/boot_id") as boot:
+            return {"boot": boot.read().strip(), "pids": os.readlink("/proc/self/ns/pid")}
+    except OSError:
+        return {}
+
+
+def _write_owner(folder: Path) -> None:
+    pid = os.getpid()
+    started = _process_start(pid)
+    if started is not None:  # else no /proc: nothing can tell later whether this process is gone, so none is swept
+        (folder / OWNER_FILE).write_text(json.dumps({"pid": pid, "started": started, **_machine()}))
+
+
+def _owner_gone(folder: str) -> bool:
+    """Whether the process that made ``folder`` (a scratch folder of this user's) is gone: False where it lives,
+    where the folder records no owner (not a fork server's, or one still being made), or where its owner was of
+    another PID namespace of this boot, which this process cannot see."""
+    try:
+        fd = os.open(os.path.join(folder, OWNER_FILE), os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(fd, "rb") as record:
+            owner = json.loads(record.read(4096))
+        pid, started, machine = int(owner["pid"]), str(owner["started"]), _machine()
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if not machine:
+        return False
+    if owner.get("boot") != machine["boot"]:
+        return True  # an earlier boot's: every process of it is gone
+    return owner.get("pids") == machine["pids"] and _process_start(pid) != started
+
+
+def sweep_scratch(folder: str | None = None) -> int:
+    """Remove the scratch folders of fork servers whose owner process is gone (killed, or a contest server's
+    grading process ended by its pool's stop: it never closed its ForkServer), and the cgroups of their fork
+    servers; returns how many folders. Only folders of this user, named ``gptkit-``, whose owner record names
+    a process that has ended. ``folder``: where to look (the temporary folder)."""
+    where = folder or tempfile.gettempdir()
+    removed = 0
+    try:
+        names = [n for n in os.listdir(where) if n.startswith(SCRATCH_PREFIX)]
+    except OSError:
+        return 0
+    for name in names:
+        path = os.path.join(where, name)
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or not _owner_gone(path):
+            continue
+        try:
+            _remove_tree(path)
+            removed += 1
+        except OSError as e:  # a worker's file still held: the next sweep takes it
+            log.warning("could not delete the scratch folder %s left behind: %s", path, e)
+    if removed:
+        log.info("removed %d scratch folder(s) left behind by processes that are gone", removed)
+        for parent in jail.CGROUP_PARENTS:  # their fork servers' cgroups, too
+            jail.sweep(parent)
+    return removed
 
 
 # A Unix socket's name holds 107 bytes at most (Linux); a folder under a long TMPDIR (a test's, a CI's) is longer.
@@ -550,9 +799,18 @@ NOT_OOM_KILLED = "was killed (SIGKILL) by your code itself (os.kill?) or from ou
 class WorkerConnection:
     """The grading process's end of one worker process: sends it requests, checks its replies, reaps it."""
 
-    def __init__(self, server: ForkServer, sock: socket.socket, pid: int, output: Path, copy: Path | None = None):
+    def __init__(
+        self,
+        server: ForkServer,
+        sock: socket.socket,
+        pid: int,
+        output: Path,
+        copy: Path | None = None,
+        replies: ReplyBudget | None = None,
+    ):
         self.server, self.sock, self.pid, self.output = server, sock, pid, output
         self.copy = copy  # its private copy of the submission: deleted once it is reaped, with what it wrote there
+        self.replies = replies  # the bytes its grading may still receive (None: each reply's own limit alone)
         self.alive = True
         self.deadline: float | None = None  # the current test's time budget, set by its MilestoneView
         self.hung = False
@@ -560,10 +818,16 @@ class WorkerConnection:
         self.keep_output = False  # a test run reads what it printed once it is reaped (grader/sandbox/testrun.py)
 
     def request(
-        self, header: dict, args: Sequence[Any] = (), kwargs: dict | None = None, timeout: float | None = None
+        self,
+        header: dict,
+        args: Sequence[Any] = (),
+        kwargs: dict | None = None,
+        timeout: float | None = None,
+        reply_bytes: int = MAX_REPLY_BYTES,
     ) -> Any:
         """Send one request and decode the reply, within ``timeout`` seconds (default: the limits' call_seconds;
-        either way no later than the current test's deadline)."""
+        either way no later than the current test's deadline). A reply of more than ``reply_bytes``, or than
+        its grading has left (``replies``), is refused unread, and ends that grading (``ReplyTooLarge``)."""
         from .common import protocol  # torch: imported only once a worker is used
 
         timeout = self.server.limits.call_seconds if timeout is None else timeout
@@ -571,6 +835,7 @@ class WorkerConnection:
             timeout = min(timeout, self.deadline - time.monotonic())
         if not self.alive:
             raise WorkerCrash("the worker had already stopped")
+        limit = self._reply_limit(reply_bytes)
         blobs: list[bytes] = []
         header = dict(
             header,
@@ -581,17 +846,7 @@ class WorkerConnection:
         self.sock.settimeout(timeout)
         try:
             wire.send(self.sock, header, blobs)
-            reply, rblobs = wire.recv(self.sock, deadline=time.monotonic() + timeout)
-            check_reply_size(reply)  # first: every later step's cost grows with the reply's text
-            reply = secrecy.redact_reply(reply)  # before anything reads it: no trusted code reaches a report
-            if Reply.ERROR in reply:
-                err = reply[Reply.ERROR]
-                if err.get(Reply.GRADER_FAULT) is True:
-                    raise ProbeFault(f"{err.get('type')}: {err.get('message')}", str(err.get(Reply.TRACE, ""))[:4000])
-                raise StudentError(
-                    str(err.get("type")), str(err.get("message")), [str(w) for w in err.get("where", [])][:3]
-                )
-            return protocol.decode(reply[Reply.VALUE], rblobs, self._remote)
+            return self._read_reply(time.monotonic() + timeout, limit)
         except TimeoutError:
             self._end(grace=0)
             self.hung = True
@@ -602,10 +857,68 @@ class WorkerConnection:
             raise WorkerCrash(*self._why_it_died(e)) from None
         except wire.TooLarge as e:  # left unread: the worker's stream is out of step
             self._end(grace=0)
-            raise ReplyTooLarge(f"your code sent back {e}") from None
+            if not e.size:  # past the wire's own bounds on plain data: this check's failure alone
+                raise ReplyTooLarge(f"your code sent back {e}") from None
+            raise self._refused(e.size, reply_bytes) from None
+        except MemoryError:  # the grading process's own limit (runner.py), met while it read: decided there
+            self._end(grace=0)
+            raise
         except (ProtocolError, KeyError, TypeError, AttributeError, RecursionError) as e:
             self._end(grace=0)
             raise WorkerCrash(f"the worker sent back malformed data ({e})") from None
+
+    def _reply_limit(self, reply_bytes: int) -> int:
+        """The most bytes the next reply may hold: ``reply_bytes``, or what its grading has left where that is
+        less; ReplyTooLarge, not run, where a refused reply ended the grading."""
+        if self.replies is None:
+            return reply_bytes
+        if (why := self.replies.ended) is not None:
+            raise ReplyTooLarge(grading_ended(why))
+        return min(reply_bytes, self.replies.left)
+
+    def _read_reply(self, deadline: float, limit: int) -> Any:
+        """The reply, read (at most ``limit`` bytes), counted, checked, redacted and decoded; the worker's error
+        as a StudentError or a ProbeFault."""
+        from .common import protocol
+
+        reply, blobs, size = wire.recv_measured(self.sock, deadline, limit)
+        if self.replies is not None:
+            self.replies.take(size)
+        check_reply_size(reply)  # first: every later step's cost grows with the reply's text
+        reply = secrecy.redact_reply(reply)  # before anything reads it: no trusted code reaches a report
+        if Reply.ERROR in reply:
+            err = reply[Reply.ERROR]
+            if err.get(Reply.GRADER_FAULT) is True:
+                raise ProbeFault(f"{err.get('type')}: {err.get('message')}", str(err.get(Reply.TRACE, ""))[:4000])
+            raise StudentError(
+                str(err.get("type")), str(err.get("message")), [str(w) for w in err.get("where", [])][:3]
+            )
+        return protocol.decode(reply[Reply.VALUE], blobs, self._remote)
+
+    def _refused(self, size: int, reply_bytes: int) -> ReplyTooLarge:
+        """A reply of ``size`` bytes refused unread: past ``reply_bytes`` (one reply's limit) or what its grading
+        had left. Either ends the grading (``replies.end``): the worker that sent it is gone, and the next check
+        would start another to ask it the same, one worker after another, each flooding the grading process.
+        No ": " in the words: a report takes a check's cause from after its last one (batch/summary.py)."""
+        if size > reply_bytes:
+            why = f"{_mb(size)} in one reply, more than the {_mb(reply_bytes)} the grader reads in one"
+            instead = (
+                "a model trained within the budget saves to far less, the reference's to under 1 MB"
+                if reply_bytes == MAX_SAVED_REPLY_BYTES
+                else "no check's values take more than a few MB, so return tensors of the shapes each check asks for"
+            )
+        else:
+            total = self.replies.total if self.replies is not None else reply_bytes
+            why = f"its replies came to more than the {_mb(total)} the grader reads from one submission in all"
+            instead = (
+                f"this one {_mb(size)}; an honest submission's come to a few tens of MB at most, so return "
+                "tensors of the shapes each check asks for"
+            )
+        what = f"your code sent back too much, {why} ({instead})"
+        if self.replies is not None:
+            self.replies.end(why)
+            what += "; this submission's grading ended with this check, and its later checks are not run"
+        return ReplyTooLarge(what)
 
     def _remote(self, id_: int, type_: str) -> Remote:
         return Remote(self, id_, type_)
@@ -702,7 +1015,7 @@ class Remote:
 
     def save(self) -> Any:
         """The object as ``torch.save``'s bytes (a uint8 tensor), pickled in its worker: for ``restore``."""
-        return self._ask(Request.SAVE)
+        return self.worker.request({"op": Request.SAVE, "handle": self.id}, reply_bytes=MAX_SAVED_REPLY_BYTES)
 
     def count_positions(self, via: str) -> Remote:
         """A counter (read its ``positions`` attribute) of the positions fed to submodule ``via``."""

@@ -24,7 +24,16 @@ from grader import nofollow
 from grader.errors import Finding
 from grader.submission import CELL_SECONDS, CELLS_FILE, STEPWISE
 
-from .client import ForkServer, Remote, StudentError, WorkerConnection, WorkerCrash
+from .client import (
+    ForkServer,
+    Remote,
+    ReplyBudget,
+    ReplyTooLarge,
+    StudentError,
+    WorkerConnection,
+    WorkerCrash,
+    grading_ended,
+)
 from .common.agreement import ErrorKind, Request
 from .secrecy import TRUSTED, trusted_source, worker_text
 
@@ -191,6 +200,9 @@ class SharedWorker:
             try:
                 worker.request(_call("_run_cell"), (index, seconds), timeout=seconds + grace)
             except WorkerCrash as e:
+                replies: ReplyBudget | None = getattr(worker, "replies", None)
+                if replies is not None and replies.ended is not None:
+                    raise  # a reply refused ended the submission's grading (client.ReplyBudget): no cell's doing
                 run.left_out[index] = (
                     f"it went on running {seconds + grace:.3g} s, past the interrupt at {seconds:.3g} s "
                     "(does it catch KeyboardInterrupt?)"
@@ -226,6 +238,11 @@ class MilestoneView:
             self.shared.worker.deadline = self.deadline
 
     def worker(self) -> WorkerConnection:
+        # Before anything else, so that no worker is started: a refused reply ended the grading (client.ReplyBudget;
+        # a stand-in server of the tests may have no budget).
+        replies: ReplyBudget | None = getattr(self.shared.server, "replies", None)
+        if replies is not None and (why := replies.ended) is not None:
+            raise ReplyTooLarge(grading_ended(why))
         if self._import_failure is not None:  # a fresh exception each time: no growing traceback
             raise ImportFailure(str(self._import_failure), ended_by=self._import_failure.ended_by)
         worker, needs_import = self.shared.for_view(self)

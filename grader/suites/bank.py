@@ -12,6 +12,14 @@ The comment format is the stubs' own::
     # Q_NUM1. How many GiB (2^30 bytes) of KV cache does ... hold in bfloat16 for a batch
     #   of 4 sequences of 4,096 tokens?
     Q_NUM1 = None
+
+A question that cannot be drawn, its words being fixed, is still asked of each student in their own way where its
+answer is a position: ``Shuffled``, a multiple choice whose options each student sees in their own order (so the
+key's letter is theirs), and ``Numbered``, a question that asks for a line of a listing, whose lines each student
+sees numbered from their own first line. Both rewrite the stub's comment for a student's notebook
+(``comment``) and mark the lesson's question in that student's letters or numbers (``marked``); with the
+lesson's variant both leave the stub and the question as they are, so the release's locked answers (the lesson's)
+still check a student grading alone.
 """
 
 from __future__ import annotations
@@ -20,10 +28,10 @@ import random
 import re
 import textwrap
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from grader.suites.questions import Numeric
+from grader.suites.questions import MultipleChoice, Numeric, Question
 from grader.variants import Variant
 
 WIDTH = 110  # the stubs' line length
@@ -120,3 +128,122 @@ def with_statements(source: str, comments: Mapping[str, str]) -> str:
     for (start, end), text in sorted(found, reverse=True):  # from the last, so the earlier spans stay put
         lines[start:end] = text.splitlines()
     return "\n".join(lines) + ("\n" if source.endswith("\n") else "")
+
+
+# ---------------------------------------------------------------- fixed questions, each student's order
+
+
+def _comment_text(stub: str, question_id: str) -> str:
+    """The words of a question's comment (as ``stub_comment`` gives it), its ``# ID.`` and the ``#`` of each line
+    dropped, runs of spaces as one."""
+    words = " ".join(line.removeprefix("#") for line in stub.splitlines()).split()
+    if not words or words[0] != f"{question_id}.":
+        raise ValueError(f"{question_id}: the comment does not begin with '# {question_id}.'")
+    return " ".join(words[1:])
+
+
+@dataclass(frozen=True)
+class Shuffled:
+    """A multiple-choice question (``choices``: its letters) whose options a student sees in an order of their own
+    (``Variant.order``): the stub's options, "(a) ... (b) ...", on one line or several, become one option per
+    line in that order; the key and the feedback follow (``MultipleChoice.reordered``)."""
+
+    id: str
+    choices: str = "abcd"
+
+    def order(self, variant: Variant) -> tuple[int, ...]:
+        return variant.order(self.id, len(self.choices))
+
+    def options(self, stub: str) -> tuple[str, list[str]]:
+        """The stub comment's (``stub_comment``) question and its options' texts, in the stub's (the lesson's)
+        order; ValueError where the comment does not give each letter's "(x) " once, in order."""
+        text, cuts, start = _comment_text(stub, self.id), [], 0
+        for letter in self.choices:
+            found = re.compile(rf"(?<!\w)\({letter}\) ").search(text, start)
+            if found is None:
+                raise ValueError(f"{self.id}: option ({letter}) is not in its comment")
+            cuts.append(found)
+            start = found.end()
+        ends = [c.start() for c in cuts[1:]] + [len(text)]
+        return text[: cuts[0].start()].strip(), [text[c.end() : end].strip() for c, end in zip(cuts, ends)]
+
+    def comment(self, stub: str, variant: Variant) -> str:
+        """The question's comment as ``variant``'s student reads it: the stub's own (``stub``) for the lesson."""
+        if variant.seed is None:
+            return stub
+        asked, options = self.options(stub)
+        lines = comment(self.id, asked).splitlines()
+        for letter, lesson in zip(self.choices, self.order(variant)):
+            wrapped = textwrap.wrap(
+                f"({letter}) {options[lesson]}",
+                width=WIDTH - 2,
+                initial_indent="  ",
+                subsequent_indent="      ",
+                break_on_hyphens=False,
+            )
+            lines += [f"# {line}" for line in wrapped]
+        return "\n".join(lines)
+
+    def marked(self, question: Question, variant: Variant) -> Question:
+        """``question`` (the lesson's) as ``variant``'s student was asked it: in their letters."""
+        if variant.seed is None or not isinstance(question, MultipleChoice):
+            return question
+        return question.reordered(self.order(variant))
+
+
+# A listing's first line for a student: two digits, never the lesson's 1 (so the lesson's answer, in the release's
+# locked answers, is no student's), and far enough from 1 that no line number is the lesson's.
+FIRST_LINES = (10, 89)
+
+
+@dataclass(frozen=True)
+class Numbered:
+    """A question that asks which line of a listing in its comment (``lines`` lines, numbered from 1 in the stub:
+    "#   1  code") is the one: each student's listing is numbered from a first line of their own, and the answer
+    and the feedback's line numbers follow. The lines keep their order: the listing is code."""
+
+    id: str
+    lines: int
+
+    def first(self, variant: Variant) -> int:
+        drawn = variant.params(f"{self.id}:lines", {"first": 1}, lambda rng: {"first": rng.randint(*FIRST_LINES)})
+        return int(drawn["first"])
+
+    def comment(self, stub: str, variant: Variant) -> str:
+        """The question's comment as ``variant``'s student reads it: the stub's own (``stub``) for the lesson."""
+        if variant.seed is None:
+            return stub
+        shift = self.first(variant) - 1
+        listing = re.compile(r"^(#\s+)(\d+)(\s+)(.*)$")
+        out, seen = [], 0
+        for line in stub.splitlines():
+            found = listing.match(line)
+            if found and int(found[2]) == seen + 1:
+                seen += 1
+                line = f"{found[1]}{seen + shift}{found[3]}{found[4]}"
+            out.append(line)
+        if seen != self.lines:
+            raise ValueError(f"{self.id}: its comment lists {seen} numbered lines, not {self.lines}")
+        return "\n".join(out)
+
+    def marked(self, question: Question, variant: Variant) -> Question:
+        """``question`` (the lesson's, a ``Numeric`` over lines 1 to ``lines``) in ``variant``'s line numbers."""
+        if variant.seed is None or not isinstance(question, Numeric):
+            return question
+        shift = self.first(variant) - 1
+        return replace(
+            question,
+            answer=question.answer + shift,
+            wrong={number + shift: feedback for number, feedback in question.wrong.items()},
+            # a line number is exact: no neighbour of a usual wrong line is taken for it
+            wrong_rtol=0.0,
+        )
+
+
+Reordered = Shuffled | Numbered
+
+
+def reordered(question: Question, variant: Variant, specs: list[Reordered]) -> Question:
+    """``question`` as ``variant``'s student was asked it, where ``specs`` reorder it; else as it is."""
+    spec = next((s for s in specs if s.id == question.id), None)
+    return question if spec is None else spec.marked(question, variant)

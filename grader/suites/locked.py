@@ -16,7 +16,9 @@ What the lock does not do: keep an answer from a determined student. The salt sh
 guesses: each costs one PBKDF2 of ``ITERATIONS`` rounds (some milliseconds), which makes a search over millions
 of buckets take days, but a word, a few letters, a small integer or a coarse tolerance (a few thousand buckets
 between 1 and 10^12 at rtol 0.02) falls in seconds to minutes. It keeps the answers out of plain sight, so that
-"all passed" means the answers are right, not merely present.
+"all passed" means the answers are right, not merely present. The locks are the lesson's: in a paper each student's
+drawn numbers, options' order and listing's line numbers are their own (``per_student``), so a lock searched out
+of the release answers the lesson's question, not theirs (``judges``).
 """
 
 from __future__ import annotations
@@ -85,6 +87,13 @@ def key(value: Any, lock: dict[str, Any]) -> str | None:
     except OverflowError:  # an int too large for a float: finite, far off, and in no kept bucket
         return "huge"
     return number_key(number, lock["rtol"]) if finite and number is not None else None
+
+
+def judges(lock: dict[str, Any], seeded: bool) -> bool:
+    """Whether ``lock`` can tell a right answer from a wrong one: always with the lesson's numbers; in a paper
+    (``seeded``: a student's own variant) only for a question asked of every student alike, since a lock marked
+    ``per_student`` holds the lesson's numbers, letters or line numbers, not that student's."""
+    return not (seeded and lock.get("per_student"))
 
 
 def is_right(question_id: str, value: Any, lock: dict[str, Any]) -> bool:

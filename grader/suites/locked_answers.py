@@ -5,8 +5,18 @@ from typing import Any
 
 LOCKED: dict[str, dict[str, dict[str, Any]]] = {
     "concepts": {
-        "Q_ABILITIES": {"choices": "abcd", "hashes": ["a7996547cb3bcc3693086b138eaa94c2"], "kind": "letters"},
-        "Q_BLOCK": {"choices": "abcd", "hashes": ["b26dcfa780a1838097b6ba6b9d4771b6"], "kind": "letters"},
+        "Q_ABILITIES": {
+            "choices": "abcd",
+            "hashes": ["a7996547cb3bcc3693086b138eaa94c2"],
+            "kind": "letters",
+            "per_student": True,
+        },
+        "Q_BLOCK": {
+            "choices": "abcd",
+            "hashes": ["b26dcfa780a1838097b6ba6b9d4771b6"],
+            "kind": "letters",
+            "per_student": True,
+        },
         "Q_BUGLINE": {
             "hashes": [
                 "0ceb1ffb6075d9498faf92d44ea33491",
@@ -14,6 +24,7 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "cf5de7b8ad8d8e699c1cd6f206d9c80b",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 1e-06,
         },
         "Q_CROSS": {
@@ -23,12 +34,33 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "bdf19ac2295875f4cd91b8f48d0f62ca",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 1e-06,
         },
-        "Q_EXPOSURE": {"choices": "abcd", "hashes": ["c15a1a098bff8ddeddf1351fe39a380b"], "kind": "letters"},
-        "Q_FAMILIES": {"choices": "abcd", "hashes": ["cb7b2af978addb5d6c9532fde28c94aa"], "kind": "letters"},
-        "Q_FEWSHOT": {"choices": "abcd", "hashes": ["25b63ae9f4c3cf82ead7ec9dec0657a2"], "kind": "letters"},
-        "Q_LIE": {"choices": "abcd", "hashes": ["4d91b742c4a5992021153d3660365f2b"], "kind": "letters"},
+        "Q_EXPOSURE": {
+            "choices": "abcd",
+            "hashes": ["c15a1a098bff8ddeddf1351fe39a380b"],
+            "kind": "letters",
+            "per_student": True,
+        },
+        "Q_FAMILIES": {
+            "choices": "abcd",
+            "hashes": ["cb7b2af978addb5d6c9532fde28c94aa"],
+            "kind": "letters",
+            "per_student": True,
+        },
+        "Q_FEWSHOT": {
+            "choices": "abcd",
+            "hashes": ["25b63ae9f4c3cf82ead7ec9dec0657a2"],
+            "kind": "letters",
+            "per_student": True,
+        },
+        "Q_LIE": {
+            "choices": "abcd",
+            "hashes": ["4d91b742c4a5992021153d3660365f2b"],
+            "kind": "letters",
+            "per_student": True,
+        },
         "Q_LOSS0": {
             "hashes": [
                 "2f48c2238bc5f6892202b6e96762c56e",
@@ -36,9 +68,15 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "f3c75513918d55e170c14b621d697db1",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 0.02,
         },
-        "Q_MASKDIR": {"choices": "abcd", "hashes": ["0cc64d08403afd34e72526edf642ea33"], "kind": "letters"},
+        "Q_MASKDIR": {
+            "choices": "abcd",
+            "hashes": ["0cc64d08403afd34e72526edf642ea33"],
+            "kind": "letters",
+            "per_student": True,
+        },
         "Q_MASKED": {
             "hashes": [
                 "0f77bfef16d93205beb5bcd04bd2c3d2",
@@ -46,11 +84,27 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "d6276a86950c79248af0d83118234f68",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 1e-06,
         },
-        "Q_MISSING": {"choices": "abcd", "hashes": ["2b3fa94b5f8a6fbb1d19e92ea81154fd"], "kind": "letters"},
-        "Q_OMIT": {"choices": "abcd", "hashes": ["37f315929a1650d739049c5516835d08"], "kind": "letters"},
-        "Q_OVERFLOW": {"choices": "abcd", "hashes": ["9a8302ebea7fa22778458378d7cd1c76"], "kind": "letters"},
+        "Q_MISSING": {
+            "choices": "abcd",
+            "hashes": ["2b3fa94b5f8a6fbb1d19e92ea81154fd"],
+            "kind": "letters",
+            "per_student": True,
+        },
+        "Q_OMIT": {
+            "choices": "abcd",
+            "hashes": ["37f315929a1650d739049c5516835d08"],
+            "kind": "letters",
+            "per_student": True,
+        },
+        "Q_OVERFLOW": {
+            "choices": "abcd",
+            "hashes": ["9a8302ebea7fa22778458378d7cd1c76"],
+            "kind": "letters",
+            "per_student": True,
+        },
         "Q_PAD": {
             "hashes": [
                 "12f945904de98434906e31bf7fa80c2d",
@@ -58,9 +112,15 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "9f1021d7053e9c65e9541bdfe68a3976",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 1e-06,
         },
-        "Q_PARALLEL": {"choices": "abcd", "hashes": ["7386f1277d61db39152f353dd53ab4a0"], "kind": "letters"},
+        "Q_PARALLEL": {
+            "choices": "abcd",
+            "hashes": ["7386f1277d61db39152f353dd53ab4a0"],
+            "kind": "letters",
+            "per_student": True,
+        },
         "Q_REVERSE": {
             "hashes": [
                 "3bc7d04e37ddb5814ae61bc175cc8b48",
@@ -68,9 +128,15 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "69f2874d415faf9a1dbd256b55d7760b",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 0.001,
         },
-        "Q_SHAPE": {"choices": "abcd", "hashes": ["d8a4533f8fe00a26fe1ca8af9e85f7ed"], "kind": "letters"},
+        "Q_SHAPE": {
+            "choices": "abcd",
+            "hashes": ["d8a4533f8fe00a26fe1ca8af9e85f7ed"],
+            "kind": "letters",
+            "per_student": True,
+        },
         "Q_WINDOW": {
             "hashes": [
                 "5971fbdaa1ba891b0fb1fad07150c0b5",
@@ -78,12 +144,23 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "9c0c66afa21993915008c290d23399c4",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 1e-06,
         },
     },
     "kvmemory": {
-        "Q_MC1": {"choices": "abcd", "hashes": ["620faf7a01a2b55213394efab1c21df1"], "kind": "letters"},
-        "Q_MC2": {"choices": "abcd", "hashes": ["d94fc27a660dcf0002d4280269977704"], "kind": "letters"},
+        "Q_MC1": {
+            "choices": "abcd",
+            "hashes": ["620faf7a01a2b55213394efab1c21df1"],
+            "kind": "letters",
+            "per_student": True,
+        },
+        "Q_MC2": {
+            "choices": "abcd",
+            "hashes": ["d94fc27a660dcf0002d4280269977704"],
+            "kind": "letters",
+            "per_student": True,
+        },
         "Q_NUM1": {
             "hashes": [
                 "b78accf426fdccbb344ef7d5179fe90d",
@@ -91,6 +168,7 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "cc0ac0c4dd75bd0808b0b0090524d061",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 0.01,
         },
         "Q_NUM2": {
@@ -100,6 +178,7 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "fa38e0203411b9c05f29187175008657",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 0.01,
         },
         "Q_NUM3": {
@@ -109,6 +188,7 @@ LOCKED: dict[str, dict[str, dict[str, Any]]] = {
                 "ab72a79f774af85977a4121276ad08ac",
             ],
             "kind": "number",
+            "per_student": True,
             "rtol": 0.01,
         },
         "Q_TEXT1": {

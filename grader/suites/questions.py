@@ -22,8 +22,8 @@ from __future__ import annotations
 import math
 import re
 import reprlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 MAX_CHARS = 200  # a longer string is no short answer: refused before it is parsed
@@ -102,6 +102,8 @@ class Question:
 # ---------------------------------------------------------------- multiple choice
 
 LETTER_SEPARATORS = re.compile(r"(?:[\s,;/+&|.]|\band\b)+")
+# An option named in feedback, "(c) holds too": relettered with the options (``MultipleChoice.reordered``).
+OPTION_NAMED = re.compile(r"(?<!\w)\(([a-z])\)")
 
 
 @dataclass(frozen=True)
@@ -119,6 +121,29 @@ class MultipleChoice(Question):
     @property
     def several(self) -> bool:
         return len(set(self.answer)) > 1
+
+    def reordered(self, order: Sequence[int]) -> MultipleChoice:
+        """The question as a student sees it with the options in ``order`` (``order[i]``: the index in
+        ``choices`` of the option shown at letter ``choices[i]``; grader/variants.py ``Variant.order``): its key,
+        its feedback's keys and the options its messages name, "(c) holds too", all in the letters that student
+        reads. Marking a student's letters against this is marking them mapped back to the lesson's letters
+        against the lesson's key, with each message in their letters."""
+        if sorted(order) != list(range(len(self.choices))):
+            raise ValueError(f"{self.id}: {list(order)} is no order of the {len(self.choices)} options")
+        shown = {self.choices[lesson]: self.choices[i] for i, lesson in enumerate(order)}
+
+        def letters(key: str) -> str:
+            return "".join(sorted(shown[c] for c in key))
+
+        def text(message: str) -> str:
+            return OPTION_NAMED.sub(lambda m: f"({shown.get(m[1], m[1])})", message)
+
+        return replace(
+            self,
+            answer=letters(self.answer),
+            wrong={letters(k): text(v) for k, v in self.wrong.items()},
+            why=text(self.why),
+        )
 
     @property
     def expected(self) -> str:

@@ -12,6 +12,9 @@ LAST = "        last = model(seq[: t + 1].unsqueeze(0))[0, -1]"
 TARGET = "        losses.append(F.cross_entropy(last.unsqueeze(0), seq[t + 1 : t + 2]))"
 CHANGE = "    x2[-1] += 3.0  # only the last token changes"
 ONE_TOO_MANY = "    idx = torch.zeros(1, model.T + 1, dtype=torch.long)"
+PREFIX_LOOP = "    losses = []\n    for t in range(len(seq) - 1):\n" + LAST + "\n" + TARGET
+PREFIX_BODY = PREFIX_LOOP + "\n    return torch.stack(losses)"
+OVERFLOW_BODY = ONE_TOO_MANY + "\n    try:\n        model(idx)\n"
 
 
 def answer(question: str, right: str, wrong: str, expect: str):
@@ -70,6 +73,28 @@ BUGGY = [
         M12,
         (TARGET, "        losses.append(F.cross_entropy(last.unsqueeze(0), seq[t : t + 1]))"),
     ),
+    # the right losses from the wrong passes: the model is counted, not only the values
+    bug(
+        "prefix-losses-returns-the-one-pass-losses",
+        "concepts",
+        "run it once on each prefix",
+        M12,
+        (PREFIX_BODY, "    return teacher_forced_losses(model, seq)  # a causal model gives the same numbers"),
+    ),
+    bug(
+        "prefix-losses-reads-position-t-of-the-whole-sequence",
+        "concepts",
+        "passes on 1 to",
+        M12,
+        (LAST, "        last = model(seq[:-1].unsqueeze(0))[0, t]"),
+    ),
+    bug(
+        "teacher-forced-losses-one-pass-per-prefix",
+        "concepts",
+        "teacher forcing is ONE forward pass",
+        M12,
+        ("    logits = model(seq[:-1].unsqueeze(0))[0]\n" + ONE_PASS, "    return prefix_losses(model, seq)"),
+    ),
     # the counterexample
     bug(
         "counterexample-changes-the-first-token",
@@ -89,6 +114,36 @@ BUGGY = [
         "Give it model.T + 1 tokens",
         M12,
         (ONE_TOO_MANY, "    idx = torch.zeros(1, model.T, dtype=torch.long)"),
+    ),
+    # a name written in rather than read from the model: wrong for a model that stops with another exception, and
+    # the message must not say which name is right
+    bug(
+        "overflow-returns-a-fixed-name",
+        "concepts",
+        "not a fixed name",
+        M12,
+        (OVERFLOW_BODY, "    return 'IndexError'  # what TinyGPT raises\n    try:\n        model(idx)\n"),
+    ),
+    # a hostile one: each model's name looked up by its class, with no run at all; the worker's count of what the
+    # TinyGPT read fails it (a count only ever fails, and a function that ran the model has nothing to forge)
+    bug(
+        "overflow-names-looked-up-by-the-models-class",
+        "concepts",
+        "never read model.T + 1 tokens",
+        M12,
+        (
+            OVERFLOW_BODY,
+            '    return {"TinyGPT": "IndexError"}.get(type(model).__name__, "ValueError")\n'
+            "    try:\n        model(idx)\n",
+        ),
+    ),
+    # 1-D ids: TinyGPT stops reading idx.shape[1], with the right name by accident; the other model's check does not
+    bug(
+        "overflow-with-one-dimensional-ids",
+        "concepts",
+        "refused your input before it looked at the length",
+        M12,
+        (ONE_TOO_MANY, "    idx = torch.zeros(model.T + 1, dtype=torch.long)"),
     ),
     # the questions: each wrong answer gets the feedback that says what it misses
     answer("Q_BLOCK", 'Q_BLOCK = "a, b, c"', '"a, b, c, d"', "is what GPT removed"),

@@ -3,7 +3,7 @@ tiny task file on the default corpus (named by GPTKIT_LMBUDGET_TASK while it is 
 and so its task file afresh, grader/runner.py's ``_forget_suites``).
 
 * a model that reads the answer from its input (``idx[:, t + 1]``), or does so only on rows that read like
-  text, or only on the calls where split B used to come: "not causal", a counted 0;
+  text, or only on the calls where split B used to come, or at one position only: "not causal", a counted 0;
 * an evaluation that raises with the held-out text in its message and in its place: a fixed message;
 * the default corpus: out of a worker's reach (a real worker tries to open it), but students have it (the
   grader's sources ship in the release): `grade contest check` and `grade contest serve` refuse it, any other
@@ -171,6 +171,31 @@ class Shifted(Leak):
     def forward(self, idx):
         return super().forward(idx) + 1e6
 """
+
+
+# Leaks at one position only: output PLACE reads the answer at idx[:, PLACE + 1], which only a probe cut at PLACE + 1
+# sees. Cuts drawn at random missed it on about a third of the runs with 64 probes ((62/63)^64), 60 % with this
+# file's 32, so with the best of many uploads kept it scored; the cuts now take every place on every run
+# (grader/lmbudget/evaluate.py), and this file's 32 probes are raised to the 63 that takes.
+ONE_PLACE = """
+
+class OnePlace(Leak):
+    def forward(self, idx):
+        logits = self.inner(idx).clone()
+        logits[:, PLACE] += torch.nn.functional.one_hot(idx[:, PLACE + 1], self.V).float() * 30.0
+        return logits
+
+
+PLACE = {place}
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("place", [0, 31, 62], ids=["first", "middle", "last"])
+def test_a_model_that_looks_ahead_at_one_position_only_is_not_causal(tmp_path, place):
+    a, b, _ = check(tmp_path, LEAK.replace("{model}", "OnePlace") + ONE_PLACE.replace("{place}", str(place)))
+    for split in (a, b):
+        zero(split, "wrong answer", "not causal: on the grader's probes")
 
 
 @pytest.mark.slow

@@ -6,6 +6,7 @@ on it grades each student on their own numbers."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import subprocess
 import time
@@ -40,10 +41,20 @@ DRAWN_IDS = {q.id for q in concept_questions.DRAWN}
 
 
 def differ(paper: str, one: str, other: str, secret: str = SECRET) -> set[str]:
-    """The drawn questions whose answers differ between two students (a small range of answers, such as a width,
-    may give two students the same one with other numbers)."""
+    """The questions whose answers differ between two students: drawn numbers (a small range of answers, such as a
+    width, may give two students the same one with other numbers), a multiple choice whose right option each one's
+    order puts at another letter, the line number of a listing numbered from each one's own first line."""
     a, b = (Variant(seed_of(secret, paper, who)) for who in (one, other))
-    return {q.id for q in concept_questions.DRAWN if q.answer(q.params(a)) != q.answer(q.params(b))}
+    return {
+        q
+        for q in concept_questions.IDS
+        if concept_questions.question(q, a).answer != concept_questions.question(q, b).answer
+    }
+
+
+def words(cell: str) -> list[str]:
+    """A question's words, without its options' letters and its listing's line numbers: what each student reads."""
+    return sorted(w for w in cell.replace("#", " ").split() if not w.isdigit() and not re.fullmatch(r"\([a-d]\)", w))
 
 
 def cells(notebook: dict) -> dict[str, str]:
@@ -73,9 +84,11 @@ def test_each_student_renders_with_their_own_numbers():
     lesson = cells(render.build(paper))
     for question in concept_questions.DRAWN:
         assert question.comment(question.lesson) in lesson[f"concepts-{question.id}-answer"]
-    for fixed in set(concept_questions.IDS) - DRAWN_IDS:  # the fixed questions are everyone's
-        key = f"concepts-{fixed}-answer"
-        assert books["alice"][key] == books["bob"][key] == lesson[key]
+    fixed = set(concept_questions.IDS) - DRAWN_IDS  # everyone's words, in each one's order and numbering
+    for question in fixed:
+        key = f"concepts-{question}-answer"
+        assert words(books["alice"][key]) == words(books["bob"][key]) == words(lesson[key]), question
+    assert sum(books["alice"][f"concepts-{q}-answer"] != lesson[f"concepts-{q}-answer"] for q in fixed) >= 10
     meta = render.build(paper, "alice", seeds["alice"])["metadata"]["gptkit"]["paper"]
     assert meta["seed"] == seeds["alice"] and [p["id"] for p in meta["parts"]] == ["concepts", "m3", "quiz"]
 

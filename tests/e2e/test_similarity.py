@@ -1,8 +1,10 @@
 """`grade similarity FOLDER`: a copy disguised by renamed identifiers, reordered functions and changed comments
-is flagged; code written independently is not, and neither is the stub's own text."""
+is flagged, and so is one padded with dead lines or rewritten in equivalent spellings; code written independently
+is not, and neither is the stub's own text."""
 
 from __future__ import annotations
 
+import ast
 import json
 import re
 import shutil
@@ -62,9 +64,14 @@ class CausalSelfAttention(nn.Module):
 '''
 
 
-def disguised(text: str) -> str:
+RENAMES = [("scores", "att"), ("weights", "probs"), ("d_k", "width"), ("n_heads", "heads"), ("qkv", "fused")]
+# Only names the grader never reads: a copy that still grades full.
+LOCAL_RENAMES = [("scores", "att"), ("weights", "probs"), ("d_k", "width"), ("out", "res")]
+
+
+def disguised(text: str, renames: list[tuple[str, str]] = RENAMES) -> str:
     """``text`` with its names renamed, its first two functions swapped and its comments reworded."""
-    for old, new in [("scores", "att"), ("weights", "probs"), ("d_k", "width"), ("n_heads", "heads"), ("qkv", "fused")]:
+    for old, new in renames:
         text = re.sub(rf"\b{old}\b", new, text)
     text = text.replace("# ", "# my note: ")
     first = re.search(r"def causal_mask.*?\n\n\n", text, re.S)
@@ -72,6 +79,48 @@ def disguised(text: str) -> str:
     text = text.replace(first[0], "")
     at = text.index("class CausalSelfAttention")
     return text[:at] + first[0] + text[at:]
+
+
+def with_dead_lines(text: str) -> str:
+    """``text`` with ``_unused = None`` after each simple statement: a line that does nothing, which breaks every
+    25-character window of the copy's text."""
+    compound = (ast.FunctionDef, ast.ClassDef, ast.If, ast.For, ast.While, ast.With, ast.Try)
+    ends = {
+        st.end_lineno: st.col_offset
+        for node in ast.walk(ast.parse(text))
+        for st in getattr(node, "body", [])
+        if isinstance(st, ast.stmt) and not isinstance(st, compound) and st.end_lineno is not None
+    }
+    lines = []
+    for number, line in enumerate(text.splitlines(), 1):
+        lines.append(line)
+        if number in ends:
+            lines.append(" " * ends[number] + "_unused = None")
+    return "\n".join(lines) + "\n"
+
+
+def rewritten(text: str) -> str:
+    """``text`` rewritten in equivalent spellings a copier reaches for (temporaries split out, ``/=``, another
+    import of the functional module, ``self`` renamed, no annotations), disguised (local names only: it still
+    grades full), then a dead line after each statement."""
+    for old, new in [
+        (
+            "scores = q @ k.transpose(-2, -1) / math.sqrt(d_k)",
+            "kt = k.transpose(-2, -1)\n    scores = q @ kt\n    scores /= math.sqrt(d_k)",
+        ),
+        (
+            "out = out.transpose(1, 2).contiguous().view(B, T, d)",
+            "out = out.transpose(1, 2)\n        out = out.contiguous()\n        out = out.view(B, T, d)",
+        ),
+        ("return self.proj(out)", "result = self.proj(out)\n        return result"),
+        ("import torch.nn.functional as F", "from torch.nn import functional as fn"),
+        ("F.softmax(", "fn.softmax("),
+        ("T: int, device=None) -> torch.Tensor:", "T, device=None):"),
+        ("self", "me"),
+    ]:
+        assert old in text, old
+        text = text.replace(old, new)
+    return with_dead_lines(disguised(text, LOCAL_RENAMES))
 
 
 @pytest.fixture
@@ -106,6 +155,18 @@ def test_independent_work_scores_low_and_the_table_names_the_pair(a_class):
     table = cli("similarity", str(a_class))
     assert table.returncode == 0 and "m1_attention.py  alice / bob" in table.stdout, table.stdout
     assert "1 pair of the 5 students at or above 60%" in table.stdout
+
+
+@pytest.mark.parametrize("copy", [with_dead_lines, rewritten], ids=["dead-lines", "rewritten"])
+def test_a_copy_padded_with_dead_lines_or_rewritten_is_flagged(a_class, copy):
+    """bob's m1 is alice's with a line that does nothing after each statement (alone, or on top of renames,
+    reordering and equivalent rewrites): the program is the same, and so is its normalised text."""
+    (a_class / "bob" / "m1_attention.py").write_text(copy((SOLUTIONS / "m1_attention.py").read_text()))
+    proc = cli("similarity", str(a_class), "--format", "json", "--threshold", "0")
+    assert proc.returncode == 0, proc.stderr
+    scores = {(p["a"], p["b"]): p["score"] for p in json.loads(proc.stdout)["pairs"] if p["file"] == "m1_attention.py"}
+    assert scores[("alice", "bob")] >= 0.9, scores
+    assert scores[("alice", "carol")] < 0.3 and scores[("bob", "carol")] < 0.3, scores
 
 
 def test_a_linked_or_huge_exercise_file_is_not_read(tmp_path):

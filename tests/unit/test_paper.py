@@ -7,6 +7,7 @@ import ast
 import hashlib
 import hmac
 import json
+import re
 import stat
 from pathlib import Path
 
@@ -187,7 +188,12 @@ def test_render_for_a_student_has_their_numbers_and_seed():
         assert by_id[key].rstrip().endswith(f"{question.id} = None")
     differ = [q.id for q in kv_questions.DRAWN if by_id[f"kvmemory-{q.id}-answer"] != other[f"kvmemory-{q.id}-answer"]]
     assert differ, "alice and bob were asked the same numbers"
-    assert by_id["kvmemory-Q_MC1-answer"] == lesson["kvmemory-Q_MC1-answer"]  # fixed questions stay
+    assert by_id["kvmemory-Q_TEXT1-answer"] == lesson["kvmemory-Q_TEXT1-answer"]  # asked of everyone alike
+    options = [
+        re.findall(r"\(([a-d])\) ([^(#\n]+?)\s*(?=\(|$)", book["kvmemory-Q_MC1-answer"], re.M)
+        for book in (by_id, lesson)
+    ]
+    assert sorted(text for _, text in options[0]) == sorted(text for _, text in options[1])  # in alice's order
     assert by_id["m1-answer"] == lesson["m1-answer"]
     assert "alice" in by_id["paper-title"]
 

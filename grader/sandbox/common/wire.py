@@ -23,7 +23,12 @@ class ProtocolError(Exception):
 
 
 class TooLarge(ProtocolError):
-    """A message past the size limits, left unread: the connection is of no further use."""
+    """A message past the size limits, left unread: the connection is of no further use. ``size``: the bytes it
+    would have held, where it was refused for the caller's ``limit`` (else 0, a limit of this module's own)."""
+
+    def __init__(self, message: str, size: int = 0, limit: int = 0):
+        super().__init__(message)
+        self.size, self.limit = size, limit
 
 
 def send(sock: socket.socket, header: dict, blobs: Sequence[bytes] = ()) -> None:
@@ -50,6 +55,17 @@ def _read_exact(sock: socket.socket, n: int, deadline: float | None) -> bytes:
 
 def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list[bytes]]:
     """Read one message; with a deadline (time.monotonic), raise socket.timeout once it passes."""
+    header, blobs, _ = recv_measured(sock, deadline)
+    return header, blobs
+
+
+def recv_measured(
+    sock: socket.socket, deadline: float | None = None, limit: int = MAX_MESSAGE_BYTES
+) -> tuple[dict, list[bytes], int]:
+    """``recv``, refusing a message of more than ``limit`` bytes (its header and its blobs together), and saying
+    how many it held. Each part is measured before it is read (the header by its length prefix, the blobs by
+    the header's list of their sizes), so a message past ``limit`` is refused (``TooLarge``, with its ``size``)
+    before a byte of that part is allocated."""
     (n,) = struct.unpack("!I", _read_exact(sock, 4, deadline))
     if n > MAX_MESSAGE_BYTES:  # no reply's plain data is that large: bytes forged onto the socket, most likely
         raise TooLarge(
@@ -60,6 +76,8 @@ def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list
         raise TooLarge(
             f"a reply of {n / (1 << 20):.1f} MB of plain data; the grader reads at most {MAX_HEADER_BYTES >> 20} MB"
         )
+    if n > limit:
+        raise TooLarge(f"a reply of {n} bytes of plain data; the grader reads at most {limit} bytes", n, limit)
     try:
         header = json.loads(_read_exact(sock, n, deadline))
     except (ValueError, RecursionError) as e:
@@ -67,6 +85,11 @@ def recv(sock: socket.socket, deadline: float | None = None) -> tuple[dict, list
     sizes = header.get("blobs") if isinstance(header, dict) else None
     if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
         raise ProtocolError("message header has no valid blob list")
-    if sum(sizes) > MAX_MESSAGE_BYTES:
-        raise TooLarge(f"{sum(sizes) >> 20} MB of tensor data; the grader reads at most {MAX_MESSAGE_BYTES >> 20} MB")
-    return header, [_read_exact(sock, s, deadline) for s in sizes]
+    limit = min(limit, MAX_MESSAGE_BYTES)
+    if n + sum(sizes) > limit:
+        raise TooLarge(
+            f"{sum(sizes) / (1 << 20):.1f} MB of tensor data; the grader reads at most {limit / (1 << 20):.1f} MB",
+            n + sum(sizes),
+            limit,
+        )
+    return header, [_read_exact(sock, s, deadline) for s in sizes], n + sum(sizes)

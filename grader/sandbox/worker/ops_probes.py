@@ -48,7 +48,8 @@ class ProbeOps(Handles):
             return {Reply.UNOBSERVED: f"your model never called {req['via']} nor read {req['via']}.weight while it ran"}
 
     def op_count_positions(self, req, blobs):
-        """Count the positions (size of the second-to-last axis) fed to a submodule from now on."""
+        """Count the positions (size of the second-to-last axis) fed to a submodule from now on, the calls, and
+        each call's input shape (``PositionCounter``)."""
         counter = PositionCounter()
         submodule(self.handles[req["handle"]], req["via"]).register_forward_pre_hook(counter)
         return counter

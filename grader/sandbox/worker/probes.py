@@ -82,14 +82,27 @@ class TableProbe:
 
 
 class PositionCounter:
-    """Positions fed to a submodule, and how many of its calls ran with gradients enabled."""
+    """Positions fed to a submodule, each call's input shape, and how many of its calls ran with gradients enabled.
+
+    ``shapes`` keeps the first ``KEPT`` calls' shapes (a list of ints each; ``[]`` for an input that is not a
+    tensor), ``calls`` counts them all: enough to tell one pass from one per prefix, while a model called without
+    end keeps no more than that."""
+
+    KEPT = 1024
 
     def __init__(self) -> None:
         self.positions = 0
+        self.calls = 0
         self.calls_with_grad = 0
+        self.shapes: list[list[int]] = []
 
     def __call__(self, _module, inputs) -> None:
         import torch
 
-        self.positions += int(inputs[0].shape[-2]) if inputs and inputs[0].dim() >= 2 else 0
+        first = inputs[0] if inputs else None
+        shape = [int(n) for n in first.shape] if isinstance(first, torch.Tensor) else []
+        self.positions += shape[-2] if len(shape) >= 2 else 0
+        self.calls += 1
         self.calls_with_grad += int(torch.is_grad_enabled())
+        if len(self.shapes) < self.KEPT:
+            self.shapes.append(shape)

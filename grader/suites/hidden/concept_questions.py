@@ -4,7 +4,9 @@ Hidden: it holds the answers. ``FIXED`` are multiple choice (and one line number
 saying what the option gets wrong; ``DRAWN`` are numeric, ``Drawn`` (grader/suites/bank.py): the lesson's
 numbers in the stub and for a student grading alone, a student's own in a paper (``grade paper render``). A
 draw is drawn again until the answer and every usual wrong answer are apart, so each mistake keeps its own
-feedback. ``IDS`` is the stub's order.
+feedback. ``IDS`` is the stub's order. ``REORDERED``: the fixed questions each student of a paper is asked in
+their own way all the same (bank.py): every multiple choice with its options in the student's own order, and
+Q_BUGLINE with its listing numbered from the student's own first line.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import random
 from collections.abc import Callable
 
 from grader.milestones import GRADABLE
-from grader.suites.bank import Drawn, Params
+from grader.suites.bank import Drawn, Numbered, Params, Reordered, Shuffled, reordered
 from grader.suites.questions import ABOVE, MultipleChoice, Numeric, Question
 from grader.variants import Variant
 
@@ -433,10 +435,17 @@ IDS: list[str] = [
 ]
 assert sorted(IDS) == sorted([q.id for q in FIXED] + [q.id for q in DRAWN]), "IDS lists every question once"
 
+# The fixed questions a paper asks each student in their own way: the release's locked answers hold the lesson's
+# letters and line numbers, which are not a paper's student's.
+REORDERED: list[Reordered] = [
+    *(Shuffled(q.id, q.choices) for q in FIXED if isinstance(q, MultipleChoice)),
+    Numbered("Q_BUGLINE", lines=5),
+]
+
 
 def question(question_id: str, variant: Variant) -> Question:
     """Question ``question_id`` as ``variant``'s student was asked it."""
     drawn = {q.id: q for q in DRAWN}
     if question_id in drawn:
         return drawn[question_id].marked(variant)
-    return next(q for q in FIXED if q.id == question_id)
+    return reordered(next(q for q in FIXED if q.id == question_id), variant, REORDERED)

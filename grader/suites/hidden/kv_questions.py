@@ -5,6 +5,8 @@ text ones are fixed; Q_NUM1 to Q_NUM3 are ``Drawn`` (grader/suites/bank.py): the
 and for a student grading alone, a student's own in a paper (``grade paper render``). A draw is realistic
 (sizes of real models: layers, heads, K/V groups, head size, dtype, batch, length) and is drawn again until
 the answer and every usual wrong answer are at least 5% apart, so each mistake keeps its own feedback.
+``REORDERED``: the multiple-choice ones, whose options each student of a paper sees in their own order (bank.py).
+Q_TEXT1 is asked of everyone alike: its answer is a word (a fact of Llama-2-70B's), which no order changes.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import random
 
 from grader.milestones import GRADABLE
-from grader.suites.bank import Drawn, Params
+from grader.suites.bank import Drawn, Params, Reordered, Shuffled, reordered
 from grader.suites.questions import ABOVE, MultipleChoice, Question, Text
 from grader.variants import Variant
 
@@ -205,6 +207,7 @@ LATENT_RATIO: Drawn = Drawn(
 
 DRAWN: list[Drawn] = [GQA_GIB, MHA_GIB, LATENT_RATIO]
 IDS: list[str] = [q.id for q in FIXED] + [q.id for q in DRAWN]  # the stub's order
+REORDERED: list[Reordered] = [Shuffled(q.id, q.choices) for q in FIXED if isinstance(q, MultipleChoice)]
 
 
 def question(question_id: str, variant: Variant) -> Question:
@@ -212,4 +215,4 @@ def question(question_id: str, variant: Variant) -> Question:
     drawn = {q.id: q for q in DRAWN}
     if question_id in drawn:
         return drawn[question_id].marked(variant)
-    return next(q for q in FIXED if q.id == question_id)
+    return reordered(next(q for q in FIXED if q.id == question_id), variant, REORDERED)

@@ -2,8 +2,10 @@
 grader/suites/locked.py), from the hidden questions: `python -m grader.suites.hidden.lock_answers`.
 tests/unit/test_locked.py checks that the file is up to date.
 
-kvmemory's and concepts' numeric questions are locked with the lesson's numbers, a student grading alone's; in a
-paper, where a student's numbers are drawn, the public check only says whether each drawn question is answered.
+kvmemory's and concepts' questions are locked as the lesson asks them, a student grading alone's: its numbers, its
+options' order, its listing's line numbers. In a paper a student is asked their own (drawn numbers, options in
+their own order, their own line numbers): those locks are marked ``per_student``, and there the public check only
+says whether each is answered (``locked.judges``); the lesson's key is not that student's.
 """
 
 from __future__ import annotations
@@ -40,14 +42,19 @@ def lock(question: Question) -> dict[str, Any]:
     return {**entry, "hashes": sorted(locked.digest(question.id, k) for k in keys)}
 
 
+def per_student(bank: Any) -> set[str]:
+    """The questions of ``bank`` a paper asks each student in their own way: drawn numbers, or reordered."""
+    return {q.id for q in bank.DRAWN} | {r.id for r in bank.REORDERED}
+
+
 def locks() -> dict[str, dict[str, dict[str, Any]]]:
-    kvmemory = [kv_questions.question(i, LESSON) for i in kv_questions.IDS]
-    concepts = [concept_questions.question(i, LESSON) for i in concept_questions.IDS]
-    return {
-        "quiz": {q.id: lock(q) for q in QUIZ},
-        "kvmemory": {q.id: lock(q) for q in kvmemory},
-        "concepts": {q.id: lock(q) for q in concepts},
-    }
+    found: dict[str, dict[str, dict[str, Any]]] = {"quiz": {q.id: lock(q) for q in QUIZ}}
+    for name, bank in (("kvmemory", kv_questions), ("concepts", concept_questions)):
+        own = per_student(bank)
+        found[name] = {
+            i: {**lock(bank.question(i, LESSON)), **({"per_student": True} if i in own else {})} for i in bank.IDS
+        }
+    return found
 
 
 def source() -> str:

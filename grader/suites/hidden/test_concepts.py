@@ -2,8 +2,9 @@
 
 The functions are tried on the grader's trusted TinyGPT (this worker's ``m2_model``), so only the idea itself is
 graded: a library decoder layer's extra parameters against an encoder layer's, per-position losses from one
-teacher-forced pass and from one pass per prefix (they must agree, and match the reference), a counterexample
-to causality for unmasked attention, and the error past the position table. A wrong result is explained by
+teacher-forced pass and from one pass per prefix (they must agree, match the reference, and come from the passes
+named: the worker counts what the model is fed), a counterexample to causality for unmasked attention, and the
+error past the context, on two models that stop with different errors. A wrong result is explained by
 recomputing the usual mistakes (targets not shifted, the first position read for the last, the target inside
 the prefix, a missing LayerNorm or bias) and naming the one that gives it. The questions are marked by
 grader/suites/questions.py, the numeric ones on each student's numbers (concept_questions.py).
@@ -12,12 +13,14 @@ grader/suites/questions.py, the numeric ones on each student's numbers (concept_
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import pytest
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from grader.sandbox.worker.standin import make_standin
 from grader.suites import checks, questions
 from grader.suites.hidden import concept_questions
 
@@ -103,6 +106,36 @@ def worker_model(concepts, config, seed: int):
     return concepts.new("TinyGPT", *config, seed=seed, module="m2_model")
 
 
+# What the model is fed, counted by the worker on a submodule every forward calls once (the head, on (B, t, d); the
+# token table, on the (B, t) ids): each call's input shape. The counter runs in the worker, beside the submission,
+# which could forge it; so the counts only ever fail code that skips the work the function names (one pass passed
+# off as one per prefix, say), never pass code: the values are checked on their own first, against the reference's,
+# and no count makes a wrong value right. Code that forges the counts can skip the work unseen: nothing a process
+# the submission shares reports can stop that.
+FED_AT = "head"
+
+
+def fed(counter, at: int = -2) -> list[int]:
+    """Each call's length (axis ``at`` of its input) as the counter saw it, in the order of the calls."""
+    shapes, calls = counter.attr("shapes"), counter.attr("calls")
+    if type(shapes) is not list or type(calls) is not int or len(shapes) > calls:
+        checks.fail("the grader's position counter was tampered with")
+    if not all(type(shape) is list and all(type(n) is int for n in shape) for shape in shapes):
+        checks.fail("the grader's position counter was tampered with")
+    return [shape[at] if len(shape) >= -at else 0 for shape in shapes]
+
+
+def runs(lengths: list[int]) -> str:
+    """The passes the counter saw, in words: "one pass, on 8 tokens", "8 passes, on 1, 2, ... tokens"."""
+    if not lengths:
+        return (
+            "no pass (it counts the calls of the model it hands you: run that model, model(x), not a copy of it "
+            "nor its weights by hand)"
+        )
+    shown = ", ".join(map(str, lengths[:10])) + (", ..." if len(lengths) > 10 else "")
+    return f"one pass, on {shown} tokens" if len(lengths) == 1 else f"{len(lengths)} passes, on {shown} tokens"
+
+
 def check_losses(got, want: dict[str, torch.Tensor], what: str, causes: dict[str, str]) -> None:
     right = want["right"]
     if isinstance(got, torch.Tensor) and got.dim() == 0:
@@ -126,29 +159,38 @@ def check_losses(got, want: dict[str, torch.Tensor], what: str, causes: dict[str
 @pytest.mark.parametrize("config,seed,length", MODELS, ids=MODEL_IDS)
 def test_teacher_forced_losses(concepts, ref, config, seed, length):
     """teacher_forced_losses gives every position's next-token loss from one forward pass"""
-    seq = sequence(config, seed, length)
-    got = concepts.call("teacher_forced_losses", worker_model(concepts, config, seed), seq, grad=False)
+    seq, what = sequence(config, seed, length), f"teacher_forced_losses on a sequence of {length} tokens"
+    model = worker_model(concepts, config, seed)
+    counter = model.count_positions(FED_AT)
+    got = concepts.call("teacher_forced_losses", model, seq, grad=False)
     check_losses(
         got,
         reference_losses(ref, config, seed, length),
-        f"teacher_forced_losses on a sequence of {length} tokens",
+        what,
         {
             "unshifted": "each position is scored against its own input token (targets seq[:-1]). That trains a "
             "copier: the targets are the inputs shifted by one, seq[1:]",
         },
     )
+    if (lengths := fed(counter)) != [length - 1]:  # right values (checked above): only the work is in question
+        checks.fail(
+            f"{what} gives the right losses, but the grader saw {runs(lengths)}: teacher forcing is ONE forward "
+            f"pass on seq[:-1] ({length - 1} tokens), every position's prediction read from that one pass"
+        )
 
 
 @pytest.mark.points(3)
 @pytest.mark.parametrize("config,seed,length", MODELS, ids=MODEL_IDS)
 def test_prefix_losses(concepts, ref, config, seed, length):
     """prefix_losses gives the same losses from one forward pass per prefix, so one pass is enough"""
-    seq = sequence(config, seed, length)
-    got = concepts.call("prefix_losses", worker_model(concepts, config, seed), seq, grad=False)
+    seq, what = sequence(config, seed, length), f"prefix_losses on a sequence of {length} tokens"
+    model = worker_model(concepts, config, seed)
+    counter = model.count_positions(FED_AT)
+    got = concepts.call("prefix_losses", model, seq, grad=False)
     check_losses(
         got,
         reference_losses(ref, config, seed, length),
-        f"prefix_losses on a sequence of {length} tokens",
+        what,
         {
             "first position": "it reads each prefix's FIRST position; the prediction of the token after a "
             "prefix is at the prefix's last position, [0, -1]",
@@ -156,6 +198,13 @@ def test_prefix_losses(concepts, ref, config, seed, length):
             "must predict is the next one, seq[t + 1]",
         },
     )
+    # the same values as one pass give, by construction: what this function shows is that L - 1 passes agree with it
+    if sorted(lengths := fed(counter)) != list(range(1, length)):
+        checks.fail(
+            f"{what} gives the right losses, but the grader saw {runs(lengths)}: run it once on each prefix "
+            f"seq[:t + 1], {length - 1} passes on 1 to {length - 1} tokens, keeping each pass's last position (the "
+            "losses of one pass on the whole sequence are what these passes must be seen to agree with)"
+        )
 
 
 # ---------------------------------------------------------------- break causality without the mask
@@ -212,26 +261,68 @@ def test_counterexample(concepts, T, d):
 # ---------------------------------------------------------------- past the position table
 
 
+def raised(build: Callable[[], nn.Module], T: int) -> str:
+    """The class name of what the model ``build`` makes raises on ``T + 1`` token ids ("" if it runs), run here
+    (torch's generator left as it was: building a model draws from it)."""
+    with torch.random.fork_rng(), torch.no_grad():
+        model = build()
+        try:
+            model(torch.zeros(1, T + 1, dtype=torch.long))
+        except Exception as e:  # noqa: BLE001 - which one is the answer
+            return type(e).__name__
+    return ""
+
+
 @pytest.mark.points(2)
 @pytest.mark.parametrize("max_T", [8, 5, 12])
-def test_overflow_error(concepts, max_T):
-    """overflow_error names the error a TinyGPT raises one token past its context: the position table ends"""
-    model = concepts.new("TinyGPT", 31, 16, 2, 1, max_T, seed=max_T, module="m2_model")
-    got = concepts.call("overflow_error", model)
+def test_overflow_error(concepts, ref, max_T):
+    """overflow_error names the error a model raises one token past its context, for two models that raise
+    different ones: a TinyGPT, and a model that checks its input's length itself"""
     what = f"overflow_error on a TinyGPT with model.T = {max_T}"
-    if not isinstance(got, str):
-        checks.fail(f"{what} should return the exception's class name (a str), not {checks.describe(got)}")
-    if got == "IndexError":
-        return
+    model = concepts.new("TinyGPT", 31, 16, 2, 1, max_T, seed=max_T, module="m2_model")
+    counter = model.count_positions("tok")  # the token table: called on the (B, t) ids before the positions
+    got = overflow_name(concepts.call("overflow_error", model), what)
+    want = raised(lambda: ref.m2_model.TinyGPT(31, 16, 2, 1, max_T), max_T)
     if got == "":
         checks.fail(
-            f"{what} says the model ran. With at most model.T tokens it does: the position table has rows 0 to "
-            "model.T - 1. Give it model.T + 1 tokens"
+            f"{what} says the model ran. It runs on model.T tokens or fewer, so the input was too short: one past "
+            "its context is the point. Give it model.T + 1 tokens"
         )
-    checks.fail(
-        f"{what} is {got!r}, expected 'IndexError': position model.T has no row in the learned position table, "
-        "so the embedding lookup is what fails (return type(e).__name__ of what the model raises)"
-    )
+    if got != want:
+        checks.fail(
+            f"{what} is {got!r}, not the name of the exception the model raises on model.T + 1 tokens: run the "
+            "model on them inside try, and return type(e).__name__ of the exception caught"
+        )
+    # A model of the same interface whose own length check stops it first, with another exception: a name written
+    # into the function, rather than read from what the model raised, is wrong for one of the two.
+    other = f"overflow_error on another model with model.T = {max_T}, one that checks its input's length itself"
+    got = overflow_name(concepts.call("overflow_error", concepts.standin(31, 16, max_T, seed=max_T)), other)
+    want = raised(lambda: make_standin(31, 16, max_T, seed=max_T), max_T)
+    if got == "TypeError" != want:
+        checks.fail(
+            f"{other} is 'TypeError': that model takes its token ids as a (B, t) tensor of dtype torch.long, and "
+            "refused your input before it looked at the length: feed it a (1, model.T + 1) tensor of torch.long ids"
+        )
+    if got != want:
+        checks.fail(
+            f"{other} is {got!r}, but that model stops with another exception: return the name of what the model "
+            "you are given raises (run it on model.T + 1 tokens, catch the exception, type(e).__name__), not a "
+            "fixed name"
+        )
+    # Right names from both; but did the TinyGPT read model.T + 1 tokens? The worker's count, which only ever fails.
+    if max_T + 1 not in (seen := fed(counter, at=-1)):
+        said = ", ".join(map(str, seen[:10])) + " tokens" if seen else "no input"
+        checks.fail(
+            f"{what} names an exception, but the model never read model.T + 1 tokens (its token table saw {said}): "
+            "feed it a (1, model.T + 1) tensor of token ids; the name must come from running the model, not be "
+            "written in"
+        )
+
+
+def overflow_name(got, what: str) -> str:
+    if not isinstance(got, str):
+        checks.fail(f"{what} should return the exception's class name (a str), not {checks.describe(got)}")
+    return got
 
 
 # ---------------------------------------------------------------- check yourself

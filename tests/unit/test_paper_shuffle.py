@@ -1,0 +1,282 @@
+"""A paper asks each student its fixed questions in their own way: a multiple choice's options in an order drawn
+from the student's seed (so the key's letter is theirs), a listing's lines numbered from a first line of their own.
+The release's locked answers hold the lesson's letters and line numbers: hash-searched out of the release, they
+answer a contest student's paper no better than a guess (the attack below). The rendered notebook, the hidden
+grading (which ``grade check``, ``grade practice`` and the contest all run with the student's variant) and the
+locks agree on what each student was asked.
+
+The attack's tests use only what the kit had before options were ordered per student, so that they run, and
+fail, on it; the tests of the new pieces import them where they use them.
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from itertools import combinations
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from grader.cli import main
+from grader.paper import render
+from grader.paper.config import load
+from grader.suites import locked
+from grader.suites.bank import stub_comment
+from grader.suites.hidden import concept_questions, kv_questions
+from grader.suites.locked_answers import LOCKED
+from grader.suites.questions import MultipleChoice
+from grader.variants import LESSON, Variant, seed_of
+from helpers import EXERCISES, REPO
+
+SECRET = "9" * 64
+PRACTICE_1, PRACTICE_2 = REPO / "papers" / "practice-1", REPO / "papers" / "practice-2"
+STUDENTS = [f"student{i:03d}" for i in range(200)]
+BANKS = {"concepts": (concept_questions, "m12_concepts"), "kvmemory": (kv_questions, "m11_kvmemory")}
+POINTS_PER_QUESTION = 2  # practice paper 2: concepts' 66 points, each question 2 (papers/practice-2/README.md)
+
+
+# ---------------------------------------------------------------- the attack: the release's locks, hash-searched
+
+
+def search_locks(exercise: str) -> dict[str, Any]:
+    """What a student with the release finds by hashing guesses against its locks (``locked.is_right``, the
+    release's own check): every set of letters of each multiple choice, each whole number up to 100 and the
+    attention variants' names. The red team's search: every multiple choice and the small numbers."""
+    found: dict[str, Any] = {}
+    for question, lock in LOCKED[exercise].items():
+        if lock["kind"] == "letters":
+            choices = lock["choices"]
+            guesses: list[Any] = ["".join(c) for n in range(1, len(choices) + 1) for c in combinations(choices, n)]
+        elif lock["kind"] == "number":
+            guesses = list(range(101))
+        else:
+            guesses = ["mha", "mqa", "gqa", "mla"]
+        hit = next((g for g in guesses if locked.is_right(question, g, lock)), None)
+        if hit is not None:
+            found[question] = hit
+    return found
+
+
+@pytest.fixture(scope="module")
+def release_answers() -> dict[str, dict[str, Any]]:
+    return {exercise: search_locks(exercise) for exercise in BANKS}
+
+
+def marked(exercise: str, question: str, variant: Variant, value: Any) -> bool:
+    """Whether the hidden grading (the contest's, with the student's variant) takes ``value`` for ``question``."""
+    return BANKS[exercise][0].question(question, variant).mark(value).correct
+
+
+def students(paper: str) -> list[Variant]:
+    return [Variant(seed_of(SECRET, paper, who)) for who in STUDENTS]
+
+
+def test_the_search_finds_the_lessons_answers_in_the_release(release_answers):
+    """The attack works on the release's own check: every multiple choice and the line number, as the lesson asks."""
+    concepts = release_answers["concepts"]
+    fixed = [q.id for q in concept_questions.FIXED]
+    assert set(fixed) <= set(concepts), set(fixed) - set(concepts)
+    assert all(marked("concepts", q, LESSON, concepts[q]) for q in concepts)
+    assert {"Q_MC1", "Q_MC2", "Q_TEXT1"} <= set(release_answers["kvmemory"])
+
+
+def test_the_releases_answers_score_no_better_than_chance_on_a_contest_students_fixed_questions(release_answers):
+    """Practice paper 2's concepts part for 200 students: the hash-searched answers used to score 26 of 66 each
+    (12 multiple choice and the line number); now the multiple choice is right about as often as a guess (a uniform
+    order puts the right option at the lesson's letter one time in four) and the line number never."""
+    concepts = release_answers["concepts"]
+    choice = [q.id for q in concept_questions.FIXED if isinstance(q, MultipleChoice)]
+    right = {q: [marked("concepts", q, v, concepts[q]) for v in students("practice-2")] for q in choice}
+    rate = statistics.mean(r for q in choice for r in right[q])
+    assert rate < 0.32, f"the release's letters are right {rate:.0%} of the time; a guess is 25%"
+    assert all(statistics.mean(right[q]) < 0.4 for q in choice), {q: statistics.mean(right[q]) for q in choice}
+    assert not any(marked("concepts", "Q_BUGLINE", v, concepts["Q_BUGLINE"]) for v in students("practice-2"))
+    fixed_points = [
+        POINTS_PER_QUESTION * sum(marked("concepts", q, v, concepts[q]) for q in [*choice, "Q_BUGLINE"])
+        for v in students("practice-2")
+    ]
+    assert statistics.mean(fixed_points) < 8, "chance is 12 x 2 points / 4 = 6 of the 26"
+
+
+def test_the_releases_answers_to_kvmemorys_multiple_choice_score_no_better_than_chance(release_answers):
+    kv = release_answers["kvmemory"]
+    for question in ("Q_MC1", "Q_MC2"):
+        rate = statistics.mean(marked("kvmemory", question, v, kv[question]) for v in students("practice-1"))
+        assert rate < 0.4, (question, rate)
+
+
+def test_the_release_still_checks_a_student_grading_alone():
+    """The lesson's variant keeps the stub's order: the locks (the lesson's) still say right or wrong there."""
+    for exercise, (bank, _) in BANKS.items():
+        for question in bank.IDS:
+            assert bank.question(question, LESSON) == bank.question(question, Variant())
+            lock = LOCKED[exercise][question]
+            if lock["kind"] == "letters":
+                answer = bank.question(question, LESSON).answer
+                assert locked.is_right(question, answer, lock)
+
+
+# ---------------------------------------------------------------- the notebook and the grading agree
+
+
+def cells(notebook: dict) -> dict[str, str]:
+    return {c["id"]: "".join(c["source"]) for c in notebook["cells"]}
+
+
+OPTION_LINE = re.compile(r"^#   \(([a-z])\) (.*)$")
+
+
+def shown_options(cell: str, question: str) -> dict[str, str]:
+    """The options of ``question`` as the student's notebook shows them: letter -> text, each on its own line
+    ("#   (b) text", continued by "#       more")."""
+    comment = stub_comment(cell, question)
+    assert comment is not None, cell
+    options: dict[str, str] = {}
+    letter = None
+    for line in comment.splitlines():
+        if found := OPTION_LINE.match(line):
+            letter = found[1]
+            options[letter] = found[2]
+        elif letter and line.startswith("#       "):
+            options[letter] += " " + line.removeprefix("#").strip()
+    return options
+
+
+def lesson_options(module: str, question: str) -> dict[str, str]:
+    from grader.suites.bank import Shuffled
+
+    comment = stub_comment((EXERCISES / f"{module}.py").read_text(), question)
+    assert comment is not None
+    choices = LOCKED["concepts" if module == "m12_concepts" else "kvmemory"][question]["choices"]
+    _, options = Shuffled(question, choices).options(comment)
+    return dict(zip(choices, options))
+
+
+@pytest.mark.parametrize(
+    "question,text",
+    [
+        ("Q_SHAPE", "(B, t, vocab_size)"),
+        ("Q_FAMILIES", "BERT encoder-only, GPT decoder-only, T5 encoder-decoder"),
+        ("Q_BLOCK", "it has no cross-attention"),
+        (
+            "Q_EXPOSURE",
+            "in training every prefix is true text; in generation the model reads its own earlier outputs, "
+            "so one mistake leads it into contexts it never trained on",
+        ),  # fmt: skip
+    ],
+)
+def test_the_stubs_options_are_read_whole(question, text):
+    assert text in lesson_options("m12_concepts", question).values()
+
+
+def reletter(text: str, letters: dict[str, str]) -> str:
+    """``text`` with each option it names, "(c)", named by ``letters`` (a lesson's letter -> a student's)."""
+    return re.sub(r"\(([a-d])\)", lambda m: f"({letters[m[1]]})", text)
+
+
+@pytest.mark.parametrize("paper,exercise", [(PRACTICE_2, "concepts"), (PRACTICE_1, "kvmemory")])
+def test_each_students_notebook_shows_the_options_the_grading_marks(paper, exercise):
+    """For 40 students: the options at the letters the grading takes are the lesson's right options, word for
+    word, and the feedback on each wrong letter is the lesson's on the option shown there, its letters theirs."""
+    sheet = load(paper)
+    bank, module = BANKS[exercise]
+    orders: dict[str, set[tuple[str, ...]]] = {}
+    for who in STUDENTS[:40]:
+        variant = Variant(seed_of(SECRET, sheet.id, who))
+        book = cells(render.build(sheet, who, variant.seed))
+        for lesson_question in [q for q in bank.FIXED if isinstance(q, MultipleChoice)]:
+            qid = lesson_question.id
+            shown = shown_options(book[f"{exercise}-{qid}-answer"], qid)
+            lesson = lesson_options(module, qid)
+            assert sorted(shown.values()) == sorted(lesson.values()), (who, qid)
+            asked = bank.question(qid, variant)
+            assert {shown[c] for c in asked.answer} == {lesson[c] for c in lesson_question.answer}, (who, qid)
+            back = {letter: next(k for k, v in lesson.items() if v == text) for letter, text in shown.items()}
+            theirs = {lesson_letter: letter for letter, lesson_letter in back.items()}
+            for letters, feedback in asked.wrong.items():
+                original = lesson_question.wrong["".join(sorted(back[c] for c in letters))]
+                assert feedback == reletter(original, theirs), (who, qid)
+            orders.setdefault(qid, set()).add(tuple(shown.values()))
+    assert all(len(seen) >= 10 for seen in orders.values()), {q: len(s) for q, s in orders.items()}
+
+
+def test_each_students_listing_is_numbered_from_their_own_line_and_marked_on_it():
+    sheet = load(PRACTICE_2)
+    firsts = set()
+    for who in STUDENTS[:40]:
+        variant = Variant(seed_of(SECRET, sheet.id, who))
+        cell = cells(render.build(sheet, who, variant.seed))["concepts-Q_BUGLINE-answer"]
+        numbered = dict(re.findall(r"^#\s+(\d+)  (.*)$", cell, re.M))
+        asked = concept_questions.question("Q_BUGLINE", variant)
+        assert numbered[str(int(asked.answer))] == "targets = data[:, :-1]", (who, cell)
+        assert asked.mark(str(int(asked.answer))).correct and not asked.mark(2).correct
+        inputs = next(n for n, line in numbered.items() if line.startswith("inputs"))
+        assert "the inputs are right" in asked.mark(int(inputs)).message
+        assert "the inputs are right" not in asked.mark(int(inputs) - 1).message, "a line number is exact"
+        firsts.add(min(map(int, numbered)))
+    assert len(firsts) >= 10 and 1 not in firsts
+
+
+def test_the_lessons_notebook_is_the_stubs_own():
+    """Without a student: the stub's comments as they are, the lesson's order and line numbers."""
+    for paper, exercise in [(PRACTICE_2, "concepts"), (PRACTICE_1, "kvmemory")]:
+        bank, module = BANKS[exercise]
+        book = cells(render.build(load(paper)))
+        stub = (EXERCISES / f"{module}.py").read_text()
+        for question in bank.FIXED:
+            assert stub_comment(book[f"{exercise}-{question.id}-answer"], question.id) == stub_comment(
+                stub, question.id
+            )
+
+
+def test_a_students_order_is_stable_and_the_lessons_is_the_stubs():
+    a, b = Variant(seed_of(SECRET, "p", "ann")), Variant(seed_of(SECRET, "p", "bob"))
+    assert LESSON.order("Q_X", 4) == (0, 1, 2, 3)
+    assert a.order("Q_X", 4) == a.order("Q_X", 4)
+    assert sorted(a.order("Q_X", 4)) == [0, 1, 2, 3]
+    orders = [Variant(seed_of(SECRET, "p", who)).order("Q_X", 4) for who in STUDENTS]
+    assert len(set(orders)) == 24, "every order can be drawn"
+    assert sum(o == (0, 1, 2, 3) for o in orders) < 30, "the lesson's order is one of 24, not a favourite"
+    assert [a.order(q, 4) for q in ("Q_X", "Q_Y", "Q_Z")] != [b.order(q, 4) for q in ("Q_X", "Q_Y", "Q_Z")]
+    # the order draws from a generator of its own: a question's numbers are as they were
+    first = [q.params(a) for q in concept_questions.DRAWN]
+    assert first == [q.params(a) for q in concept_questions.DRAWN]
+
+
+def test_reordering_a_question_reletters_its_key_and_the_options_its_feedback_names():
+    question = MultipleChoice(
+        "Q", answer="ab", why="(a) and (b) both hold", wrong={"a": "(b) holds too", "c": "no", "abc": "not (c)"}
+    )
+    moved = question.reordered((2, 0, 1, 3))  # shown: c, a, b, d
+    assert moved.answer == "bc" and moved.why == "(b) and (c) both hold"
+    assert dict(moved.wrong) == {"b": "(c) holds too", "a": "no", "abc": "not (a)"}
+    assert moved.mark("c, b").correct and not moved.mark("ab").correct
+    assert "(c) holds too" in moved.mark("b").message
+    with pytest.raises(ValueError):
+        question.reordered((0, 0, 1, 2))
+
+
+# ---------------------------------------------------------------- the release's check on a paper's notebook
+
+
+def test_a_lock_of_a_question_asked_per_student_judges_only_the_lessons_numbers():
+    """The public checks' rule (``locked.judges``): a lock holds the lesson's key, which a paper's student was not
+    asked for their drawn and reordered questions: there it says only that they answered."""
+    for exercise, (bank, _) in BANKS.items():
+        own = {q.id for q in bank.DRAWN} | {r.id for r in bank.REORDERED}
+        for question, lock in LOCKED[exercise].items():
+            assert locked.judges(lock, seeded=False)
+            assert locked.judges(lock, seeded=True) == (question not in own), question
+    assert all(locked.judges(lock, seeded=True) for lock in LOCKED["quiz"].values())
+
+
+def test_paper_check_says_what_is_each_students_own_and_what_the_release_answers():
+    result = CliRunner().invoke(main, ["paper", "check", str(PRACTICE_2)])
+    assert result.exit_code == 0, result.output
+    assert "options in each student's own order in Q_BLOCK" in result.output
+    assert "numbered from each student's own first line in Q_BUGLINE" in result.output
+    assert "the release's locked answers answer them: Q1, Q2" in result.output  # the quiz: the same for everyone
+    result = CliRunner().invoke(main, ["paper", "check", str(PRACTICE_1)])
+    assert "own order in Q_MC1, Q_MC2" in result.output and "answer them: Q_TEXT1" in result.output
