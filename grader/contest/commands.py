@@ -232,6 +232,14 @@ def held_out_refusal(rules: Contest) -> str | None:
 def warnings(rules: Contest) -> list[str]:
     """What in ``rules`` is allowed but likely not meant, one line each, for `check` to warn about."""
     found = []
+    if rules.paper and rules.feedback_after.shows.checks and not rules.feedback_during.shows.checks:
+        if contest_end(rules) is None:
+            # a paper's checks wait for every window to end (feedback.held_back), and these windows never all do
+            found.append(
+                f"[feedback] after = \"{rules.feedback_after.value}\" shows a paper's checks once every student's "
+                "window has ended, and personal windows without window.hard_end never all end: set window.hard_end, "
+                "or the checks are never shown (scores and verdicts are)"
+            )
     if rules.scoreboard is not Board.HIDDEN and not rules.feedback_during.shows.scores:
         # the board shows each task's points during the window: the very numbers this feedback keeps back
         found.append(
@@ -274,11 +282,15 @@ def summary(rules: Contest, students: tuple[str, ...], tokens: bool) -> str:
     if rules.extra_time:
         lines.append(f"extra time: {len(rules.extra_time)} student(s), up to {_minutes(max_extra(rules))}")
     lines.append(f"feedback: {rules.feedback_during.value} during the window, {rules.feedback_after.value} after")
+    # on a paper, what one student is shown can be handed to another still sitting it: checks wait for every window
+    until = "every student's window on the paper ends" if rules.paper else "a student's window ends"
     if rules.feedback_during.shows.checks and (guarded := guarded_tasks(rules)):
         lines.append(
-            f"  {', '.join(guarded)}: the score only until a student's window ends, no checks: graded with the "
-            "grader's own solution of another task, which a check's message could carry out"
+            f"  {', '.join(guarded)}: the score only until {until}, no checks: graded with the grader's own "
+            "solution of another task, which a check's message could carry out"
         )
+    if rules.paper and rules.feedback_after.shows.checks and not rules.feedback_during.shows.checks:
+        lines.append(f"  the after-feedback's checks are shown once {until}")
     board = rules.scoreboard.value
     if rules.scoreboard is Board.FROZEN:
         board += f" for the last {_minutes(rules.freeze.total_seconds())}"

@@ -298,3 +298,21 @@ def test_a_gitignore_already_there_gains_the_secrets_and_keeps_its_lines(tmp_pat
     lines = (folder / ".gitignore").read_text().splitlines()
     assert lines[:2] == ["*.log", "tokens.csv"] and lines.count("tokens.csv") == 1
     assert {"admin.token", "contest.sqlite", "uploads/"} <= set(lines)
+
+
+def test_check_warns_that_a_papers_checks_wait_for_every_window_and_personal_ones_never_all_end(paper_folder):
+    text = (paper_folder / "contest.toml").read_text()
+    text = re.sub(r'(?m)^during = ".*"', 'during = "score"', text)
+    text = re.sub(r'(?m)^after = ".*"', 'after = "full"', text)
+    text = re.sub(r"(?m)^mode = .*$", 'mode = "public"', re.sub(r"(?m)^freeze_minutes = .*$", "", text))
+    (paper_folder / "contest.toml").write_text(text)
+    fixed = grade("check", str(paper_folder))
+    assert fixed.exit_code == 0 and "once every student's window on the paper ends" in fixed.output, fixed.output
+    assert "hard_end" not in fixed.output, "a fixed window ends for everyone: nothing to warn of"
+    personal = re.sub(r"(?m)^\[window\]\n", "[window]\npersonal = true\n", text)
+    personal = re.sub(r"(?m)^start = .*$", "", personal)
+    (paper_folder / "contest.toml").write_text(personal)
+    result = grade("check", str(paper_folder))
+    assert result.exit_code == 0, f"a warning, not a refusal: {result.output}"
+    warning = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "set window.hard_end" in warning[0], result.output
