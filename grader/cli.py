@@ -187,7 +187,15 @@ def gradescope(
 
 @main.command()
 @click.argument("out", type=OutputPath(path_type=Path), default="gptkit-release")
-def release(out: Path) -> None:
+@click.option(
+    "--answer-locks/--no-answer-locks",
+    default=True,
+    show_default=True,
+    help="Ship the quiz's, kvmemory's and concepts' answers locked, so the public checks say right or wrong. Leave "
+    "them out for a class that will sit a paper on these questions: a search opens any lock in seconds, and a "
+    "multiple choice shuffled per student keeps its options' words.",
+)
+def release(out: Path, answer_locks: bool) -> None:
     """Write the student release to OUT (a new folder, or a .zip): stubs, public checks, a grader, a README.
 
     No reference solution and no hidden check goes in; in the release, `grade` runs the public checks.
@@ -195,7 +203,7 @@ def release(out: Path) -> None:
     from grader.bundles import release as bundle
 
     try:
-        names = bundle.build(out)
+        names = bundle.build(out, answer_locks=answer_locks)
     except (FileNotFoundError, FileExistsError) as e:
         raise click.UsageError(str(e)) from None
     click.echo(f"wrote {out} ({len(names)} files): hand it to your students", err=True)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import socket
 import urllib.parse
@@ -130,10 +131,33 @@ def dask_client(address: str):
     except ImportError:
         raise click.UsageError("--scheduler needs Dask: pip install 'gptkit[dask]'") from None
     _reachable(address)
+    if warning := open_scheduler(address):
+        click.echo(f"warning: {warning}", err=True)
     try:
         return Client(address, timeout=30)
     except OSError as e:
         raise click.UsageError(f"no Dask scheduler answers at {address}: {e}") from None
+
+
+def open_scheduler(address: str) -> str | None:
+    """Why a scheduler at ``address`` lets strangers in, or None: Dask's plain tcp:// runs whatever any client that
+    reaches it sends on the workers that grade (which read the held-out text and write every result), so one on
+    another machine's address is open to whoever shares its network, students included. Dask's TLS (tls://,
+    with the scheduler's and workers' --tls-* certificates and the client's in Dask's config) is not."""
+    parsed = urllib.parse.urlsplit(address if "://" in address else f"tcp://{address}")
+    if parsed.scheme != "tcp":
+        return None
+    host = parsed.hostname or ""
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name: where it points is not known here
+        local = False
+    if local:
+        return None
+    return (
+        f"the Dask scheduler at {address} takes plain tcp://: any client that reaches it runs code on the workers "
+        "that grade, students on its network included; use tls:// with client certificates (docs/contest/README.md)"
+    )
 
 
 def _reachable(address: str) -> None:

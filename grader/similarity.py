@@ -4,7 +4,8 @@ identifiers, reordered functions, changed comments and code that does nothing.
 Each student's exercise file (a folder's ``mN_name.py``; a notebook's code cells, as one file) is first normalised
 on its syntax tree (:func:`normalise`): what does not change the program goes (docstrings, annotations, dead
 statements, unused names and definitions, imports, code after a ``return``, ``if False:`` blocks, ``try`` blocks
-that only re-raise, ...), temporaries are put back where they are used, a few spellings of the same thing become
+that only re-raise, ...), temporaries are put back where they are used, a call that gives its argument back as it
+is (``I(x)`` of ``def I(x): return x``, ``x.contiguous()``) is that argument, a few spellings of the same thing become
 one (``x += y`` is ``x = x + y``, ``a > b`` is ``b < a``, ``F.softmax(x, -1)`` is ``x.softmax(-1)``, ...), and
 definitions are put in one order. A file that does not parse is compared as it is. The result is tokenized by copydetect
 (https://github.com/blingenf/copydetect): every name becomes ``V``, ``F`` or ``O``, strings ``S``, comments and
@@ -170,6 +171,10 @@ _MERGE_LIMIT = 100
 # An operand's shape, which orders the operands of a + b, is read from its first nodes only: each operand of a long
 # chain is read again at each of its + (definitions, few, are ordered by their whole shape).
 _SHAPE_LIMIT = 64
+# A value put in more than one place (a path read twice, a module constant read anywhere) is at most this many
+# nodes: a real file's are under 16 (``self.attn.c_attn.weight.shape[-1]``: 14). A chain of 200 paths each one
+# step longer than the last, the last read 20,000 times, held 4 million nodes copied and took 3 minutes and 2 GB.
+_COPY_LIMIT = 24
 # torch's functions that are also the first argument's method, with the same arguments after it:
 # torch.softmax(x, -1) is x.softmax(-1), F.relu(x) is x.relu().
 _TENSOR_METHODS = frozenset(
@@ -224,12 +229,13 @@ def defined_names(code: str) -> tuple[str, ...]:
 
 def _normalised(tree: ast.Module, keep: tuple[str, ...]) -> ast.Module:
     kept = frozenset(keep)
+    tree = _Unwrap(_identities(tree, kept)).visit(tree)  # first: the main block and the library read the names
     tree.body = [s for s in tree.body if not _main_block(s)]
     tree = _Library(_aliases(tree)).visit(tree)
     before = ast.dump(tree)
     for _ in range(MAX_ROUNDS):
         _propagate_constants(tree, kept)
-        tree = _Rewrite(_noops(tree)).visit(tree)
+        tree = _Rewrite(_noops(tree), _identities(tree, kept)).visit(tree)
         tree = _DropUnused(_live(tree, kept)).visit(tree)
         for fn in list(_functions(tree)):
             _inline_temporaries(fn)
@@ -354,6 +360,44 @@ def _noops(tree: ast.Module) -> frozenset[str]:
         quiet = not node.body or (isinstance(only, ast.Return) and (only.value is None or _no_effect(only.value)))
         bodies.setdefault(node.name, []).append(quiet)
     return frozenset(name for name, quiet in bodies.items() if all(quiet))
+
+
+def _identities(tree: ast.Module, keep: frozenset[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """The file's functions that give back their argument as it is, bound nowhere else: (module-level functions,
+    and lambdas and ``nn.Identity()`` bound to a name, ``def I(x): return x``, ``I = lambda x: x``; methods,
+    ``def I(self, x): return x``). A call of one is its argument: wrapping every name a file reads in such a call
+    keeps the program and, left as it was, broke every k-gram of it (a copy of the reference scored 0)."""
+    found: dict[str, int] = {}  # name -> how many times an identity binds it (as _bound_here counts)
+    methods: dict[str, list[bool]] = {}
+    for st in tree.body:
+        if isinstance(st, ast.FunctionDef) and _identity(st.args, st.body, 0) and not st.decorator_list:
+            found[st.name] = found.get(st.name, 0) + 1
+        elif isinstance(st, ast.Assign) and len(st.targets) == 1 and isinstance(st.targets[0], ast.Name):
+            value = st.value
+            made = value.func if isinstance(value, ast.Call) and not value.args and not value.keywords else None
+            if (isinstance(value, ast.Lambda) and _identity(value.args, [ast.Return(value.body)], 0)) or (
+                (getattr(made, "attr", None) or getattr(made, "id", None)) == "Identity"  # nn.Identity()
+            ):
+                found[st.targets[0].id] = found.get(st.targets[0].id, 0) + 1
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for fn in cls.body:
+            if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                plain = isinstance(fn, ast.FunctionDef) and not fn.decorator_list
+                methods.setdefault(fn.name, []).append(plain and _identity(fn.args, fn.body, 1))
+    binds = Counter(name for node in ast.walk(tree) for name in _bound_here(node) if name in found)
+    names = frozenset(name for name, n in found.items() if binds[name] == n and name not in keep)
+    return names, frozenset(name for name, each in methods.items() if all(each) and name not in keep)
+
+
+def _identity(args: ast.arguments, body: list[ast.stmt], at: int) -> bool:
+    """A body of one ``return p`` (after its docstring, if any), ``p`` the ``at``-th positional parameter (0: a
+    function's first, 1: a method's after ``self``)."""
+    params = args.posonlyargs + args.args
+    body = [st for st in body if not (isinstance(st, ast.Expr) and isinstance(st.value, ast.Constant))]
+    if len(params) <= at or len(body) != 1 or not isinstance(body[0], ast.Return):
+        return False
+    value = body[0].value
+    return isinstance(value, ast.Name) and value.id == params[at].arg
 
 
 def _tidy(block: list[ast.stmt], noops: frozenset[str] = frozenset()) -> list[ast.stmt]:
@@ -522,6 +566,7 @@ def _propagate_constants(tree: ast.Module, keep: frozenset[str]) -> None:
         and isinstance(st.targets[0], ast.Name)
         and st.targets[0].id not in keep
         and _simple(st.value)
+        and _size(st.value) <= _COPY_LIMIT
     }
     if not values:
         return
@@ -537,8 +582,12 @@ def _propagate_constants(tree: ast.Module, keep: frozenset[str]) -> None:
 class _Rewrite(ast.NodeTransformer):
     """The local rewrites, bottom up: each statement or expression by what it holds, each block tidied."""
 
-    def __init__(self, noops: frozenset[str] = frozenset()) -> None:
-        self.noops = noops
+    def __init__(
+        self,
+        noops: frozenset[str] = frozenset(),
+        identities: tuple[frozenset[str], frozenset[str]] = (frozenset(), frozenset()),
+    ) -> None:
+        self.noops, self.identities = noops, identities
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         super().generic_visit(node)
@@ -755,12 +804,44 @@ class _Rewrite(ast.NodeTransformer):
             node.keywords.sort(key=lambda k: k.arg or "")
         if isinstance(node.func, ast.Name) and node.func.id == "super" and len(node.args) == 2:
             node.args = []  # super(C, self) in a method of C is super()
+        unwrapped = _unwrapped(node, self.identities)
+        if unwrapped is not node:
+            return unwrapped
         name = node.args[1] if len(node.args) == 2 and not node.keywords else None
         if getattr(node.func, "id", None) == "getattr" and isinstance(name, ast.Constant):
             if isinstance(name.value, str) and name.value.isidentifier() and not keyword.iskeyword(name.value):
                 # getattr(x, "y") is x.y (not getattr(x, "and"): x.and is no Python)
                 return _at(ast.Attribute(value=node.args[0], attr=name.value, ctx=ast.Load()), node)
         return node
+
+
+class _Unwrap(ast.NodeTransformer):
+    """Calls that give back their one argument as it is, replaced by it (:func:`_unwrapped`)."""
+
+    def __init__(self, identities: tuple[frozenset[str], frozenset[str]]) -> None:
+        self.identities = identities
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        self.generic_visit(node)
+        return _unwrapped(node, self.identities)
+
+
+def _unwrapped(node: ast.Call, identities: tuple[frozenset[str], frozenset[str]]) -> ast.expr:
+    """``node``'s argument where ``node`` gives it back as it is (``I(x)``, ``self.I(x)``, ``(lambda t: t)(x)``,
+    a call of one of ``_identities``), or its tensor (``x.contiguous()``: the same values, laid out in order);
+    else ``node`` itself."""
+    func, (functions, methods) = node.func, identities
+    if not node.args and not node.keywords:
+        return func.value if isinstance(func, ast.Attribute) and func.attr == "contiguous" else node
+    if len(node.args) != 1 or node.keywords or isinstance(node.args[0], ast.Starred):
+        return node
+    if isinstance(func, ast.Name):
+        return node.args[0] if func.id in functions else node
+    if isinstance(func, ast.Lambda):
+        return node.args[0] if _identity(func.args, [ast.Return(func.body)], 0) else node
+    if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        return node.args[0] if func.attr in methods else node
+    return node
 
 
 def _fold(op: type[ast.operator], left: ast.expr, right: ast.expr) -> ast.Constant | None:
@@ -899,26 +980,37 @@ def _inline_temporaries(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
     if not candidates:
         return
     parents = _parents(fn)
+    gone: dict[int, tuple[list[ast.stmt], set[int]]] = {}  # each block's inlined assignments, by the block's id
     for name, assign in sorted(candidates, key=lambda c: (c[1].lineno, c[1].col_offset)):
-        _inline(assign, reads[name], parents)
+        inlined = _inline(assign, reads[name], parents)
+        if inlined is not None:
+            gone.setdefault(id(inlined), (inlined, set()))[1].add(id(assign))
+    # Taken out of their blocks once, at the end: one at a time, a block of 50,000 temporaries took 50 s.
+    for block, ids in gone.values():
+        block[:] = [st for st in block if id(st) not in ids]
 
 
-def _inline(assign: ast.Assign, reads: list[ast.Name], parents: dict[int, tuple[ast.AST, str, int | None]]) -> None:
+def _inline(
+    assign: ast.Assign, reads: list[ast.Name], parents: dict[int, tuple[ast.AST, str, int | None]]
+) -> list[ast.stmt] | None:
+    """Put ``assign``'s value where ``reads`` are; the block ``assign`` is to be taken out of, or None where it
+    stays (not a temporary, or one that cannot be put back)."""
     end = (assign.end_lineno or 0, assign.end_col_offset or 0)
     if any((read.lineno, read.col_offset) <= end for read in reads):
-        return  # read before it is assigned (a loop's previous turn): not a temporary
+        return None  # read before it is assigned (a loop's previous turn): not a temporary
     if len(reads) > 1 and not _simple(assign.value):
-        return  # computed once, read twice: putting it in twice would compute it twice
+        return None  # computed once, read twice: putting it in twice would compute it twice
+    if len(reads) > 1 and _size(assign.value) > _COPY_LIMIT:
+        return None  # a long path read many times: each copy would hold all of it (_COPY_LIMIT)
     places = [where for where in map(parents.get, map(id, reads)) if where is not None]
     block_at = parents.get(id(assign))
     if block_at is None or len(places) < len(reads) or any(_under(p[0], ast.JoinedStr, parents) for p in places):
-        return  # never into an f-string: unparsing an expression there can fail on its quotes
+        return None  # never into an f-string: unparsing an expression there can fail on its quotes
     for n, where in enumerate(places):
         value = assign.value if n == len(places) - 1 else copy.deepcopy(assign.value)
         _set(where, value)
         parents[id(value)] = where
-    block = getattr(block_at[0], block_at[1])
-    block[:] = [s for s in block if s is not assign]
+    return getattr(block_at[0], block_at[1])
 
 
 def _under(node: ast.AST, kind: type[ast.AST], parents: dict[int, tuple[ast.AST, str, int | None]]) -> bool:
@@ -1078,6 +1170,9 @@ def student_files(path: Path) -> dict[str, str]:
         try:
             cells, _ = notebook_cells(path)
         except SubmissionError:
+            return {}
+        # Bounded as a file is: a notebook may hold 20 MB, whose code took 2 minutes and 5 GB to normalise.
+        if sum(len(c.source.encode()) for c in cells) > MAX_FILE_BYTES:
             return {}
         # A cell that does not parse runs nothing (the grader, like a kernel, goes on with the next): left out, so
         # that a junk cell cannot keep the rest of the notebook from being normalised.

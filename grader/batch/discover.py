@@ -30,15 +30,22 @@ from typing import BinaryIO
 
 from grader import nofollow
 from grader.deadlines import ENTRY, FOLDER, NBGRADER, NBGRADER_SUBMITTED, NBGRADER_TIMESTAMP
+from grader.errors import InputError
 from grader.milestones import STUDENT_MODULES
 
 MAX_ZIP_BYTES = 50 << 20
+# nbgrader's own folders in a course folder (its steps' inputs and outputs): never a student's beside submitted/.
+NBGRADER_FOLDERS = frozenset({"source", "release", NBGRADER_SUBMITTED, "autograded", "feedback"})
 # A student's regrade request (grader/batch/regrades.py), in their folder: not their work, so not in the digest
 # (filing a request does not make the next batch grade them again, nor change the score they ask about).
 REQUEST_FILE = "regrade.txt"
 # What a submission must hold, the one wording of it (the reasons below, a zip's error).
 EXERCISE_FILES = f"exercise file ({', '.join(f'{m}.py' for m in STUDENT_MODULES[:2])} ...)"
 NOTHING_TO_GRADE = f"no {EXERCISE_FILES} or notebook found"
+
+
+class MixedLayout(InputError):
+    """A batch folder that holds nbgrader's ``submitted/`` and students of its own: the message says which."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +78,61 @@ class FoundSubmission:
         return h.hexdigest()
 
 
+# The most a snapshot copies (``snapshot``): more than any submission graded holds (a zip's 50 MB, a folder's 20).
+SNAPSHOT_BYTES = 64 << 20
+
+
+@contextlib.contextmanager
+def snapshot(path: Path) -> Iterator[tuple[Path, str | None]]:
+    """A copy of the submission at ``path`` (a folder, a notebook or a zip) taken now, and the digest of what was
+    copied, as ``FoundSubmission.digest`` computes it on ``path``: grading the copy grades the files that digest
+    names, however the student's folder changes meanwhile (a class's folder students can still write, while a
+    batch grades it; each worker used to copy the folder again, as it was then). Links are copied as links, never
+    followed (grading leaves them out and says so). Where no copy can be taken (too large, unreadable, changed
+    while it was copied), ``path`` itself and None: it is graded as it is, as before."""
+    folder = Path(tempfile.mkdtemp(prefix="gptkit-snapshot-"))
+    try:
+        try:
+            copy, digest = _copied(path, folder / path.name)
+        except (OSError, ValueError):
+            copy, digest = path, None
+        yield copy, digest
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _copied(src: Path, dst: Path) -> tuple[Path, str]:
+    """``src`` copied to ``dst`` and the digest of the copied bytes (``FoundSubmission.digest``'s framing)."""
+    h, total = hashlib.sha256(), 0
+    if nofollow.is_link(src):
+        raise ValueError(f"{src.name} is a link")  # graded as it is: refused there, with its reason
+    if not src.is_dir():
+        with nofollow.open_file(src) as f:
+            data = f.read(SNAPSHOT_BYTES + 1)
+        if len(data) > SNAPSHOT_BYTES:
+            raise ValueError(f"{src.name} is over {SNAPSHOT_BYTES >> 20} MB")
+        h.update(b"\0" + data + b"\0")
+        dst.write_bytes(data)
+        return dst, h.hexdigest()
+    dst.mkdir()
+    for entry in nofollow.walk(src, skip=_not_work):
+        h.update(entry.path.as_posix().encode() + b"\0" + entry.kind.encode())
+        target = dst / entry.path
+        if entry.kind == nofollow.FOLDER:
+            target.mkdir()
+        elif entry.kind == nofollow.LINKED:
+            os.symlink(os.readlink(entry.path.name, dir_fd=entry.dir_fd), target)
+        elif entry.kind == nofollow.FILE:
+            with entry.open() as f:
+                data = f.read(SNAPSHOT_BYTES - total + 1)
+            total += len(data)
+            if total > SNAPSHOT_BYTES:
+                raise ValueError(f"{src.name} holds over {SNAPSHOT_BYTES >> 20} MB")
+            h.update(b"\0" + data + b"\0")
+            target.write_bytes(data)
+    return dst, h.hexdigest()
+
+
 def _not_work(rel: PurePosixPath) -> bool:
     """Left out of a submission's digest: what grading leaves out, and a regrade request at its top."""
     return nofollow.not_submitted(rel) or rel == PurePosixPath(REQUEST_FILE)
@@ -86,9 +148,23 @@ def _hash_file(h: hashlib._Hash, f: BinaryIO) -> None:
 
 def discover(root: Path, skip: tuple[Path, ...] = (), *, empty: bool = False) -> list[FoundSubmission]:
     """Every submission under ``root``, sorted by student; with ``empty``, also each student's folder that
-    holds nothing to grade (its ``problem`` says why)."""
+    holds nothing to grade (its ``problem`` says why). ``MixedLayout`` where ``root`` holds nbgrader's
+    ``submitted/`` beside what a plain batch reads as students."""
     nbgrader = root / NBGRADER_SUBMITTED
-    found = _nbgrader(nbgrader) if nbgrader.is_dir() else _entries(root, skip)
+    if nbgrader.is_dir() and not nofollow.is_link(nbgrader):
+        # nbgrader's layout is read from submitted/ alone, and its stamps as the platform's: a student whose own
+        # folder is named "submitted" in a plain batch would hide every other student and date their own work
+        beside = [f.path.name for f in _entries(root, skip) if f.student not in NBGRADER_FOLDERS]
+        if beside:
+            raise MixedLayout(
+                f"{root} holds {NBGRADER_SUBMITTED}/ (nbgrader's layout) beside what a batch folder holds of students "
+                f"({', '.join(sorted(beside)[:5])}{' ...' * (len(beside) > 5)}): an nbgrader course folder holds no "
+                f"students of its own, and in a class's folder {NBGRADER_SUBMITTED}/ may be a student's, whose files "
+                "would then stand for the whole class. Move the one or the others out"
+            )
+        found = _nbgrader(nbgrader)
+    else:
+        found = _entries(root, skip)
     return [f for f in found if empty or f.problem is None]
 
 

@@ -24,9 +24,13 @@ from grader.sandbox.client import Limits
 from grader.variants import Variant
 
 from .discover import FoundSubmission, unpacked
+from .discover import snapshot as discover_snapshot
 from .gradebook import Gradebook
 
 _one_at_a_time = threading.Lock()  # pytest and the fork server serve one grading at a time per process
+
+
+SNAPSHOT_DIGEST = "snapshot_digest"  # grade_one's result: the digest of the files it graded (``snapshot``)
 
 
 def grade_one(
@@ -36,6 +40,7 @@ def grade_one(
     server: str | None = None,
     seed: int | None = None,
     rules: dict[str, frozenset[str]] | None = None,
+    snapshot: bool = False,
 ) -> dict:
     """In a worker process: grade one submission; an error that is not the student's becomes {"error": ...}.
 
@@ -44,14 +49,19 @@ def grade_one(
     one of its checks, failed and counted, with its cause (grader/sandbox/client.py).
 
     ``server``: the address of the batch's fork server, of which this process's Grader takes a copy; ``seed``
-    and ``rules``: the student's variant and the paper's rules (a contest run on a paper).
+    and ``rules``: the student's variant and the paper's rules (a contest run on a paper). ``snapshot``: grade a
+    copy of the files taken once, here, and give its digest (``SNAPSHOT_DIGEST``): a batch's class folder may
+    change while it grades, and its gradebook must record the files graded (discover.snapshot).
     """
     with _one_at_a_time:
         try:
             grader = process_grader(limits, server)
-            with unpacked(Path(path)) as inner:
-                request = Request(inner, tuple(milestones), variant=Variant(seed), rules=rules)
-                return grader.grade(request, limits).to_json()
+            taken = discover_snapshot(Path(path)) if snapshot else contextlib.nullcontext((Path(path), None))
+            with taken as (copy, digest), unpacked(copy) as inner:
+                name = None if Path(path).suffix == ".zip" else path  # a zip's, as before: where it was unpacked
+                request = Request(inner, tuple(milestones), variant=Variant(seed), rules=rules, name=name)
+                result = grader.grade(request, limits).to_json()
+            return {**result, SNAPSHOT_DIGEST: digest} if digest else result
         except Exception as e:  # noqa: BLE001 - recorded as this submission's error; the batch goes on
             return {"error": f"{type(e).__name__}: {e}"}
 
@@ -213,7 +223,9 @@ def grade_all(
     try:
         with _interrupts_deferred() if own else contextlib.nullcontext():
             futures = {
-                executor.submit(grade_one, str(f.path), milestones, limits, server.address if server else None): f
+                executor.submit(
+                    grade_one, str(f.path), milestones, limits, server.address if server else None, snapshot=True
+                ): f
                 for f in todo
             }
         for future in as_completed(futures):
@@ -223,14 +235,16 @@ def grade_all(
             except Exception as e:  # noqa: BLE001 - a worker process that died (memory, signal)
                 result = {"error": f"the grading process died: {type(e).__name__}: {e}"}
             error = result.get("error")
-            if not error and (why := book.not_kept(f.student, digests[f.student], fingerprint, milestones)):
+            # the digest of the files graded, where the grading took its own copy: they may not be those found
+            digest = result.pop(SNAPSHOT_DIGEST, None) or digests[f.student]
+            if not error and (why := book.not_kept(f.student, digest, fingerprint, milestones)):
                 narrowed[f.student] = why
             # Ctrl-C between the commit and its count would leave a result saved but not counted as saved.
             with _interrupts_deferred():
                 book.record(
                     f.student,
                     str(f.path),
-                    digests[f.student],
+                    digest,
                     __version__,
                     milestones,
                     None if error else result,

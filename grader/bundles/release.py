@@ -19,6 +19,7 @@ the built release for every reference body and hidden check's text (tests/e2e/te
 
 from __future__ import annotations
 
+import ast
 import shutil
 import tempfile
 import zipfile
@@ -71,8 +72,15 @@ def _walk(project: Path, folder: Path) -> list[str]:
     return names
 
 
-def build(out: Path, project: Path = PROJECT) -> list[str]:
-    """Write the release to ``out`` (a folder, or a zip if it ends in .zip); returns the files it holds."""
+LOCKS = "grader/suites/locked_answers.py"
+
+
+def build(out: Path, project: Path = PROJECT, answer_locks: bool = True) -> list[str]:
+    """Write the release to ``out`` (a folder, or a zip if it ends in .zip); returns the files it holds.
+
+    Without ``answer_locks`` the quiz's, kvmemory's and concepts' locked answers are left out (each question's
+    lock withheld): the public checks then say whether each is answered, not whether it is right. For a class that
+    will sit a paper on these questions: any lock answers a search, and a shuffled option keeps its words."""
     files = {name: project / name for name in shipped(project)}
     missing = [name for name in DOCS if not files[name].is_file()]
     if missing:
@@ -84,6 +92,8 @@ def build(out: Path, project: Path = PROJECT) -> list[str]:
             shutil.copy(source, stage / name)
         for name, template in OWN.items():
             (stage / name).write_text(templates.text(template))
+        if not answer_locks:
+            (stage / LOCKS).write_text(_withheld_locks(stage / LOCKS))
         names = sorted([*files, *OWN])
         if out.suffix == ".zip":
             _zip(stage, names, out)
@@ -98,3 +108,13 @@ def _zip(stage: Path, names: list[str], out: Path) -> None:
     with atomic_path(out) as tmp, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zf:
         for name in names:
             zf.write(stage / name, name)
+
+
+def _withheld_locks(path: Path) -> str:
+    """The locked answers' module with every answer taken out, from the shipped one's questions."""
+    from grader.suites import locked  # a suites module: only where a release is built without answers
+
+    tree = ast.parse(path.read_text())
+    (value,) = (n.value for n in tree.body if isinstance(n, ast.AnnAssign) and getattr(n.target, "id", "") == "LOCKED")
+    assert value is not None, f"{path} assigns no LOCKED"
+    return locked.module_text(locked.withheld(ast.literal_eval(value)), "`grade release --no-answer-locks`")

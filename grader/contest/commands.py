@@ -179,9 +179,9 @@ def coach_account(folder: Path, name: str, remove: bool = False) -> None:
         ignore.write_text(ignore.read_text(encoding="utf-8").rstrip("\n") + f"\n{COACHES}\n", encoding="utf-8")
     _secret(folder / COACHES, out.getvalue())
     if remove:
-        click.echo(f"{name}'s coach account removed: restart the server for it to take effect")
+        click.echo(f"{name}'s coach account removed: a running server refuses its token from now on")
     else:
-        click.echo(f"{name}'s coach token (give it to them alone; restart the server to let it in): {accounts[name]}")
+        click.echo(f"{name}'s coach token (give it to them alone; a running server lets it in now): {accounts[name]}")
 
 
 @contest.command()
@@ -232,6 +232,13 @@ def held_out_refusal(rules: Contest) -> str | None:
 def warnings(rules: Contest) -> list[str]:
     """What in ``rules`` is allowed but likely not meant, one line each, for `check` to warn about."""
     found = []
+    if rules.paper and (locked := _locked_parts(rules)):
+        # the lesson's key opens to a search of the release's locks, and a shuffled option keeps its words
+        found.append(
+            f"the student release holds {', '.join(locked)}'s answers locked, and a search opens a lock in seconds "
+            "(options in each student's own order keep their words): hand this class a release built with "
+            "`grade release --no-answer-locks`"
+        )
     if rules.paper and rules.feedback_after.shows.checks and not rules.feedback_during.shows.checks:
         if contest_end(rules) is None:
             # a paper's checks wait for every window to end (feedback.held_back), and these windows never all do
@@ -573,3 +580,11 @@ def export_results(
         ctx.invoke(report, db=db, png_dir=png_dir, top=10)
     if not (csv_out or gradescope_dir or png_dir):
         click.echo(f"next: grade export {db} --csv results.csv, or grade report {db} --png charts", err=True)
+
+
+def _locked_parts(rules: Contest) -> list[str]:
+    """The paper's parts whose questions' answers a default student release ships locked."""
+    from grader.suites.locked_answers import LOCKED  # plain data, read only for a contest on a paper
+
+    assert rules.paper is not None
+    return [part.id for part in rules.paper.parts if part.id in LOCKED]

@@ -77,6 +77,11 @@ def summary(sheet: Paper, folder: Path) -> str:
             lines.append(
                 f"    the same for every student, so the release's locked answers answer them: {', '.join(alike)}"
             )
+        if shuffled and part.id in LOCKED:
+            lines.append(
+                "    a shuffled option keeps its words, so the release's locked answer (the lesson's letter) finds it: "
+                "hand the class a release built with `grade release --no-answer-locks`"
+            )
     lines.append(f"  total: {sheet.total:g} points")
     secret = folder / SECRET_FILE
     lines.append(f"secret: {secret}" if secret.exists() else f"secret: none yet ({secret} is made by the first render)")

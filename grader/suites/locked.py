@@ -89,13 +89,35 @@ def key(value: Any, lock: dict[str, Any]) -> str | None:
     return number_key(number, lock["rtol"]) if finite and number is not None else None
 
 
-def judges(lock: dict[str, Any], seeded: bool) -> bool:
+WITHHELD = {"withheld": True}  # the lock of a release built without answers (`grade release --no-answer-locks`)
+
+
+def judges(lock: dict[str, Any], seeded: bool = False) -> bool:
     """Whether ``lock`` can tell a right answer from a wrong one: always with the lesson's numbers; in a paper
     (``seeded``: a student's own variant) only for a question asked of every student alike, since a lock marked
-    ``per_student`` holds the lesson's numbers, letters or line numbers, not that student's."""
-    return not (seeded and lock.get("per_student"))
+    ``per_student`` holds the lesson's numbers, letters or line numbers, not that student's; never for a lock
+    withheld from the release (any lock a release holds answers a search, the words of a shuffled option too)."""
+    return not lock.get("withheld") and not (seeded and lock.get("per_student"))
 
 
 def is_right(question_id: str, value: Any, lock: dict[str, Any]) -> bool:
     found = key(value, lock)
     return found is not None and digest(question_id, found) in lock["hashes"]
+
+
+def module_text(locks: dict[str, dict[str, dict[str, Any]]], written_by: str) -> str:
+    """grader/suites/locked_answers.py's text holding ``locks``: the kit's (``written_by`` the command that wrote
+    it), or a release's whose answers are withheld."""
+    from pprint import pformat  # only where the file is written
+
+    return (
+        "\"\"\"The quiz's, kvmemory's and concepts' answers, locked (grader/suites/locked.py). Written by\n"
+        f'{written_by}: do not edit."""\n\n'
+        "from typing import Any\n\n"
+        f"LOCKED: dict[str, dict[str, dict[str, Any]]] = {pformat(locks, width=110, sort_dicts=True)}\n"
+    )
+
+
+def withheld(locks: dict[str, dict[str, dict[str, Any]]]) -> dict[str, dict[str, dict[str, Any]]]:
+    """``locks`` with every answer taken out: the same questions, each lock ``WITHHELD``."""
+    return {exercise: {question: dict(WITHHELD) for question in questions} for exercise, questions in locks.items()}

@@ -316,3 +316,13 @@ def test_check_warns_that_a_papers_checks_wait_for_every_window_and_personal_one
     assert result.exit_code == 0, f"a warning, not a refusal: {result.output}"
     warning = [line for line in result.output.splitlines() if line.startswith("warning:")]
     assert len(warning) == 1 and "set window.hard_end" in warning[0], result.output
+
+
+def test_check_warns_that_a_release_with_locked_answers_answers_a_papers_questions(paper_folder):
+    sheet = paper_folder / "paper1" / "paper.toml"
+    sheet.write_text(sheet.read_text() + "[parts.quiz]\npoints = 16\n")
+    result = grade("check", str(paper_folder))
+    assert result.exit_code == 0, f"a warning, not a refusal: {result.output}"
+    warning = [line for line in result.output.splitlines() if line.startswith("warning:")]
+    assert len(warning) == 1 and "quiz's answers locked" in warning[0], result.output
+    assert "grade release --no-answer-locks" in warning[0], "it says what to hand the class instead"

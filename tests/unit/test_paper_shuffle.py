@@ -280,3 +280,49 @@ def test_paper_check_says_what_is_each_students_own_and_what_the_release_answers
     assert "the release's locked answers answer them: Q1, Q2" in result.output  # the quiz: the same for everyone
     result = CliRunner().invoke(main, ["paper", "check", str(PRACTICE_1)])
     assert "own order in Q_MC1, Q_MC2" in result.output and "answer them: Q_TEXT1" in result.output
+
+
+# ---------------------------------------------------------------- the attack, one step further: by the options' words
+
+LISTING_LINE = re.compile(r"^#\s+(\d+)  (.*)$")
+
+
+def listing(cell: str) -> dict[str, int]:
+    """Q_BUGLINE's listing as a notebook or the stub shows it: each line's code -> its number."""
+    comment = stub_comment(cell, "Q_BUGLINE")
+    assert comment is not None, cell
+    return {found[2]: int(found[1]) for line in comment.splitlines() if (found := LISTING_LINE.match(line))}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="the release's locks are the lesson's key, and a student's own notebook shows the lesson's options and "
+    "listing lines word for word, in their own order: the key found by the release's letters' search is carried "
+    "across by the words, with no reading of the question (docs/contest/README.md says the order does not stop "
+    "a student who reads their options). A class that sits such a paper gets a release without the locks "
+    "(`grade release --no-answer-locks`: tests/e2e/test_release_without_answers.py); the default release keeps "
+    "them for the student grading alone",
+)
+def test_attack_the_releases_key_carried_across_by_the_options_words_scores_no_better_than_chance(release_answers):
+    """The search above, then one mechanical step: each right lesson option's text is found among the student's own
+    options (their notebook shows the same words), and the listing's wrong line by its code. For 40 students of
+    practice paper 2, every one of the 12 multiple choices and the line number is right: 26 of the 26 points."""
+    sheet = load(PRACTICE_2)
+    concepts = release_answers["concepts"]
+    stub = (EXERCISES / "m12_concepts.py").read_text()
+    lesson_lines = {number: code for code, number in listing(stub).items()}
+    choice = [q.id for q in concept_questions.FIXED if isinstance(q, MultipleChoice)]
+    points = []
+    for who in STUDENTS[:40]:
+        variant = Variant(seed_of(SECRET, sheet.id, who))
+        book = cells(render.build(sheet, who, variant.seed))
+        right = 0
+        for qid in choice:
+            lesson = lesson_options("m12_concepts", qid)
+            shown = {text: letter for letter, text in shown_options(book[f"concepts-{qid}-answer"], qid).items()}
+            mine = "".join(sorted(shown[lesson[letter]] for letter in concepts[qid]))
+            right += marked("concepts", qid, variant, mine)
+        line = listing(book["concepts-Q_BUGLINE-answer"])[lesson_lines[concepts["Q_BUGLINE"]]]
+        right += marked("concepts", "Q_BUGLINE", variant, line)
+        points.append(POINTS_PER_QUESTION * right)
+    assert statistics.mean(points) < 8, f"the carried-across key scores {statistics.mean(points)} of 26 on average"

@@ -158,7 +158,9 @@ def test_what_changes_the_program_is_kept(one, other):
 def test_the_stubs_names_are_kept_and_come_first_in_the_stubs_order():
     """A function the stub defines is kept though nothing in the file calls it (the grader does), and the stub's
     definitions come first, in its order, whatever order the file has them in."""
-    code = "def _helper(x):\n    return x\n\n\ndef second(x):\n    return _helper(x)\n\n\ndef first(x):\n    return x\n"
+    code = (
+        "def _helper(x):\n    return g(x)\n\n\ndef second(x):\n    return _helper(x)\n\n\ndef first(x):\n    return x\n"
+    )
     out = normalise(code, ("first", "second"))
     assert [n.name for n in ast.parse(out).body] == ["first", "second", "_helper"], out
     assert normalise(code, ("first",)) == "def first(x):\n    return x", "second and its helper: never called"

@@ -3,15 +3,21 @@
 
 Tokens are secrets: each is compared in constant time (``hmac.compare_digest``), every known one on every check
 (no early exit that a stopwatch could read), never with ``==``, ``in`` or a dict lookup, and never logged.
+
+The files are read again whenever one of them has changed (``Tokens.check`` looks, a few system calls): a coach's
+account taken away (`grade contest coach --remove`) or the tokens rotated (`grade contest tokens --rotate`) stops the
+old token at once, not at the server's next start, which a leaked token could wait for.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hmac
+import os
+import threading
 from pathlib import Path
 
-from grader.contest.layout import read_coaches, read_tokens
+from grader.contest.layout import ADMIN_TOKEN, COACHES, TOKENS, read_coaches, read_tokens
 
 COACH = "coach"
 
@@ -26,26 +32,54 @@ class Tokens:
     """The contest's tokens, to tell who a given one names."""
 
     def __init__(self, folder: Path):
-        self._students, self._coach = read_tokens(folder)
-        self._coaches = read_coaches(folder)  # the jury's named accounts: token -> name
+        self.folder = folder
+        self._lock = threading.Lock()
+        self._read()
+
+    def _files(self) -> tuple[tuple[int, int, int] | None, ...]:
+        """What the token files are now (inode, modification time, size; None: none), to tell a change."""
+        found: list[tuple[int, int, int] | None] = []
+        for name in (TOKENS, ADMIN_TOKEN, COACHES):
+            try:
+                info = os.stat(self.folder / name)
+            except OSError:
+                found.append(None)
+            else:
+                found.append((info.st_ino, info.st_mtime_ns, info.st_size))
+        return tuple(found)
+
+    def _read(self) -> None:
+        files = self._files()  # before reading: a change while they are read is read again next time
+        students, coach = read_tokens(self.folder)
+        coaches = read_coaches(self.folder)  # the jury's named accounts: token -> name
+        self._known, self._seen = (students, coach, coaches), files  # one assignment: a check sees one reading
+
+    def _current(self) -> None:
+        """Read the files again if one has changed since (each is replaced whole: grader/files.py)."""
+        if self._files() != self._seen:
+            with self._lock:
+                if self._files() != self._seen:
+                    self._read()
 
     def names(self) -> tuple[str, ...]:
         """The students who have a token."""
-        return tuple(self._students.values())
+        return tuple(self._known[0].values())
 
     def check(self, token: str) -> Who | None:
         """Who ``token`` names; None for an empty or unknown one."""
         if not token:
             return None
+        self._current()
+        students, admin, coaches = self._known
         given = token.encode()
-        if self._coach and hmac.compare_digest(given, self._coach.encode()):
+        if admin and hmac.compare_digest(given, admin.encode()):
             return Who(COACH, coach=True)
         jury = None
-        for known, name in self._coaches.items():  # every token compared, in constant time each
+        for known, name in coaches.items():  # every token compared, in constant time each
             if hmac.compare_digest(given, known.encode()):
                 jury = name
         found = None
-        for known, student in self._students.items():
+        for known, student in students.items():
             if hmac.compare_digest(given, known.encode()):
                 found = student
         if jury:

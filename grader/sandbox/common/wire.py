@@ -16,6 +16,10 @@ from collections.abc import Sequence
 
 MAX_HEADER_BYTES = 4 << 20
 MAX_MESSAGE_BYTES = 512 << 20
+# Blobs in one message: a reply's tensors, one blob each (a state_dict's tens, lmbudget's logits one). A header of
+# 4 MB listing two million one-byte blobs cost the grading process 3 CPU seconds and 120 MB to read, once per
+# check; past this many, the message is refused before one is read.
+MAX_BLOBS = 100_000
 
 
 class ProtocolError(Exception):
@@ -83,6 +87,8 @@ def recv_measured(
     except (ValueError, RecursionError) as e:
         raise ProtocolError(f"unreadable message header: {e}") from None
     sizes = header.get("blobs") if isinstance(header, dict) else None
+    if isinstance(sizes, list) and len(sizes) > MAX_BLOBS:  # no reply holds this many tensors: refused unread
+        raise TooLarge(f"{len(sizes):,} tensors in one reply; the grader reads at most {MAX_BLOBS:,}")
     if not isinstance(sizes, list) or not all(type(s) is int and s >= 0 for s in sizes):
         raise ProtocolError("message header has no valid blob list")
     limit = min(limit, MAX_MESSAGE_BYTES)

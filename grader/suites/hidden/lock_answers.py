@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from pprint import pformat
 from typing import Any
 
 from grader.suites import locked
@@ -58,12 +57,7 @@ def locks() -> dict[str, dict[str, dict[str, Any]]]:
 
 
 def source() -> str:
-    return (
-        "\"\"\"The quiz's, kvmemory's and concepts' answers, locked (grader/suites/locked.py). Written by\n"
-        '`python -m grader.suites.hidden.lock_answers`: do not edit."""\n\n'
-        "from typing import Any\n\n"
-        f"LOCKED: dict[str, dict[str, dict[str, Any]]] = {pformat(locks(), width=110, sort_dicts=True)}\n"
-    )
+    return locked.module_text(locks(), "`python -m grader.suites.hidden.lock_answers`")
 
 
 if __name__ == "__main__":

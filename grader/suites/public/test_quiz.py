@@ -9,7 +9,7 @@ import math
 import pytest
 
 from grader.suites import checks
-from grader.suites.locked import is_right
+from grader.suites.locked import is_right, judges
 from grader.suites.locked_answers import LOCKED
 from grader.suites.questions import as_number, shown
 
@@ -30,7 +30,8 @@ def test_public_answered(quiz, question):
             checks.fail(f'{question} should be a number (1234, 1.5e9 or "1,234"), not {checks.describe(value)}')
         if isinstance(number, float) and not math.isfinite(number):
             checks.fail(f"{question} should be a finite number, not {value!r}")
-    if not is_right(question, value, LOCKED["quiz"][question]):
+    lock = LOCKED["quiz"][question]
+    if judges(lock) and not is_right(question, value, lock):
         checks.fail(
             f"{question}: {shown(value)} is not right (this public check knows right from wrong but not why: "
             "work it through again from the question's comment)"
