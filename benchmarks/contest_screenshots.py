@@ -1,4 +1,4 @@
-"""Screenshots of the contest server's room features (issue 28) at 1280 and 390 px wide, into a folder
+"""Screenshots of the contest server's room features at 1280 and 390 px wide, into a folder
 (docs/contest/ for the docs): headless Chromium through Selenium, against the app served in this process on a
 clock the script sets, with results written to the store (nothing is graded: it takes seconds).
 

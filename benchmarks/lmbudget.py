@@ -11,7 +11,7 @@ command with `--write` re-calibrates the task file on the grading machine).
 ``--spread N`` grades the reference recipe N times through the real grader while K processes (2 by default)
 burn a core each (``python -c "while True: pass"``, started and killed here): each run's loss on A and B, its
 points, the CPU seconds the sandbox counted, its wall time and the load average; then the minimum, maximum and
-spread of the losses and points, and the precision the spread supports (issue 28: identical code must score the
+spread of the losses and points, and the precision the spread supports (identical code must score the
 same whatever the load). The CPU's capability, the core count and the load average head the table.
 """
 

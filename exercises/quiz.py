@@ -2,8 +2,9 @@
 
 Replace each ``None`` with your answer: a number (``42``, ``2.5e9``; a
 string such as ``"1,234"`` works too) or a word (``"yes"``). Numbers are
-graded with a small relative tolerance, words without regard to case. Work
-them out on paper first, then check with your code.
+graded with a small relative tolerance, words on what they say: case,
+punctuation and the question's own words around your answer do not matter.
+Work them out on paper first, then check with your code.
 
     grade check -m quiz
 """

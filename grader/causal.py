@@ -4,7 +4,7 @@ definition sits below both.
 
 Logits are compared as log-probabilities (``log_probs``: each row minus its log-sum-exp), never as they come: a
 softmax ignores a constant added to a row, so a model may add any constant, and a tolerance that grew with the
-logits' size let a model that added 1e6 to every logit hide a lookahead of many nats under it (issue 32). The
+logits' size let a model that added 1e6 to every logit hide a lookahead of many nats under it. The
 tolerance on log-probabilities is absolute (``LOG_PROB_TOLERANCE``).
 """
 

@@ -13,6 +13,7 @@ from click.core import ParameterSource
 
 from grader import __version__
 from grader.batch.commands import batch, export, report
+from grader.batch.handback import feedback
 from grader.batch.regrades import regrades
 from grader.clierrors import GraderGroup
 from grader.contest.commands import contest
@@ -21,10 +22,17 @@ from grader.errors import BadUsage
 from grader.files import write_atomically
 from grader.grading import Grader, Request, internal_errors_line
 from grader.milestones import MILESTONES
-from grader.options import OutputPath, limit_options, limits, milestone_option, submission_timeout_option
+from grader.options import (
+    OutputPath,
+    gradescope_options,
+    limit_options,
+    limits,
+    milestone_option,
+    roster_option,
+    submission_timeout_option,
+)
 from grader.paper.commands import paper
 from grader.practice.command import practice
-from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES
 from grader.variants import Variant
 from grader.watch import watch
 
@@ -139,33 +147,24 @@ def check(
 
 @main.command()
 @click.argument("out", type=OutputPath(dir_okay=False, path_type=Path), default="gradescope-autograder.zip")
-@click.option(
-    "--visibility",
-    type=click.Choice(GRADESCOPE_VISIBILITIES),
-    default="after_published",
-    show_default=True,
-    help="When students see the hidden suites' checks (names, points, messages), in Gradescope's "
-    "levels: visible, at once; after_due_date, once the (late) due date has passed; after_published, "
-    "once you publish the grades; hidden, never. Gradescope hides a student's total while any "
-    "check is hidden. The public checks are always visible and worth 0 points. The default keeps the "
-    "hidden checks from students until you have looked at them.",
-)
-@click.option(
-    "--tests",
-    type=click.Choice(GRADESCOPE_LAYOUTS),
-    default="milestone",
-    show_default=True,
-    help="What results.json lists: milestone, one test per milestone (its points, each check a line of its "
-    "output); check, one test per check. Written into run_autograder (TESTS=...).",
-)
+@gradescope_options  # shared with grade export --gradescope (grader/options.py)
 @click.option(
     "--late-policy",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="A TOML late policy (docs/instructors.md, 'Due dates and late penalties'), shipped in the zip: the "
     "submission's time and due date come from Gradescope's submission_metadata.json.",
 )
+@roster_option(
+    None,
+    "Shipped in the zip with the late policy: Gradescope gives the submitter's email and name, which the roster "
+    "maps to their id, so an extension keyed by id, email or name applies; one that names no one is an error.",
+)
 def gradescope(
-    out: Path, visibility: str = "after_published", tests: str = "milestone", late_policy: Path | None = None
+    out: Path,
+    visibility: str = "after_published",
+    tests: str = "milestone",
+    late_policy: Path | None = None,
+    roster: Path | None = None,
 ) -> None:
     """Write a Gradescope autograder zip to OUT (setup.sh, run_autograder, the grader and its hidden suites).
 
@@ -175,9 +174,11 @@ def gradescope(
     from grader.bundles import gradescope as bundle
 
     try:
-        names = bundle.build(out, visibility=visibility, tests=tests, late_policy=late_policy)
+        names = bundle.build(out, visibility=visibility, tests=tests, late_policy=late_policy, roster=roster)
     except FileNotFoundError as e:
         raise click.UsageError(str(e)) from None
+    if late_policy is not None and roster is None and (keys := bundle.unreachable_keys(late_policy)):
+        click.echo(f"warning: {bundle.unreachable_warning(keys)}", err=True)
     click.echo(
         f"wrote {out} ({len(names)} files, hidden checks {visibility}, a test per {tests}); upload it as the "
         "autograder of a Gradescope assignment",
@@ -192,8 +193,8 @@ def gradescope(
     default=True,
     show_default=True,
     help="Ship the quiz's, kvmemory's and concepts' answers locked, so the public checks say right or wrong. Leave "
-    "them out for a class that will sit a paper on these questions: a search opens any lock in seconds, and a "
-    "multiple choice shuffled per student keeps its options' words.",
+    "them out for a class that will sit a paper on these questions: a search opens any lock in seconds, and the "
+    "quiz and Q_TEXT1 are asked alike of every student (a paper's other questions are each student's own).",
 )
 def release(out: Path, answer_locks: bool) -> None:
     """Write the student release to OUT (a new folder, or a .zip): stubs, public checks, a grader, a README.
@@ -248,21 +249,70 @@ def nbgrader(out: Path) -> None:
     help="Flag a pair whose share of common fingerprints on a file is at least this (0 to 1).",
 )
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table", show_default=True)
+@click.option("--by-file", is_flag=True, help="One row per pair and file, instead of one per pair.")
 @click.option(
     "--stubs",
     type=click.Path(exists=True, file_okay=False, path_type=Path),
     help="The stubs the students started from (default: this kit's exercises/): their text is never counted.",
 )
-def similarity(folder: Path, threshold: float, fmt: str, stubs: Path | None) -> None:
-    """Flag pairs of students in FOLDER (a class, as grade batch reads it) whose exercise files hold the same code
-    up to renamed identifiers, reordered functions and comments, file by file, the stubs' own text left out.
+@roster_option(
+    None,
+    "Optional: a student on it with no exercise files is named ('no files to compare'), and so is a folder not on "
+    "it (compared all the same).",
+)
+@click.option(
+    "--pair",
+    nargs=2,
+    metavar="A B",
+    help="Only students A and B: their scores file by file (with --html, their files side by side).",
+)
+@click.option(
+    "--html",
+    type=OutputPath(dir_okay=False, path_type=Path),
+    help="With --pair: write a page with both students' files side by side, the code they share marked.",
+)
+def similarity(
+    folder: Path,
+    threshold: float,
+    fmt: str,
+    by_file: bool,
+    stubs: Path | None,
+    roster: Path | None,
+    pair: tuple[str, str] | None,
+    html: Path | None,
+) -> None:
+    """Rank pairs of students in FOLDER (a class, as grade batch reads it) whose exercise files hold the same code
+    up to renamed identifiers, reordered functions, comments and dead code: one row per pair, its score across the
+    files both wrote, and the files at or above the threshold. The stubs' own text, and code more than half of the
+    class wrote the same way (the quiz's answers), count for no one.
+
+    \b
+    grade similarity class/                                  # the flagged pairs, most alike first
+    grade similarity class/ --pair alice bob --html ab.html  # their files side by side, what they share marked
 
     Needs copydetect (pip install 'gptkit[similarity]'). A flagged pair is a reason to read both, not a verdict."""
     from grader import similarity as sim
+    from grader.roster import read_roster
 
-    pairs, students = sim.compare(folder, stubs or sim.STUBS, threshold)
-    click.echo(sim.render(pairs, students, fmt, threshold))
+    if html and not pair:
+        raise BadUsage("--html needs --pair A B: the two students whose files to show side by side")
+    names = read_roster(roster) if roster else None
+    klass = sim.read_class(folder, stubs or sim.STUBS, names)
+    if pair:
+        missing = [s for s in pair if s not in klass.students]
+        if missing or pair[0] == pair[1]:
+            raise BadUsage(
+                f"--pair needs two students of {folder}: {', '.join(missing) or pair[0] + ' twice'} is not one "
+                f"(found: {', '.join(klass.students[:10])}{' ...' * (len(klass.students) > 10)})"
+            )
+        if html:
+            write_atomically(html, sim.pair_view(klass, *pair))
+            click.echo(f"wrote {html}", err=True)
+        else:
+            click.echo(sim.render_pair(klass, *pair))
+        return
+    click.echo(sim.render(klass, sim.file_pairs(klass), threshold, fmt, by_file))
 
 
-for command in (batch, export, report, regrades, contest, submit, paper, practice, watch):
+for command in (batch, export, report, regrades, feedback, contest, submit, paper, practice, watch):
     main.add_command(command)

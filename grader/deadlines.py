@@ -37,16 +37,19 @@ Where it is unknown, no penalty is applied, and the note says so: a time is neve
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from grader import nofollow
 from grader.errors import BadUsage
+from grader.roster import Roster
 
 UNKNOWN = "submission time unknown: no late penalty applied"
 PER = {"hour": timedelta(hours=1), "day": timedelta(days=1)}
@@ -154,6 +157,44 @@ class LatePolicy:
             f"{_duration(late)} late{extended} (due {deadline.isoformat()}): {units} {self.per}{'s' * (units != 1)} "
             f"x {self.penalty:g}% = {percent:g}% off the score{capped}",
         )
+
+    def for_roster(self, roster: Roster) -> LatePolicy:
+        """The policy with each extension keyed by the roster's id of the student it names (their id, email or
+        name), so that it reaches them whichever one the platform gives; PolicyError for a key that names no one
+        on the roster, or two students (a shared name): an extension that silently applies to no one is a
+        penalty the instructor meant to waive."""
+        extensions: dict[str, datetime | timedelta] = {}
+        for key, value in self.extensions.items():
+            who, slash, assignment = key.partition("/")
+            found = roster.matches(who)
+            if not found:
+                raise PolicyError(
+                    f"the late policy's extension {key!r} names no student on the roster (neither an id, an email "
+                    "nor a name there): fix the key or the roster"
+                )
+            if len(found) > 1:
+                raise PolicyError(
+                    f"the late policy's extension {key!r} names {len(found)} students on the roster "
+                    f"({', '.join(i.id for i in found)}): key it by their id"
+                )
+            extensions[f"{found[0].id}{slash}{assignment}"] = value
+        return dataclasses.replace(self, extensions=extensions)
+
+    def unmatched(self, students: Iterable[str]) -> list[str]:
+        """The extension keys that name none of ``students`` (without a roster, the ids a batch knows): each
+        applies to no one, which the commands say loudly."""
+        known = set(students)
+        return [key for key in self.extensions if key.partition("/")[0] not in known]
+
+
+def unmatched_warning(keys: list[str]) -> str:
+    """What a command says of extension keys that name no student it knows (``LatePolicy.unmatched``)."""
+    many = len(keys) != 1
+    return (
+        f"warning: the late policy's extension{'s' * many} {', '.join(map(repr, keys))} name{'' if many else 's'} "
+        f"no student in the gradebook, so no one gets {'them' if many else 'it'}: key an extension by the student's "
+        "id (their folder's name), or give --roster, which also knows their emails and names"
+    )
 
 
 def _duration(late: timedelta) -> str:
@@ -341,12 +382,24 @@ def recorded_time(source: Path, time_from: str | None, use_mtime: bool = False) 
 class GradescopeSubmission:
     """What Gradescope's submission_metadata.json says of a submission: when it was made, its due date (the
     submitter's own where Gradescope has an extension for them), who made it (their email, else name), and
-    ``source``: where the time came from, or why there is none."""
+    ``source``: where the time came from, or why there is none; ``email`` and ``name``: the submitter's, as
+    Gradescope gives them ("" where it does not), which a roster maps to the student's id (``who``)."""
 
     submitted: datetime | None
     due: datetime | None
     student: str
     source: str
+    email: str = ""
+    name: str = ""
+
+    def who(self, roster: Roster | None) -> str:
+        """The key a late policy judges this submitter by: their roster id, found by email, else by name; without
+        a roster (or not on it), their email, else name (``student``)."""
+        if roster is not None:
+            for key in (self.email, self.name):
+                if key and (found := roster.find(key)) is not None:
+                    return found.id
+        return self.student
 
 
 def gradescope_submission(metadata: Path) -> GradescopeSubmission:
@@ -373,9 +426,10 @@ def gradescope_submission(metadata: Path) -> GradescopeSubmission:
             due = at(user["assignment"].get("due_date")) or due
     if due is None and isinstance(data.get("assignment"), dict):
         due = at(data["assignment"].get("due_date"))
-    student = str(users[0].get("email") or users[0].get("name") or "") if users else ""
+    email = str(users[0].get("email") or "") if users else ""
+    name = str(users[0].get("name") or "") if users else ""
     source = FROM_GRADESCOPE if submitted else f"unknown: no created_at time in Gradescope's {metadata.name}"
-    return GradescopeSubmission(submitted, due, student, source)
+    return GradescopeSubmission(submitted, due, email or name, source, email, name)
 
 
 def gradescope_time(metadata: Path) -> tuple[datetime | None, datetime | None]:

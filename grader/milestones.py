@@ -87,6 +87,12 @@ DECLARED: tuple[Milestone, ...] = (
         33,
         trusted=CORE_MILESTONE_FILES,
     ),
+    Milestone(
+        "problems",
+        "Contest problems: attention's scale, training cost, the KV cache, Chinchilla",
+        ("m13_problems",),
+        35,
+    ),
     # grader/lmbudget/: train under a CPU budget, scored on held-out text (bits per character).
     Milestone(
         "lmbudget",

@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import click
 
 from grader.milestones import GRADABLE, METRIC_TASKS, MILESTONES
+from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES
 from grader.sandbox.client import Limits
 
 F = TypeVar("F", bound=Callable)
@@ -112,6 +113,49 @@ def submission_timeout_option(default: float | None = DEFAULT.submission_seconds
         help="Seconds the whole grading of one submission may take, the grader's own work on what its code "
         "returns included; the checks still to run then fail at once, saying the submission's time is up.",
     )
+
+
+def roster_option(default: str | None, purpose: str | None = None) -> Callable[[F], F]:
+    """``--roster PATH``: the class's roster.csv (grader/roster.py: a ``student`` column, optional ``email`` and
+    ``name``); ``default``: where the command looks for one without the option, said in its help (None: nowhere);
+    ``purpose``: what the command does with it, where not the batch commands' (missing and unknown students)."""
+    found = f" Without it, {default} is read where there is one." if default else ""
+    purpose = purpose or (
+        "A student on it with no submission is listed with 0 points and 'no submission'; a submission not on it "
+        "is named; a late policy's extension may name a student by id, email or name, and one that names no one "
+        "on it is an error."
+    )
+    return click.option(
+        "--roster",
+        type=click.Path(exists=True, dir_okay=False, path_type=Path),
+        metavar="PATH",
+        help="The class's roster.csv: a student column (each student's id, their folder's name), optional email "
+        f"and name columns. {purpose}{found}",
+    )
+
+
+def gradescope_options(f: F) -> F:
+    """``--visibility`` and ``--tests``: how Gradescope results lay out and show the hidden suites' checks, the
+    same for the autograder zip (``grade gradescope``) and ``grade export --gradescope``."""
+    f = click.option(
+        "--tests",
+        type=click.Choice(GRADESCOPE_LAYOUTS),
+        default="milestone",
+        show_default=True,
+        help="What results.json lists: milestone, one test per milestone (its points, each check a line of its "
+        "output); check, one test per check.",
+    )(f)
+    return click.option(
+        "--visibility",
+        type=click.Choice(GRADESCOPE_VISIBILITIES),
+        default="after_published",
+        show_default=True,
+        help="When students see the hidden suites' checks (names, points, messages), in Gradescope's "
+        "levels: visible, at once; after_due_date, once the (late) due date has passed; after_published, "
+        "once you publish the grades; hidden, never. Gradescope hides a student's total while any "
+        "check is hidden. The public checks are always visible and worth 0 points. The default keeps the "
+        "hidden checks from students until you have looked at them.",
+    )(f)
 
 
 def scheduler_option(f: F) -> F:

@@ -17,6 +17,13 @@ from grader.milestones import GRADABLE
 GRADESCOPE_VISIBILITIES = ("visible", "after_due_date", "after_published", "hidden")
 # How a results.json lays out its tests: one per milestone (its checks' lines in the test's output), or one per check.
 GRADESCOPE_LAYOUTS = ("milestone", "check")
+# When the scored checks show, as a results.json's output tells the student (nothing to say when visible): the
+# autograder's and `grade export --gradescope`'s words.
+GRADESCOPE_SHOWN = {
+    "after_due_date": "The scored checks are shown to you after the due date",
+    "after_published": "The scored checks are shown to you once your instructor publishes the grades",
+    "hidden": "The scored checks are not shown to you (your instructor sees them)",
+}
 
 
 class Verdict(str, Enum):
@@ -295,7 +302,9 @@ def _check_line(c: CheckResult) -> str:
     if not c.counted:
         why = "the grader failed here, not your code" if c.internal_error else "the grader could not observe this"
         return f"- {c.name} (not counted: {why})" + (f": {c.message}" if c.message else "")
-    points = f" [{c.score:g}/{c.max_score:g}]" if c.max_score else ""
+    # to 2 decimals, as every score is shown (a check of 2 points among 11 is worth 0.181818...); the test's own
+    # points are the exact sum, so the total still adds up
+    points = f" [{round(c.score, 2):g}/{round(c.max_score, 2):g}]" if c.max_score else ""
     return f"{'PASS' if c.passed else 'FAIL'} {c.name}{points}" + ("" if c.passed else f": {c.message}")
 
 

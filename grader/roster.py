@@ -1,13 +1,19 @@
-"""A class's roster, ``roster.csv`` (a contest's, or the one a paper's notebooks are rendered for): one row per
-student, in a ``student`` column (other columns are the coach's own and are kept out of the way). Names are the
-students' ids everywhere: tokens, extra time, the scoreboard, and each is one folder's name in the exports
-(``STUDENT/results.json``), so an empty, repeated or path-like one is an error, with its line. On a paper each name
-draws its student's numbers, so two names that draw the same ones are an error too."""
+"""A class's roster, ``roster.csv`` (a contest's, a paper's, a batch's): one row per student, in a ``student``
+column, with optional ``email`` and ``name`` columns (other columns are the coach's own and are kept out of the
+way). Names are the students' ids everywhere: tokens, extra time, the scoreboard, and each is one folder's name in
+the exports (``STUDENT/results.json``), so an empty, repeated or path-like one is an error, with its line. On a
+paper each name draws its student's numbers, so two names that draw the same ones are an error too.
+
+A class's batch (``grade batch``/``report``/``export --roster``) and its Gradescope zip read the roster as
+identities (``read_identities``): one student known by an id, an email and a name, so that a late policy keyed by
+any of them reaches the student whichever one a platform gives (Gradescope gives the submitter's email and name)."""
 
 from __future__ import annotations
 
 import csv
 import unicodedata
+from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from grader.errors import InputError
@@ -30,10 +36,56 @@ def unsafe(name: str) -> str | None:
     return None
 
 
+@dataclass(frozen=True)
+class Identity:
+    """One student as the roster gives them: ``id`` (the ``student`` column: their folder's name in a batch),
+    and their ``email`` and ``name`` where the roster has those columns ("" where not)."""
+
+    id: str
+    email: str = ""
+    name: str = ""
+
+    def keys(self) -> tuple[str, ...]:
+        """What a late policy or a platform may call this student: the id, the email (any letter case), the name."""
+        return tuple(k for k in (self.id, self.email.lower(), self.name) if k)
+
+
+class Roster:
+    """A roster's identities, looked up by id, email (any letter case) or name."""
+
+    def __init__(self, identities: Iterable[Identity]):
+        self.identities = tuple(identities)
+        self._by_key: dict[str, list[Identity]] = {}
+        for identity in self.identities:
+            for key in dict.fromkeys(identity.keys()):
+                self._by_key.setdefault(key, []).append(identity)
+
+    def matches(self, key: str) -> list[Identity]:
+        """Every student ``key`` names (an id, an email or a name): two where two students share a name."""
+        key = key.strip()
+        return self._by_key.get(key) or self._by_key.get(key.lower()) or []
+
+    def find(self, key: str) -> Identity | None:
+        """The one student ``key`` names, or None (no one, or a name two students share)."""
+        found = self.matches(key)
+        return found[0] if len(found) == 1 else None
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        return tuple(i.id for i in self.identities)
+
+
 def read_roster(path: Path, paper: bool = False) -> tuple[str, ...]:
     """The student names in ``path``, in file order. ``paper``: the contest is on a paper, so two names that
     differ only in letter case or spaces (one seed, the same numbers) are refused, as `grade paper render`
     refuses them."""
+    return tuple(i.id for i in read_identities(path, paper))
+
+
+def read_identities(path: Path, paper: bool = False) -> tuple[Identity, ...]:
+    """The students in ``path`` as identities, in file order (``read_roster``'s checks, ``paper`` included); an
+    email given twice, or one without an @, is an error with its line: it would send one student's extension to
+    another."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
@@ -48,7 +100,10 @@ def read_roster(path: Path, paper: bool = False) -> tuple[str, ...]:
             f"{path.name}, line 1: the header needs a student column, not {reader.fieldnames or 'nothing'}"
         )
     column = next(f for f in reader.fieldnames if f.strip() == "student")
+    optional = {f.strip(): f for f in reader.fieldnames if f.strip() in ("email", "name")}
     seen: dict[str, int] = {}
+    emails: dict[str, int] = {}
+    identities = []
     for row in reader:
         line = reader.line_num
         name = (row.get(column) or "").strip()
@@ -65,11 +120,31 @@ def read_roster(path: Path, paper: bool = False) -> tuple[str, ...]:
                 f"{path.name}, line {line}: {name!r} is already on line {seen[name]}: names must be unique"
             )
         seen[name] = line
+        email = _email(path, line, (row.get(optional["email"]) or "") if "email" in optional else "", emails)
+        full_name = (row.get(optional["name"]) or "").strip() if "name" in optional else ""
+        identities.append(Identity(name, email, full_name))
     if not seen:
         raise RosterError(f"{path.name}: no students: add one name per line under the student header")
     if paper:
         _one_seed_each(path, seen)
-    return tuple(seen)
+    return tuple(identities)
+
+
+def _email(path: Path, line: int, text: str, emails: dict[str, int]) -> str:
+    """The email on ``line`` ("" for none), checked: an address, and not one an earlier line (in ``emails``, which
+    gains it) gave another student."""
+    email = text.strip()
+    if not email:
+        return ""
+    if "@" not in email:
+        raise RosterError(f"{path.name}, line {line}: {email!r} is not an email address")
+    if email.lower() in emails:
+        raise RosterError(
+            f"{path.name}, line {line}: the email {email!r} is already on line {emails[email.lower()]}: "
+            "each student has their own"
+        )
+    emails[email.lower()] = line
+    return email
 
 
 def _one_seed_each(path: Path, names: dict[str, int]) -> None:

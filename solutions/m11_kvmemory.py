@@ -88,7 +88,7 @@ def max_context(
 # Check yourself --------------------------------------------------------------------------------
 
 # Q_MC1. What does the KV cache keep for each past token, in each layer of multi-head attention?
-#   (a) its query and key   (b) its key and value   (c) its query, key and value
+#   (a) its query and its key   (b) its key and value   (c) its query, key and value
 #   (d) its row of attention weights
 Q_MC1 = "b"
 

@@ -116,22 +116,22 @@ def overflow_error(model: nn.Module) -> str:
 Q_BLOCK = "a, b, c"
 
 # Q_FAMILIES. Which line puts BERT, GPT and T5 in the right families?
-#   (a) BERT decoder-only, GPT encoder-only, T5 encoder-decoder
-#   (b) BERT encoder-only, GPT decoder-only, T5 encoder-decoder
-#   (c) BERT encoder-only, GPT encoder-decoder, T5 decoder-only
-#   (d) BERT decoder-only (causal), GPT encoder-only (bidirectional), T5 encoder-decoder
-Q_FAMILIES = "b"
+#   (a) BERT encoder-only, GPT encoder-decoder, T5 decoder-only
+#   (b) BERT decoder-only, GPT encoder-only, T5 encoder-decoder
+#   (c) BERT encoder-decoder, GPT decoder-only, T5 encoder-only
+#   (d) BERT encoder-only, GPT decoder-only, T5 encoder-decoder
+Q_FAMILIES = "d"
 
 # Q_CROSS. Predict, then check with decoder_layer_extra: how many more parameters does
 #   nn.TransformerDecoderLayer(512, 8, 2048) have than nn.TransformerEncoderLayer(512, 8, 2048)?
 Q_CROSS = 1_051_648  # cross-attention 4 d^2 + 4 d and a third LayerNorm 2 d
 
 # Q_PARALLEL. One training step on a batch of sequences of T tokens: how does GPT get the loss at every position?
-#   (a) in one forward pass: the targets are known and the mask hides each position's future
-#   (b) in T forward passes, one position at a time, as in generation
-#   (c) in one pass, but only because TinyGPT is small; large models go one position at a time
-#   (d) it does not: only the last position's prediction is trained
-Q_PARALLEL = "a"
+#   (a) in T forward passes, one per position, each reading only the tokens before it
+#   (b) in one forward pass that scores only the last position: the others have no target
+#   (c) in one forward pass: the targets are known and the mask hides each position's future
+#   (d) in one pass for a small model such as TinyGPT; a large one goes position by position
+Q_PARALLEL = "c"
 
 # Q_MASKED. What the mask costs: with a context of 1,024 tokens, one head computes a 1,024 x 1,024 matrix of
 #   attention scores. How many of those scores does the causal mask throw away (set to -inf)?
@@ -147,9 +147,11 @@ Q_BUGLINE = 2
 
 # Q_MASKDIR. A student's GPT reaches a training loss near 0 on real text within a few hundred steps, and its
 #   greedy generation is rubbish. What is the likeliest cause?
-#   (a) the mask lets each position see the token after it (it points the wrong way)
-#   (b) a learning rate that is too low   (c) too few layers   (d) the head is tied to the token table
-Q_MASKDIR = "a"
+#   (a) a learning rate too low for the weights to move far from where they started
+#   (b) a mask pointing the wrong way, so each position sees its next token
+#   (c) too few layers and heads for the model to fit the text it is trained on
+#   (d) a head tied to the token table, sharing its weights with the embeddings
+Q_MASKDIR = "b"
 
 # Part 2: the architecture, its sizes and what emerges
 
@@ -158,7 +160,7 @@ Q_MASKDIR = "a"
 Q_SHAPE = "a"
 
 # Q_MISSING. You must count a TinyGPT's parameters and are told four sizes. Which one do you NOT need?
-#   (a) the vocabulary size   (b) the number of heads   (c) the context length   (d) the number of layers
+#   (a) the size of the vocabulary   (b) the number of heads   (c) the context length   (d) the number of layers
 Q_MISSING = "b"
 
 # Q_REVERSE. Reverse engineering: a TinyGPT (m2's, untied head) with a vocabulary of 50, a context of 8 and 2
@@ -168,23 +170,23 @@ Q_REVERSE = 64
 # Q_ABILITIES. Three prompts: (1) three solved examples, then a new input; (2) a question followed by "Let's
 #   think step by step", with no example; (3) a model that picks up a new task from its context alone, with no
 #   weight update. Which line names them?
-#   (a) (1) chain of thought, (2) few-shot, (3) in-context learning
-#   (b) (1) fine-tuning, (2) chain of thought, (3) few-shot
-#   (c) (1) few-shot prompting, (2) zero-shot chain of thought, (3) in-context learning
-#   (d) (1) zero-shot, (2) few-shot, (3) in-context learning
-Q_ABILITIES = "c"
+#   (a) (1) chain-of-thought prompting, (2) few-shot prompting, (3) in-context learning
+#   (b) (1) few-shot prompting, (2) zero-shot chain of thought, (3) in-context learning
+#   (c) (1) fine-tuning on the examples, (2) chain of thought, (3) few-shot prompting
+#   (d) (1) zero-shot prompting, (2) few-shot chain of thought, (3) in-context learning
+Q_ABILITIES = "b"
 
 # Q_FEWSHOT. A model answers well after a prompt with three worked examples. What happened to its weights?
-#   (a) nothing: the examples were only read in the forward pass   (b) the last layer adapted to the examples
-#   (c) three small gradient steps, one per example   (d) the embeddings of the examples' tokens were updated
-Q_FEWSHOT = "a"
+#   (a) the last layer's weights adapted to the examples   (b) three small gradient steps, one per example
+#   (c) the examples' token embeddings were updated   (d) nothing: they were only read, in a forward pass
+Q_FEWSHOT = "d"
 
 # Q_LIE. Two truths and a lie: which statement is false?
-#   (a) GPT-2's four sizes share one architecture, with a context of 1024 and learned positions
-#   (b) at a fixed compute budget Chinchilla grows parameters and tokens together, about 20 tokens per parameter
-#   (c) few-shot prompting and chain of thought were trained into GPT-3 with objectives of their own
-#   (d) the feed-forward widens d_model to 4 d_model and projects back
-Q_LIE = "c"
+#   (a) few-shot prompting and chain of thought were trained into GPT-3 with objectives of their own
+#   (b) GPT-2's four sizes share one architecture, with a context of 1024 and learned positions
+#   (c) at a fixed compute budget Chinchilla grows parameters and tokens together, about 20 tokens per parameter
+#   (d) the feed-forward sublayer widens each position from d_model to 4 d_model, then projects it back
+Q_LIE = "a"
 
 # Part 3: inference, the training loop, where it stops working
 
@@ -198,26 +200,29 @@ Q_WINDOW = 8
 
 # Q_OMIT. The recipe with one step left out: a loop runs zero_grad, forward, loss and optimizer.step(), but
 #   never loss.backward(). After 20 steps the loss is
-#   (a) where it started: no gradient, so step moves nothing   (b) lower, but falling slowly
-#   (c) NaN: the step diverges   (d) never printed: step() raises an error
-Q_OMIT = "a"
+#   (a) lower, but falling slowly: step() still nudges the weights a little
+#   (b) NaN: with no gradient to follow, step() diverges
+#   (c) where it started: with no gradient, step() moves no weight
+#   (d) never printed: step() raises an error on the missing gradients
+Q_OMIT = "c"
 
 # Q_OVERFLOW. Edge case: TinyGPT(50, 64, 4, 2, 8) is called on 9 tokens. What happens?
-#   (a) an error: the position table has rows for positions 0 to 7 only
-#   (b) it runs: position 8 reuses the last row   (c) it runs: the mask crops the input to 8 tokens
-#   (d) it runs, with worse predictions at position 8
-Q_OVERFLOW = "a"
+#   (a) it runs: position 8 reuses the last row of the position table
+#   (b) it runs: the mask crops the input to its last 8 tokens
+#   (c) an error: the position table has rows for positions 0 to 7 only
+#   (d) it runs, with worse predictions at position 8 than at the others
+Q_OVERFLOW = "c"
 
 # Q_PAD. A batch of 4 sequences is padded so that each has 8 targets; 5 of the targets are padding. The loss
 #   is cross_entropy with ignore_index set to the padding id: over how many targets is its mean taken?
 Q_PAD = 27
 
 # Q_EXPOSURE. Exposure bias: what differs between training and generation?
-#   (a) generation uses teacher forcing, training does not
-#   (b) in training every prefix is true text; in generation the model reads its own earlier outputs,
-#       so one mistake leads it into contexts it never trained on
-#   (c) the mask points the other way in generation   (d) gradients flow through the sampled tokens
-Q_EXPOSURE = "b"
+#   (a) in training the model reads true prefixes; in generation it reads its own outputs, mistakes and all
+#   (b) generation feeds the model true tokens by teacher forcing; training feeds it its own outputs
+#   (c) the causal mask points the other way in generation, so each position reads the future
+#   (d) in generation the gradients flow back through each sampled token into the weights
+Q_EXPOSURE = "a"
 
 
 if __name__ == "__main__":

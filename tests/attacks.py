@@ -526,7 +526,7 @@ for _fd in (1, 2):
 """
 
 
-# ---------------------------------------------------------------- claims the worker makes (issue 25)
+# ---------------------------------------------------------------- claims the worker makes
 
 # Every error the submission's code raises comes back marked as the grader's own fault: the request handler runs
 # in the submission's process, so the submission can rewrite how it marks errors.

@@ -376,7 +376,7 @@ def autograder_here(root: Path) -> dict:
     results.parent.mkdir(exist_ok=True)
     args = [str(root / "submission"), str(results), "--visibility", options["VISIBILITY"], "--tests", options["TESTS"]]
     args += ["--late-policy", str(root / "source" / "late-policy.toml")]
-    args += ["--metadata", str(root / "submission_metadata.json")]
+    args += ["--metadata", str(root / "submission_metadata.json"), "--roster", str(root / "source" / "roster.csv")]
     with stand_ins({"grader.bundles.gradescope.Grader": SessionGrader}, cwd=root / "source"):
         gradescope.main(args)
     return json.loads(results.read_text())

@@ -8,6 +8,7 @@ import textwrap
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from .gradebook import NO_SUBMISSION
 from .summary import (
     broken_students,
     class_causes,
@@ -44,8 +45,14 @@ def best_first(rows: list[dict], students: set[str]) -> list[str]:
     return sorted(students, key=lambda s: (-share.get(s, -1.0), s))
 
 
-def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
-    """Write the four charts into ``folder``; returns their paths."""
+def absent(rows: list[dict]) -> list[str]:
+    """The students on the roster with no submission (grader/batch/term.py): in the charts at 0, so named."""
+    return [r["student"] for r in rows if r["status"] == NO_SUBMISSION]
+
+
+def draw(rows: list[dict], checks: list[dict], folder: Path, *, late: bool = False) -> list[Path]:
+    """Write the four charts into ``folder``; returns their paths. ``late``: the rows' scores are after a late
+    policy's penalties (``grade report --late-policy``): the score chart says so."""
     # matplotlib here, not at the top: it takes a second to load, its backend is chosen before pyplot loads, and
     # only `grade report --png` and the coach's charts page draw. The charts' functions import pyplot after this.
     import matplotlib
@@ -63,22 +70,28 @@ def draw(rows: list[dict], checks: list[dict], folder: Path) -> list[Path]:
 
     stub = stubs(checks)
     graded = [r for r in rows if fraction(r) is not None]
-    save(heatmap(rows, checks, stub), HEATMAP)
+    missing = absent(rows)
+    save(heatmap(rows, checks, stub, missing), HEATMAP)
     considered = len([r for r in graded if r["student"] not in stub])
     apart = _apart(checks, stub)
     save(causes_chart(checks, considered, apart, bool(graded)), CAUSES)
-    save(histogram(graded, stub), HISTOGRAM)
+    save(histogram(graded, stub, missing, late), HISTOGRAM)
     save(rates_chart(checks, stub, considered, apart, bool(graded)), RATES)
     return written
 
 
-def heatmap(rows: list[dict], checks: list[dict], stub: set[str]) -> Figure:
-    """Students x milestones: each cell the share of that milestone's points, best students first."""
+def heatmap(rows: list[dict], checks: list[dict], stub: set[str], missing: list[str] | None = None) -> Figure:
+    """Students x milestones: each cell the share of that milestone's points, best students first; the students
+    with no submission (``missing``) last, at 0 on every milestone."""
     import matplotlib.pyplot as plt
 
     shares = milestone_shares(checks)
     ids = list(shares)
-    students = best_first(rows, {s for m in ids for s in shares[m]})
+    missing = missing or []
+    students = best_first(rows, {s for m in ids for s in shares[m]}) + (sorted(missing) if ids else [])
+    for s in missing:
+        for m in ids:
+            shares[m][s] = 0.0
     # At least 6.5 in wide: the title, over one or two milestones, would run into the colour bar's label.
     fig, ax = plt.subplots(figsize=(max(6.5, 2.2 + 1.1 * len(ids)), 1.4 + 0.3 * max(len(students), 1)))
     grid = [[shares[m].get(s, float("nan")) for m in ids] for s in students]
@@ -87,7 +100,7 @@ def heatmap(rows: list[dict], checks: list[dict], stub: set[str]) -> Figure:
     crashed = broken_students(checks)  # "hung in m1": a red row that is no wrong answer
     ax.set_yticks(
         range(len(students)),
-        [f"{s} (stub)" if s in stub else f"{s} ({crashed[s]})" if s in crashed else s for s in students],
+        [_label(s, stub, crashed, missing) for s in students],
         fontsize=9 if len(students) <= 40 else 6,
     )
     ax.xaxis.tick_top()
@@ -101,6 +114,15 @@ def heatmap(rows: list[dict], checks: list[dict], stub: set[str]) -> Figure:
     if not grid:
         nothing(ax, NOTHING_GRADED)
     return fig
+
+
+def _label(student: str, stub: set[str], crashed: dict[str, str], missing: list[str]) -> str:
+    """A heatmap row's label: the student, and why their row reads as it does where that is not their answers."""
+    if student in missing:
+        return f"{student} ({NO_SUBMISSION})"
+    if student in stub:
+        return f"{student} (stub)"
+    return f"{student} ({crashed[student]})" if student in crashed else student
 
 
 def _apart(checks: list[dict], stub: set[str]) -> str:
@@ -137,13 +159,17 @@ def causes_chart(checks: list[dict], considered: int, apart: str, graded: bool) 
     return fig
 
 
-def histogram(graded: list[dict], stub: set[str]) -> Figure:
-    """The score histogram of the ``graded`` rows: integer counts, mean and median marked."""
+def histogram(graded: list[dict], stub: set[str], missing: list[str] | None = None, late: bool = False) -> Figure:
+    """The score histogram of the ``graded`` rows and of the students with no submission (``missing``, at 0):
+    integer counts, mean and median marked; ``late``: the scores are after late penalties, and the title says so."""
     import matplotlib.pyplot as plt
     from matplotlib.ticker import MaxNLocator
 
-    scores = [100 * share for r in graded if (share := fraction(r)) is not None]
+    missing = missing or []
+    scores = [100 * share for r in graded if (share := fraction(r)) is not None] + [0.0] * len(missing)
     among = f", {len(stub)} of them untouched stub{'s' * (len(stub) != 1)}" if stub else ""
+    among += f", {len(missing)} with {NO_SUBMISSION} at 0" if missing else ""
+    among += ", after late penalties" if late else ""
     fig, ax = plt.subplots(figsize=(7, 4))
     ax.hist(scores, bins=10, range=(0, 100), color="tab:blue", edgecolor="white")
     if scores:
@@ -157,7 +183,10 @@ def histogram(graded: list[dict], stub: set[str]) -> Figure:
         nothing(ax, NOTHING_GRADED)
     ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set(
-        xlabel="score (%)", ylabel="students", xlim=(0, 100), title=f"Score distribution ({len(scores)} graded{among})"
+        xlabel="score (%)",
+        ylabel="students",
+        xlim=(0, 100),
+        title=f"Score distribution ({len(scores) - len(missing)} graded{among})",
     )
     return fig
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING
 
 import click
 
-from grader import deadlines
 from grader.batch.exports import csv_text, gradescope_json
 from grader.batch.gradebook import EMPTY, SOURCE_PREFIX, Gradebook
 from grader.batch.regrades import answer_lines, printable
@@ -31,21 +30,35 @@ from grader.batch.summary import (
     untouched_line,
     untrusted_line,
 )
+from grader.batch.term import (
+    CONTEST_TIME,
+    ROSTER,
+    ClassRows,
+    late_penalty,
+    load_policy,
+    missing_line,
+    penalised,
+    strangers_line,
+    with_roster,
+)
 from grader.clierrors import GraderCommand
-from grader.deadlines import Lateness
+from grader.deadlines import Lateness, unmatched_warning
 from grader.files import write_atomically
 from grader.fingerprint import grader_fingerprint
 from grader.milestones import GRADABLE, METRIC_TASKS, MILESTONES
 from grader.options import (
     OutputPath,
     dask_client,
+    gradescope_options,
     limit_options,
     limits,
     milestone_option,
+    roster_option,
     scheduler_option,
     submission_timeout_option,
 )
 from grader.results import CLAIM_COUNTED
+from grader.roster import Identity, read_identities
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
 
 if TYPE_CHECKING:  # loaded by the commands that use them: `grade` starts without them
@@ -55,10 +68,7 @@ if TYPE_CHECKING:  # loaded by the commands that use them: `grade` starts withou
     from grader.batch.run import Outcome
     from grader.sandbox.client import Limits
 
-__all__ = ["batch", "export", "report", "failure_rates"]
-
-# A contest's gradebook (grade contest export): its window decided what was on time, and no late policy applies.
-CONTEST_TIME = "unknown: a contest's submission, which its window accepted or refused (no late policy applies)"
+__all__ = ["batch", "export", "report", "failure_rates", "CONTEST_TIME"]
 
 
 def late_policy_options(command):
@@ -105,6 +115,7 @@ def late_policy_options(command):
 @limit_options
 @submission_timeout_option()
 @scheduler_option
+@roster_option("SUBMISSIONS/roster.csv")
 def batch(
     submissions: Path,
     milestones: list[str],
@@ -116,6 +127,7 @@ def batch(
     memory_mb: int,
     scheduler: str | None,
     allow_public_held_out: bool = False,
+    roster: Path | None = None,
 ) -> None:
     """Grade every submission under SUBMISSIONS into a gradebook; run again to resume.
 
@@ -126,6 +138,8 @@ def batch(
     Graded on some milestones (-m), a student keeps the others' results from the same
     files and grader. A student's folder with nothing to grade is recorded as such.
     A metric task whose held-out text students have is refused (--allow-public-held-out).
+    With a roster (--roster, or SUBMISSIONS/roster.csv), each student on it with no submission
+    is listed with 0 points, and each submission not on it is named.
     """
     # Imported here, to keep `grade` quick to start: finding submissions (zipfile); rich and the pool in grade_batch.
     from grader.batch.discover import discover, own_stamps
@@ -135,6 +149,7 @@ def batch(
     if not found:
         raise click.UsageError(f"no submissions found in {submissions}")
     _held_out(milestones, allow_public_held_out)
+    identities, roster = class_roster(roster, submissions)  # a mistake in it stops here, before any grading
     chosen = limits(timeout, memory_mb, submission_timeout)
     book = _open(db, create=True)  # before the cluster: a wrong --db stops here, with nothing to close
     client = dask_client(scheduler) if scheduler else None
@@ -147,7 +162,11 @@ def batch(
     finally:
         book.close()
     gone = sorted(r["student"] for r in everyone if r["student"] not in students)
-    for line in batch_lines(submissions, milestones, db, outcome, rows, checks, gone):
+    # a student in the gradebook whose submission is gone is the note's (kept), not one who never handed in
+    view = with_roster(rows, identities and [i for i in identities if i.id not in {g.split("/")[0] for g in gone}])
+    for line in batch_lines(submissions, milestones, db, outcome, view.rows, checks, gone):
+        click.echo(line, err=True)
+    for line in roster_lines(view, roster):
         click.echo(line, err=True)
     for line in time_notes(submissions, own_stamps(submissions, found)):
         click.echo(f"note: {line}", err=True)
@@ -325,37 +344,81 @@ def _gone_note(submissions: Path, gone: list[str]) -> str:
     "--gradescope",
     "gradescope_dir",
     type=OutputPath(file_okay=False, path_type=Path),
-    help="A folder with STUDENT/results.json in Gradescope's schema for each submission.",
+    help="A folder with STUDENT/results.json in Gradescope's schema for each submission, its tests laid out and "
+    "shown as --tests and --visibility say (as the autograder zip's, grade gradescope).",
 )
+@gradescope_options
 @late_policy_options
+@roster_option("roster.csv beside the gradebook")
 def export(
     db: Path,
     csv_out: Path | None,
     gradescope_dir: Path | None,
     late_policy: Path | None = None,
     times_from_mtime: bool = False,
+    roster: Path | None = None,
+    visibility: str = "after_published",
+    tests: str = "milestone",
 ) -> None:
     """Export a batch gradebook (grade batch's SQLite file) as CSV and/or per-student Gradescope results.
 
     With --late-policy, each submission's time (nbgrader's timestamp.txt; the files' modification time only with
     --times-from-mtime) is judged against its due date: the CSV gains its time, due date, penalty, score after it
-    and a note, and each results.json the score after the penalty. An unknown time gets no penalty, said so."""
+    and a note, and each results.json the score after the penalty. An unknown time gets no penalty, said so.
+    With a roster (--roster, or roster.csv beside the gradebook), each student on it with no submission gets a
+    row (and a results.json) with 0 points and "no submission", and the CSV their email and name."""
     if not csv_out and not gradescope_dir:
         raise click.UsageError("say what to write: --csv FILE and/or --gradescope FOLDER")
     rows, checks = _load(db)
-    lateness = _lateness(rows, late_policy, times_from_mtime)
+    identities, roster = class_roster(roster, db.parent)
+    view = with_roster(rows, identities)
+    lateness = _lateness(view.rows, late_policy, times_from_mtime, identities=identities)
     if warning := untrusted_line(checks):
         click.echo(warning, err=True)
     if older := _older(rows):
         click.echo(f"note: {_older_note(db, rows, older)}", err=True)
+    for line in roster_lines(view, roster):
+        click.echo(line, err=True)
     if csv_out:
-        write_atomically(csv_out, csv_text(rows, checks, lateness))
-        click.echo(f"wrote {csv_out} ({len(rows)} submissions)", err=True)
+        write_atomically(csv_out, csv_text(view.rows, checks, lateness, identities))
+        click.echo(f"wrote {csv_out} ({len(view.rows)} {_students(view)})", err=True)
     if gradescope_dir:
-        for row in rows:
-            results = gradescope_json(row, checks, lateness.get(row["student"]) if lateness is not None else None)
+        for row in view.rows:
+            judged = lateness.get(row["student"]) if lateness is not None else None
+            results = gradescope_json(row, checks, judged, visibility=visibility, layout=tests)
             write_atomically(gradescope_dir / row["student"] / "results.json", json.dumps(results, indent=2))
-        click.echo(f"wrote {len(rows)} results.json files under {gradescope_dir}", err=True)
+        click.echo(
+            f"wrote {len(view.rows)} results.json files under {gradescope_dir} (a test per {tests}, hidden checks "
+            f"{visibility})",
+            err=True,
+        )
+
+
+def _students(view: ClassRows) -> str:
+    """How the rows written are counted: submissions, and the roster's students with none."""
+    if not view.missing:
+        return f"submission{'s' * (len(view.rows) != 1)}"
+    return f"rows: {len(view.rows) - len(view.missing)} submissions and {len(view.missing)} with no submission"
+
+
+def class_roster(option: Path | None, folder: Path) -> tuple[list[Identity] | None, Path | None]:
+    """The roster the command reads: ``option`` (--roster), else ``folder``/roster.csv where there is one, else
+    none; its identities and its path. A mistake in it is a RosterError naming the line."""
+    path = option if option is not None else folder / ROSTER
+    if option is None and not path.is_file():
+        return None, None
+    return list(read_identities(path)), path
+
+
+def roster_lines(view: ClassRows, roster: Path | None) -> Iterator[str]:
+    """What a command says of the roster: the students on it with no submission, and, loudly, the submissions
+    not on it (kept and listed, never dropped)."""
+    if roster is None:
+        return
+    if view.missing:
+        yield missing_line(view.missing)
+    if view.strangers:
+        yield strangers_line(view.strangers, roster)
 
 
 @click.command(cls=GraderCommand)  # the grader's errors shown as click's (grader/clierrors.py)
@@ -376,8 +439,14 @@ def export(
     help="How many of the most failed checks and likely causes to list.",
 )
 @late_policy_options
+@roster_option("roster.csv beside the gradebook")
 def report(
-    db: Path, png_dir: Path | None, top: int, late_policy: Path | None = None, times_from_mtime: bool = False
+    db: Path,
+    png_dir: Path | None,
+    top: int,
+    late_policy: Path | None = None,
+    times_from_mtime: bool = False,
+    roster: Path | None = None,
 ) -> None:
     """Summarise a batch gradebook: per-milestone means, the most failed checks and their likely causes.
 
@@ -385,25 +454,34 @@ def report(
     (every check says it is not implemented) and the exercises a student left untouched are counted apart,
     out of the failure rates and causes; each student's milestone counts once among the causes, under the
     cause its first failing check names. With --late-policy, the late submissions and their penalties, and
-    those whose time is unknown (no penalty), are listed."""
+    those whose time is unknown (no penalty), are listed, and the mean and the score chart are after the
+    penalties. With a roster (--roster, or roster.csv beside the gradebook), each student on it with no
+    submission is listed with 0 points, in the charts too, and each submission not on it is named."""
     rows, checks = _load(db)
-    for line in report_lines(db, rows, checks, top):
+    identities, roster = class_roster(roster, db.parent)
+    view = with_roster(rows, identities)
+    lateness = _lateness(view.rows, late_policy, times_from_mtime, identities=identities)
+    scored = penalised(view.rows, lateness)
+    for line in report_lines(db, scored, checks, top, late=lateness is not None):
         click.echo(line)
-    if (lateness := _lateness(rows, late_policy, times_from_mtime)) is not None:
-        for line in late_lines(rows, lateness):
+    for line in roster_lines(view, roster):
+        click.echo(line)
+    if lateness is not None:
+        for line in late_lines(view.rows, lateness):
             click.echo(line)
     for line in regrade_lines(db):
         click.echo(line)
     if png_dir:
         from grader.batch.charts import draw  # matplotlib's helpers: `grade` starts without them
 
-        for path in draw(rows, checks, png_dir):
+        for path in draw(scored, checks, png_dir, late=lateness is not None):
             click.echo(f"wrote {path}", err=True)
 
 
-def report_lines(db: Path, rows: list[dict], checks: list[dict], top: int) -> Iterator[str]:
+def report_lines(db: Path, rows: list[dict], checks: list[dict], top: int, *, late: bool = False) -> Iterator[str]:
     """`grade report`'s text for the gradebook ``db``'s ``rows`` and ``checks``, line by line as it is worked out
-    (``top``: how many of the most failed checks and likely causes)."""
+    (``top``: how many of the most failed checks and likely causes; ``late``: the rows' scores are after a late
+    policy's penalties, and the mean says so)."""
     yield counts_line(rows, checks=checks)
     if warning := untrusted_line(checks):
         yield warning
@@ -411,7 +489,7 @@ def report_lines(db: Path, rows: list[dict], checks: list[dict], top: int) -> It
         yield _older_note(db, rows, older)
     yield from _set_apart_lines(checks, top)
     if mean := mean_line(rows):
-        yield mean
+        yield f"{mean}, after late penalties (the milestones' means below are before them)" if late else mean
     for m, share in milestone_means(checks).items():
         yield f"  {m:<9} {100 * share:5.1f}%  {GRADABLE[m].title}"
     yield from _failure_lines(rows, checks, top)
@@ -504,27 +582,25 @@ def late_lines(rows: list[dict], lateness: dict[str, Lateness]) -> Iterator[str]
             yield f"    {names(who)}: {printable(reason)}"
 
 
-def _lateness(rows: list[dict], policy_file: Path | None, use_mtime: bool) -> dict[str, Lateness] | None:
-    """Each row's judgement under the late policy in ``policy_file`` (None without one): its time from where
-    ``grade batch`` found it (nbgrader's timestamp.txt in its layout; with ``use_mtime``, a zip's or notebook's
-    own modification time; never a file or date of the student's: grader/deadlines.py), and where it came from."""
+def _lateness(
+    rows: list[dict],
+    policy_file: Path | None,
+    use_mtime: bool,
+    *,
+    identities: list[Identity] | None = None,
+) -> dict[str, Lateness] | None:
+    """Each row's judgement under the late policy in ``policy_file`` (None without one), by ``late_penalty``
+    (grader/batch/term.py), the one judgement every command applies. With ``identities`` (the roster), an
+    extension may name a student by id, email or name, and one that names no one is a PolicyError; without, an
+    extension that names no student in ``rows`` is warned of, by its key."""
     if policy_file is None:
         if use_mtime:
             raise click.UsageError("--times-from-mtime needs --late-policy FILE")
         return None
-    policy = deadlines.load(policy_file)
-    out = {}
-    for row in rows:
-        student = row["student"].split("/")[0]  # nbgrader's layout with several assignments: "student/assignment"
-        if row["source"].startswith(SOURCE_PREFIX):
-            out[row["student"]] = policy.judge(student, None, source=CONTEST_TIME)
-            continue
-        if row["status"] == EMPTY:
-            out[row["student"]] = policy.judge(student, None, source="unknown: nothing was graded")
-            continue
-        found = deadlines.recorded_time(Path(row["source"]), row.get("time_from"), use_mtime)
-        out[row["student"]] = policy.judge(student, found.when, found.assignment, source=found.source)
-    return out
+    policy, unmatched = load_policy(policy_file, identities, [r["student"] for r in rows])
+    if unmatched:
+        click.echo(unmatched_warning(unmatched), err=True)
+    return {row["student"]: late_penalty(row, policy, use_mtime=use_mtime) for row in rows}
 
 
 def _older(rows: list[dict]) -> list[dict]:

@@ -71,6 +71,9 @@ COLUMNS = (
 # regrade from (the contest's coach page, not ``grade batch``).
 SOURCE_PREFIX = "contest:"
 EMPTY = "nothing to grade"  # the status of a student's folder that held nothing to grade (its error says why)
+# The status of a student on the roster with nothing in the class folder (grader/batch/term.py): a row the
+# commands add as they read the gradebook, never one it holds.
+NO_SUBMISSION = "no submission"
 # The columns of a check's row, as ``record`` writes them (``attempt`` added).
 CHECK_COLUMNS = (
     "student",

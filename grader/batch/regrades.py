@@ -1,4 +1,4 @@
-"""Regrade requests in a batch (issue 36): a student asks by leaving ``regrade.txt`` in their folder (nbgrader's
+"""Regrade requests in a batch: a student asks by leaving ``regrade.txt`` in their folder (nbgrader's
 layout: in the assignment's folder, beside timestamp.txt), its first line the milestone, the rest the reason.
 ``grade regrades list`` shows the open ones with the student's current score; ``grade regrades answer`` declines
 one, or grades the student again (the batch's own grading) and keeps the old and new scores; both are kept in the
@@ -29,6 +29,7 @@ from grader import nofollow
 from grader.batch.discover import REQUEST_FILE
 from grader.batch.gradebook import Gradebook
 from grader.clierrors import GraderGroup
+from grader.deadlines import NBGRADER, NBGRADER_SUBMITTED
 from grader.errors import BadUsage
 from grader.milestones import GRADABLE
 from grader.options import limit_options, limits, submission_timeout_option
@@ -58,15 +59,28 @@ def printable(text: str) -> str:
 
 
 def folder_of(root: Path, found: FoundSubmission) -> Path | None:
-    """Where the student's request file may be: their folder (nbgrader's layout: the assignment's folder); None
-    for a notebook or a zip file lying in ``root`` itself, which has no folder of its own."""
-    base = root / "submitted" if (root / "submitted").is_dir() else root
+    """Where the student's request file may be, in whichever layout ``discover`` read ``root`` (its ``time_from``
+    says): nbgrader's, the assignment's folder, beside timestamp.txt; a plain batch, the student's folder, or a
+    folder on the way down to their submission (``submission_in``'s one folder inside it: nbgrader's submitted/
+    given itself, where the assignment's folder is inside the student's), the first that holds one. None for a
+    notebook or a zip file lying in ``root`` itself, which has no folder of its own."""
+    if nofollow.is_link(found.path):
+        return None  # refused as it was found: never looked into
+    if found.time_from is not None and found.time_from.startswith(NBGRADER):
+        top = Path(found.time_from[len(NBGRADER) :])
+        return top if top.is_dir() and not nofollow.is_link(top) else None
+    if (root / NBGRADER_SUBMITTED).is_dir():  # nbgrader's layout, a student with no assignment's folder
+        return found.path if found.path.is_dir() else None
     try:
-        parts = found.path.relative_to(base).parts
+        parts = found.path.relative_to(root).parts
     except ValueError:
         return None
-    folder = base.joinpath(*parts[: 2 if base != root else 1])
-    return folder if folder.is_dir() and not nofollow.is_link(folder) else None
+    top = root / parts[0]
+    if not top.is_dir() or nofollow.is_link(top):
+        return None
+    # the folders from the student's down to the one their submission is in (links were never descended)
+    below = [root.joinpath(*parts[:i]) for i in range(1, len(parts) + (1 if found.path.is_dir() else 0))]
+    return next((f for f in below if os.path.lexists(f / REQUEST_FILE)), top)
 
 
 def read_request(student: str, folder: Path) -> Filed | None:

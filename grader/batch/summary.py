@@ -8,7 +8,7 @@ import statistics
 from collections import Counter
 from collections.abc import Iterable, Iterator
 
-from grader.batch.gradebook import EMPTY
+from grader.batch.gradebook import EMPTY, NO_SUBMISSION
 from grader.milestones import GRADABLE, METRIC_TASKS
 from grader.results import Verdict
 from grader.sandbox.common.agreement import NOT_IMPLEMENTED_MESSAGE
@@ -229,7 +229,8 @@ def counts_line(rows: list[dict], named: bool = True, checks: list[dict] | None 
     With ``checks``, the graded whose files could not be run at all are counted too (see ``could_not_run``)."""
     graded = sum(r["status"] == "graded" for r in rows)
     empty = [r["student"] for r in rows if r["status"] == EMPTY]
-    errors = len(rows) - graded - len(empty)
+    absent = [r["student"] for r in rows if r["status"] == NO_SUBMISSION]  # on the roster, nothing handed in
+    errors = len(rows) - graded - len(empty) - len(absent)
     unrun = could_not_run(rows, checks or [])
     graded_students = {r["student"] for r in rows if r["status"] == "graded"}
     crashed = {s: w for s, w in broken_students(checks or []).items() if s in graded_students}
@@ -247,7 +248,8 @@ def counts_line(rows: list[dict], named: bool = True, checks: list[dict] | None 
             + (": " + "; ".join(f"{s} {w}" for s, w in crashed.items())) * named
             + ")"
         )
-    return line + (f", {len(empty)} with nothing to grade" + f" ({names(empty)})" * named if empty else "")
+    line += f", {len(empty)} with nothing to grade" + f" ({names(empty)})" * named if empty else ""
+    return line + (f", {len(absent)} with {NO_SUBMISSION} (0 points)" + f" ({names(absent)})" * named if absent else "")
 
 
 def could_not_run(rows: list[dict], checks: list[dict]) -> list[str]:
@@ -283,7 +285,7 @@ def class_lines(rows: list[dict], checks: list[dict], lowest: int = 5) -> list[s
     """The summary a batch ends with: count, mean and median, per-milestone means, the lowest scorers."""
     shares = {r["student"]: share for r in rows if (share := fraction(r)) is not None}
     graded = [r for r in rows if r["student"] in shares]
-    errors = [r for r in rows if r["status"] not in ("graded", EMPTY)]
+    errors = [r for r in rows if r["status"] not in ("graded", EMPTY, NO_SUBMISSION)]
     lines = [counts_line(rows, named=False, checks=checks)]  # the batch names them next, each with why
     if mean := mean_line(rows):
         lines.append(mean)

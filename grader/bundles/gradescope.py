@@ -42,7 +42,8 @@ from grader.files import atomic_path, write_atomically
 from grader.grading import Grader, Request, grader_failed, internal_errors_line
 from grader.milestones import METRIC_TASKS, MILESTONES
 from grader.options import limits
-from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_VISIBILITIES, gradescope_results
+from grader.results import GRADESCOPE_LAYOUTS, GRADESCOPE_SHOWN, GRADESCOPE_VISIBILITIES, gradescope_results
+from grader.roster import Roster, read_identities
 from grader.sandbox.client import GraderError
 from grader.submission import SubmissionError
 
@@ -73,14 +74,13 @@ VISIBILITIES = dict(
     )
 )
 # When the scored checks show, as the results' output tells the student (nothing to say when visible).
-SHOWN = {
-    "after_due_date": "The scored checks are shown to you after the due date",
-    "after_published": "The scored checks are shown to you once your instructor publishes the grades",
-    "hidden": "The scored checks are not shown to you (your instructor sees them)",
-}
+SHOWN = GRADESCOPE_SHOWN
 
 
 LATE_POLICY = "late-policy.toml"  # in the zip: run_autograder passes it when it is there
+# The class's roster, in the zip with the late policy: Gradescope names the submitter by email and name, the policy
+# may name them by id (as `grade export` does); the roster maps the one to the other.
+ROSTER = "roster.csv"
 # What the autograder grades: the lesson's milestones. A metric task would need its held-out text in the zip, and
 # the default one students have: ``build`` refuses one whose text is not secret (grader/lmbudget/task.py).
 GRADED: tuple[str, ...] = tuple(MILESTONES)
@@ -92,12 +92,17 @@ def build(
     visibility: str = "after_published",
     tests: str = "milestone",
     late_policy: Path | None = None,
+    roster: Path | None = None,
 ) -> list[str]:
     """Write the autograder zip to ``out``, its hidden checks shown to students at ``visibility``, its results
     laid out as ``tests`` says (a test per milestone or per check), with ``late_policy`` (a TOML file, checked
-    here) as ``late-policy.toml``; returns the names it holds."""
+    here) as ``late-policy.toml`` and ``roster`` (checked here: every extension key must name a student on it) as
+    ``roster.csv``; returns the names it holds."""
+    identities = read_identities(roster) if roster is not None else None
     if late_policy is not None:
-        deadlines.load(late_policy)  # a mistake is the instructor's to fix now, not found at the first upload
+        policy = deadlines.load(late_policy)  # a mistake is the instructor's to fix now, not found at the first upload
+        if identities is not None:
+            policy.for_roster(Roster(identities))
     refuse_public_held_out(GRADED)
     if visibility not in VISIBILITIES:
         raise ValueError(f"visibility must be one of {', '.join(VISIBILITIES)}, not {visibility!r}")
@@ -111,6 +116,8 @@ def build(
     files["setup.sh"] = templates.text("gradescope-setup.sh").encode()
     if late_policy is not None:
         files[LATE_POLICY] = late_policy.read_bytes()
+    if roster is not None:
+        files[ROSTER] = roster.read_bytes()
     files["run_autograder"] = templates.render(
         "gradescope-run_autograder.sh", visibility=visibility, tests=tests
     ).encode()
@@ -121,6 +128,22 @@ def build(
             info.compress_type = zipfile.ZIP_DEFLATED
             zf.writestr(info, data)
     return sorted(files)
+
+
+def unreachable_keys(late_policy: Path) -> list[str]:
+    """The late policy's extension keys that Gradescope cannot match without a roster: it names the submitter by
+    email (else name), so a key that is no email (a student id) reaches no one there."""
+    return [key for key in deadlines.load(late_policy).extensions if "@" not in key.partition("/")[0]]
+
+
+def unreachable_warning(keys: list[str]) -> str:
+    """What `grade gradescope` says of ``unreachable_keys``."""
+    return (
+        f"the late policy's extension{'s' * (len(keys) != 1)} {', '.join(map(repr, keys))} "
+        f"{'are' if len(keys) != 1 else 'is'} keyed by no email, and Gradescope knows a submitter by their email: "
+        "without a roster no submission matches, and the student is penalised as if it had no extension. Give "
+        "--roster roster.csv (a student column with the ids, an email column), or key the extension by the email"
+    )
 
 
 class HeldOutRefused(InputError, ValueError):
@@ -188,18 +211,24 @@ def locate(root: Path) -> tuple[Path, str]:
     return found, " ".join(filter(None, [f"Graded {where}, found inside your submission.", left_out]))
 
 
-def late(out: dict, policy_file: Path, metadata: Path | deadlines.GradescopeSubmission) -> dict:
+def late(
+    out: dict, policy_file: Path, metadata: Path | deadlines.GradescopeSubmission, roster: Path | None = None
+) -> dict:
     """The results with the late policy applied: the time and due date from Gradescope's submission metadata
     (the submitter's own due date where Gradescope has an extension for them), an extension in the policy by
-    the submitter's email; an unknown time costs nothing and the output says so. ``metadata``: the file, or
-    what was read from it before the student's code ran (``main`` reads it first)."""
+    the submitter's email, or, with ``roster``, by whatever the roster knows them as (their id, email or name:
+    the same student `grade export` judges); an unknown time costs nothing and the output says so.
+    ``metadata``: the file, or what was read from it before the student's code ran (``main`` reads it first)."""
     from grader.batch.exports import with_lateness
 
     policy = deadlines.load(policy_file)
+    known = Roster(read_identities(roster)) if roster is not None else None
+    if known is not None:
+        policy = policy.for_roster(known)
     found = (
         metadata if isinstance(metadata, deadlines.GradescopeSubmission) else deadlines.gradescope_submission(metadata)
     )
-    return with_lateness(out, policy.judge(found.student, found.submitted, due=found.due, source=found.source))
+    return with_lateness(out, policy.judge(found.who(known), found.submitted, due=found.due, source=found.source))
 
 
 def results(root: Path, visibility: str = "visible", tests: str = "milestone") -> tuple[dict, int]:
@@ -260,6 +289,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tests", choices=GRADESCOPE_LAYOUTS, default="milestone")
     parser.add_argument("--late-policy", type=Path, help="a late policy (grader/deadlines.py); none if absent")
     parser.add_argument("--metadata", type=Path, help="Gradescope's submission_metadata.json")
+    parser.add_argument("--roster", type=Path, help="the class's roster.csv (grader/roster.py); none if absent")
     args = parser.parse_args(argv)
     policy = args.late_policy if args.late_policy is not None and args.late_policy.is_file() else None
     # Gradescope's record of the submission is read before any of the student's code runs: a submission that
@@ -271,7 +301,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     out, status = results(args.submission, args.visibility, args.tests)
     if policy is not None and metadata is not None:
-        out = late(out, policy, metadata)
+        roster = args.roster if args.roster is not None and args.roster.is_file() else None
+        out = late(out, policy, metadata, roster)
     write_atomically(args.results, json.dumps(out, indent=2) + "\n")
     return status
 

@@ -80,7 +80,8 @@ def build(out: Path, project: Path = PROJECT, answer_locks: bool = True) -> list
 
     Without ``answer_locks`` the quiz's, kvmemory's and concepts' locked answers are left out (each question's
     lock withheld): the public checks then say whether each is answered, not whether it is right. For a class that
-    will sit a paper on these questions: any lock answers a search, and a shuffled option keeps its words."""
+    will sit a paper on these questions: any lock answers a search, and the quiz and kvmemory's Q_TEXT1 are asked
+    alike of every student."""
     files = {name: project / name for name in shipped(project)}
     missing = [name for name in DOCS if not files[name].is_file()]
     if missing:

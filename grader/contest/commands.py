@@ -233,11 +233,12 @@ def warnings(rules: Contest) -> list[str]:
     """What in ``rules`` is allowed but likely not meant, one line each, for `check` to warn about."""
     found = []
     if rules.paper and (locked := _locked_parts(rules)):
-        # the lesson's key opens to a search of the release's locks, and a shuffled option keeps its words
+        # the lesson's key opens to a search of the release's locks; it answers a paper's student where the question
+        # is asked alike of everyone (grader/paper/commands.py release_answers)
         found.append(
-            f"the student release holds {', '.join(locked)}'s answers locked, and a search opens a lock in seconds "
-            "(options in each student's own order keep their words): hand this class a release built with "
-            "`grade release --no-answer-locks`"
+            f"the student release holds {', '.join(locked)}'s answers locked, and a search opens a lock in seconds: "
+            f"{', '.join(q for qs in locked.values() for q in qs)} are asked alike of every student, so the "
+            "release answers them; hand this class a release built with `grade release --no-answer-locks`"
         )
     if rules.paper and rules.feedback_after.shows.checks and not rules.feedback_during.shows.checks:
         if contest_end(rules) is None:
@@ -582,9 +583,10 @@ def export_results(
         click.echo(f"next: grade export {db} --csv results.csv, or grade report {db} --png charts", err=True)
 
 
-def _locked_parts(rules: Contest) -> list[str]:
-    """The paper's parts whose questions' answers a default student release ships locked."""
-    from grader.suites.locked_answers import LOCKED  # plain data, read only for a contest on a paper
+def _locked_parts(rules: Contest) -> dict[str, list[str]]:
+    """The paper's parts whose questions a default student release's locks answer for a paper's student too, and
+    those questions (a question drawn or shown from a hidden pool per student is not the lesson's, and is left out)."""
+    from grader.paper.commands import release_answers  # the banks, read only for a contest on a paper
 
     assert rules.paper is not None
-    return [part.id for part in rules.paper.parts if part.id in LOCKED]
+    return {part.id: found for part in rules.paper.parts if (found := release_answers(part.id))}

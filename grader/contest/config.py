@@ -74,10 +74,10 @@ class Contest:
     # student -> how much later their fixed window starts (a latecomer; set by the coach): the full duration after
     start_delay: dict[str, timedelta] = field(default_factory=dict)
     paper: Paper | None = None  # the paper the tasks come from (``paper = "..."``): its rules and variants
-    # [clarifications]: what a question may be about besides a task, and the jury's ready answers (issue 37)
+    # [clarifications]: what a question may be about besides a task, and the jury's ready answers
     categories: tuple[str, ...] = ("general", "technical")
     canned: tuple[str, ...] = ("No comment.", "Read the statement again.", "Yes.", "No.")
-    # [regrades] per_student: the regrade requests a student may make in the contest (issue 36); 0: none
+    # [regrades] per_student: the regrade requests a student may make in the contest; 0: none
     regrade_requests: int = 5
 
     def task(self, task_id: str) -> Task | None:

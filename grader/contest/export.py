@@ -76,7 +76,7 @@ def combined_report(contest: Contest, chosen: dict[str, Row]) -> dict[str, Any]:
     reports = [row.report for row in chosen.values() if row.report]
     return {
         # the scoreboard's rule (scoreboard.total): each task's points rounded to 0.01, then added up, so that
-        # the export's total and the board's are the same number (issue 37; a rounded sum could differ by 0.01)
+        # the export's total and the board's are the same number (a rounded sum could differ by 0.01)
         "score": total(contest, chosen),
         "max_score": sum(task.points for task in contest.tasks),
         "seconds": sum(r.get("seconds") or 0 for r in reports),

@@ -247,7 +247,7 @@ class GradingQueue:
 
     def _watch(self) -> None:
         """Replace a lane's pool as soon as one of its processes dies, not when the next upload meets it broken:
-        a pool that held nothing when its worker was killed has no submission to report it (issue 37: health
+        a pool that held nothing when its worker was killed has no submission to report it (health
         read "alive 0 of 2" until the next upload)."""
         while not self._stopped.wait(self.watch_seconds):
             for lane in self.lanes.values():

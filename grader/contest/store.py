@@ -12,7 +12,9 @@ task's points in contest.toml rescales what is already graded.
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sqlite3
 import threading
@@ -25,7 +27,7 @@ from typing import Any
 
 from grader.contest.config import Contest
 from grader.contest.policy import Status, Submission, task_points
-from grader.errors import UserError
+from grader.errors import GptkitError, UserError
 
 DATABASE = "contest.sqlite"
 UPLOADS = "uploads"
@@ -106,7 +108,7 @@ CREATE TABLE IF NOT EXISTS test_runs (
     done_at TEXT
 );
 CREATE INDEX IF NOT EXISTS test_runs_student ON test_runs (student, task);
--- A student's request that a graded submission be graded again (issue 36), and the coach's answer: accepted (the
+-- A student's request that a graded submission be graded again, and the coach's answer: accepted (the
 -- submission queued again; its result then, new_*, beside the one it had, old_*) or declined.
 CREATE TABLE IF NOT EXISTS regrade_requests (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -218,6 +220,15 @@ def _row(r: sqlite3.Row) -> Row:
     )
 
 
+class Repeated(GptkitError):
+    """An upload sent again with the key and files of one already stored: ``sid`` is that submission. Not a
+    failure: the store's answer that nothing new was recorded, caught by the upload's route."""
+
+    def __init__(self, sid: int):
+        super().__init__(sid)
+        self.sid = sid
+
+
 class Refused(UserError):
     """An upload the rules refuse at the moment it would be recorded; ``str()`` is the reason, for the student."""
 
@@ -247,7 +258,11 @@ class Store:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute("PRAGMA synchronous=FULL")  # a committed upload survives a power cut, not just kill -9
         self._db.executescript(SCHEMA)
-        self._add_column("events", "author", "TEXT")  # a contest.sqlite of before issue 37 has no audit column
+        self._add_column("events", "author", "TEXT")  # an older contest.sqlite has no audit column
+        # the key a client sends with an upload (``Idempotency-Key``) and its files' digest: the same key with the
+        # same files again is the same submission, resent after a lost reply
+        self._add_column("submissions", "client_key", "TEXT")
+        self._add_column("submissions", "client_digest", "TEXT")
 
     def _add_column(self, table: str, column: str, kind: str) -> None:
         if column in {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}:
@@ -286,6 +301,8 @@ class Store:
         at: datetime | Callable[[], datetime],
         write: Callable[[Path], str],
         decide: Callable[[list[Row], datetime | None, datetime], str | None] | None = None,
+        key: str | None = None,
+        digest: str | None = None,
     ) -> int:
         """Record an accepted upload: ``write(folder)`` saves its files into the new, empty ``folder`` and
         returns the path to grade (relative to ``folder``); the queued row is committed only once they are
@@ -295,9 +312,22 @@ class Store:
         first_login, at)`` says why the upload is refused (None: accepted), given the student's submissions and
         first login as they stand inside the same transaction: no other upload can be inserted between the
         decision and this one's insert, so six uploads at once cannot all pass a cap of 3. A refusal raises
-        :class:`Refused` and records nothing."""
+        :class:`Refused` and records nothing.
+
+        ``key``: the client's own key for this upload, and ``digest`` its files' (uploads.digest). An upload sent
+        again with the key and files of one stored for the student and task (its reply was lost, and the client
+        resent it) is that submission: :class:`Repeated` names it, and nothing is recorded or counted again.
+        Other files under a used key (a stale page's form) are a new upload, decided as any other."""
         with self._transaction() as db:
             now = at() if callable(at) else at
+            if key is not None:
+                same = db.execute(
+                    "SELECT id FROM submissions "
+                    "WHERE student = ? AND task = ? AND client_key = ? AND client_digest = ?",
+                    (student, task, key, digest),
+                ).fetchone()
+                if same is not None:
+                    raise Repeated(int(same["id"]))
             if decide is not None:
                 rows = [
                     _row(r) for r in db.execute("SELECT * FROM submissions WHERE student = ? ORDER BY id", (student,))
@@ -307,8 +337,9 @@ class Store:
                 if reason:
                     raise Refused(reason)
             cursor = db.execute(
-                "INSERT INTO submissions (student, task, received_at, status) VALUES (?, ?, ?, ?)",
-                (student, task, now.isoformat(), QUEUED),
+                "INSERT INTO submissions (student, task, received_at, status, client_key, client_digest) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                (student, task, now.isoformat(), QUEUED, key, digest),
             )
             sid = int(cursor.lastrowid or 0)
             folder = self.uploads / str(sid)
@@ -323,6 +354,13 @@ class Store:
             path = (folder / inner).relative_to(self.folder).as_posix()
             db.execute("UPDATE submissions SET path = ? WHERE id = ?", (path, sid))
         return sid
+
+    def keyed(self, student: str, task: str, key: str) -> bool:
+        """Whether ``student`` sent an upload to ``task`` with the client's ``key`` (whatever its files)."""
+        found = self._query(
+            "SELECT 1 FROM submissions WHERE student = ? AND task = ? AND client_key = ? LIMIT 1", (student, task, key)
+        )
+        return bool(found)
 
     def reject(self, student: str, task: str, at: datetime, reason: str) -> int:
         """Record an upload refused as not a valid submission (its files are not kept)."""
@@ -642,8 +680,26 @@ class Store:
         """Record a queued test run's ``result`` (grader/sandbox/testrun.py's; ``{"error": ...}``: the grader
         failed) and delete its files; False if it is no longer queued."""
         failed = "verdict" not in result
+        folder = self.test_run_folder(rid)
+        # The files go before the status says done, so that anyone polling the status finds them gone once it
+        # does: moved aside (one rename) before the status is committed, put back if it is not, removed after.
+        finished = folder.with_name(f".finished-{rid}")
+        shutil.rmtree(finished, ignore_errors=True)  # left by a store killed between the commit and the removal
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(folder, finished)
+        try:
+            done = self._record_test_run(rid, at, result, failed)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.rename(finished, folder)
+            raise
+        shutil.rmtree(finished, ignore_errors=True)
+        return done > 0
+
+    def _record_test_run(self, rid: int, at: datetime, result: dict[str, Any], failed: bool) -> int:
+        """The UPDATE of ``finish_test_run``, committed: how many rows it changed (0: no longer queued)."""
         with self._transaction() as db:
-            done = db.execute(
+            return db.execute(
                 "UPDATE test_runs SET status = ?, verdict = ?, error = ?, output = ?, cut = ?, seconds = ?, "
                 "done_at = ? WHERE id = ? AND status = ?",
                 (
@@ -658,8 +714,6 @@ class Store:
                     QUEUED,
                 ),
             ).rowcount
-        shutil.rmtree(self.test_run_folder(rid), ignore_errors=True)
-        return done > 0
 
     def test_run(self, rid: int) -> dict[str, Any] | None:
         rows = self._query("SELECT * FROM test_runs WHERE id = ?", (rid,))

@@ -6,6 +6,7 @@ Standard library only (urllib), so that the student release needs nothing more. 
 
 from __future__ import annotations
 
+import http.client
 import json
 import secrets
 import time
@@ -24,6 +25,8 @@ from grader.errors import BadUsage, InputError
 from grader.milestones import GRADABLE
 
 POLL_SECONDS = 2.0
+SEND_ATTEMPTS = 3  # an upload whose answer is lost is sent again, with its key, up to this many times in all
+RESEND_SECONDS = 2.0
 
 
 class SubmitError(InputError):
@@ -64,10 +67,18 @@ def multipart(files: list[Path], script: Path | None = None) -> tuple[bytes, str
     return body, f"multipart/form-data; boundary={boundary}"
 
 
-def _call(server: str, token: str, path: str, data: bytes | None = None, kind: str | None = None) -> Any:
+class Unanswered(SubmitError):
+    """The request may have reached the server, but no answer came back (the connection broke, or timed out)."""
+
+
+def _call(
+    server: str, token: str, path: str, data: bytes | None = None, kind: str | None = None, key: str | None = None
+) -> Any:
     headers = {"Authorization": f"Bearer {token}", "Accept": "application/json"}
     if kind:
         headers["Content-Type"] = kind
+    if key:
+        headers["Idempotency-Key"] = key
     request = urllib.request.Request(server.rstrip("/") + path, data=data, headers=headers)
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
@@ -79,7 +90,30 @@ def _call(server: str, token: str, path: str, data: bytes | None = None, kind: s
             detail = e.reason
         raise SubmitError(f"the server refused ({e.code}): {detail}") from None
     except urllib.error.URLError as e:
-        raise SubmitError(f"cannot reach {server}: {e.reason}") from None
+        if isinstance(e.reason, ConnectionRefusedError):  # nothing was sent
+            raise SubmitError(f"cannot reach {server}: {e.reason}") from None
+        raise Unanswered(f"no answer from {server}: {e.reason}") from None
+    except (OSError, http.client.HTTPException) as e:  # the answer broke off while it was read
+        raise Unanswered(f"no answer from {server}: {e}") from None
+
+
+def send_upload(server: str, token: str, task: str, body: bytes, kind: str) -> dict[str, Any]:
+    """The upload, sent with a key of its own, and sent again with the same key while no answer comes back: the
+    server takes a resend of a stored upload as that one (counted once), so a lost answer never costs a
+    submission."""
+    key = secrets.token_hex(16)
+    for attempt in range(1, SEND_ATTEMPTS + 1):
+        try:
+            return dict(_call(server, token, f"/submit/{task}", body, kind, key=key))
+        except Unanswered as e:
+            if attempt == SEND_ATTEMPTS:
+                raise SubmitError(
+                    f"{e}; sent {SEND_ATTEMPTS} times with the same key, so it counts at most once: look on the "
+                    "contest page whether it arrived"
+                ) from None
+            click.echo(f"{e}: sending it again (the same upload: it counts once)", err=True)
+            time.sleep(RESEND_SECONDS * attempt)
+    raise AssertionError("unreachable")
 
 
 def feedback_lines(entry: dict[str, Any]) -> list[str]:
@@ -163,7 +197,7 @@ def upload(
     if script is not None:
         send_test_run(server, token, task, body, kind, wait_seconds)
         return
-    accepted = _call(server, token, f"/submit/{task}", body, kind)
+    accepted = send_upload(server, token, task, body, kind)
     click.echo(f"uploaded {', '.join(f.name for f in files)}: submission {accepted['id']}, queued", err=True)
     if no_wait:
         return

@@ -1,4 +1,4 @@
-"""Test runs (CMS's user tests, issue 37): a student runs their own files on an input of their own, a short script
+"""Test runs (CMS's user tests): a student runs their own files on an input of their own, a short script
 that drives them, in the grading's sandbox and within its limits, and reads what it printed. Never scored.
 
 Counted apart: a test run is a row of the store's ``test_runs`` table, never a submission, so no score, cap,

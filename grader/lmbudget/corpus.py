@@ -2,7 +2,7 @@
 
 The held-out splits must be text students do not have, and that the worker cannot read while it runs. A model
 may carry any text its student has (a submission is code and data): with the held-out text inside it, a causal
-n-gram lookup scores full marks (issue 32: 10/10 on the default corpus). So ``public_reason`` names the corpora
+n-gram lookup scores full marks (10/10 on the default corpus). So ``public_reason`` names the corpora
 students have, and the worker's view (``grader/sandbox/visibility.py``, decided from the sandbox's real view)
 those it can read; ``grade contest check`` and ``grade contest serve`` refuse a contest whose metric task's
 text is either, as ``grade batch`` refuses a class's (unless told to grade anyway, every report then saying the

@@ -188,7 +188,7 @@ def checked(logits: Any, want: tuple[int, ...]) -> torch.Tensor:
 def probe(base: torch.Tensor, other: torch.Tensor, cut: int) -> None:
     """NotCausal unless the log-probabilities before ``cut`` agree within ``PROBE_TOLERANCE`` nats. Compared as
     log-probabilities, not logits: a constant added to every logit changes nothing a softmax sees, so it must not
-    widen the tolerance either (issue 32: one of 1e6 hid a lookahead that scored 0.06 bits/char). A NaN or an
+    widen the tolerance either (one of 1e6 hid a lookahead that scored 0.06 bits/char). A NaN or an
     infinite logit before the cut is a change (``changed_before``), never a pass."""
     if not bool(changed_before(log_probs(base)[None], log_probs(other)[None], cut).max() <= PROBE_TOLERANCE):
         raise NotCausal

@@ -49,9 +49,7 @@ def check(path: Path) -> None:
 
 
 def summary(sheet: Paper, folder: Path) -> str:
-    from grader.paper.render import drawn, reordered  # the notebooks' module (and the banks): not at start-up
-    from grader.suites.bank import Numbered
-    from grader.suites.locked_answers import LOCKED
+    from grader.paper.render import drawn  # the notebooks' module (and the banks): not at start-up
 
     lines = [
         sheet.title,
@@ -67,25 +65,68 @@ def summary(sheet: Paper, folder: Path) -> str:
             lines.append("    its question bank is not here: the lesson's numbers only")
         elif questions:
             lines.append(f"    numbers drawn per student in {', '.join(q.id for q in questions)}")
-        orders = reordered(part.id) or []
-        if shuffled := [r.id for r in orders if not isinstance(r, Numbered)]:
-            lines.append(f"    options in each student's own order in {', '.join(shuffled)}")
-        if numbered := [r.id for r in orders if isinstance(r, Numbered)]:
-            lines.append(f"    a listing numbered from each student's own first line in {', '.join(numbered)}")
-        # the release's locked answers (the lesson's) are these questions' answers in a contest too
-        if alike := [q for q, lock in LOCKED.get(part.id, {}).items() if not lock.get("per_student")]:
-            lines.append(
-                f"    the same for every student, so the release's locked answers answer them: {', '.join(alike)}"
-            )
-        if shuffled and part.id in LOCKED:
-            lines.append(
-                "    a shuffled option keeps its words, so the release's locked answer (the lesson's letter) finds it: "
-                "hand the class a release built with `grade release --no-answer-locks`"
-            )
+        lines += [f"    {line}" for line in asked_per_student(part.id)]
     lines.append(f"  total: {sheet.total:g} points")
     secret = folder / SECRET_FILE
     lines.append(f"secret: {secret}" if secret.exists() else f"secret: none yet ({secret} is made by the first render)")
     return "\n".join(lines)
+
+
+def asked_per_student(part_id: str) -> list[str]:
+    """What of ``part_id``'s fixed questions each student of a paper is asked in their own way, and what the release's
+    locked answers (the lesson's) answer there, a line each."""
+    from grader.paper.render import reordered  # the banks: not at start-up
+    from grader.suites.bank import Numbered, Pooled, Shuffled
+    from grader.suites.locked_answers import LOCKED
+
+    lines: list[str] = []
+    orders = reordered(part_id) or []
+    if shuffled := [r.id for r in orders if isinstance(r, Shuffled)]:
+        lines.append(f"options in each student's own order in {', '.join(shuffled)}")
+    if pooled := [r.id for r in orders if isinstance(r, Pooled)]:
+        lines.append(f"options drawn for each student from a hidden pool, in their own order, in {', '.join(pooled)}")
+    if drawn_listing := [r.id for r in orders if isinstance(r, Numbered) and r.pool]:
+        lines.append(
+            "a listing drawn from a hidden pool and numbered from each student's own first line in "
+            + ", ".join(drawn_listing)
+        )
+    if numbered := [r.id for r in orders if isinstance(r, Numbered) and not r.pool]:
+        lines.append(f"a listing numbered from each student's own first line in {', '.join(numbered)}")
+    # the release's locked answers (the lesson's) are these questions' answers in a contest too
+    if alike := [q for q, lock in LOCKED.get(part_id, {}).items() if not lock.get("per_student")]:
+        lines.append(
+            f"the same for every student, so the release's locked answers answer them: {', '.join(alike)} (a release "
+            "built with `grade release --no-answer-locks` does not)"
+        )
+    if (pooled or drawn_listing) and part_id in LOCKED:
+        lines.append(
+            "the release's locked answers are the lesson's, and no student of the paper is shown the lesson's "
+            f"options or listing: they answer none of {', '.join(pooled + drawn_listing)}"
+        )
+    if shuffled and part_id in LOCKED:
+        lines.append(
+            "a shuffled option keeps its words, so the release's locked answer (the lesson's letter) finds it: "
+            "hand the class a release built with `grade release --no-answer-locks`"
+        )
+    return lines
+
+
+def release_answers(part_id: str) -> list[str]:
+    """The questions of ``part_id`` that a default student release's locks answer for a paper's student too: those
+    asked alike of everyone, and those whose options or listing lines are only reordered (a reordered option keeps
+    its words, so the lesson's key, hash-searched out of the release, finds it). A question with drawn numbers, or
+    with options and a listing drawn from a hidden pool, is another question for each student, which the lesson's
+    key does not answer. Where the question bank is not here (a student release), every locked question counts."""
+    from grader.paper.render import reordered  # the banks: not at start-up
+    from grader.suites.bank import Numbered, Shuffled
+    from grader.suites.locked_answers import LOCKED
+
+    locks = LOCKED.get(part_id, {})
+    orders = reordered(part_id)
+    if orders is None:
+        return list(locks)
+    words_kept = {r.id for r in orders if isinstance(r, Shuffled) or (isinstance(r, Numbered) and not r.pool)}
+    return [q for q, lock in locks.items() if not lock.get("per_student") or q in words_kept]
 
 
 def on_roster(student: str, roster: Path) -> str:

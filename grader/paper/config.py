@@ -33,6 +33,7 @@ SECRET_FILE = "paper.secret"  # beside paper.toml: the key of its students' numb
 RULES: dict[str, tuple[str, str]] = {
     "no-loops": ("attnvar", "no Python loop over heads or positions: fully vectorised"),
     "no-library-attention": ("attnvar", "without scaled_dot_product_attention or nn.MultiheadAttention"),
+    "numpy-only": ("problems", "NumPy only in softmax_xent_grad: no torch import, call or tensor"),
 }
 KNOWN = {"title", "minutes", "feedback", "parts"}
 PART_KEYS = {"points", "rules"}

@@ -4,9 +4,9 @@ The cells come from the stubs as the nbgrader course makes them (grader/bundles/
 explanation as markdown (``notebook_text``), its code as ``answer_source`` marks it, shown as the release
 shows it (``released``). A part's code is split into a code cell and one answer cell per question (a
 top-level ``NAME = None`` with its comment), and a question with drawn numbers (grader/suites/bank.py) has
-the student's numbers in its comment; a multiple choice has its options in the student's own order, and a
-question that asks for a line of a listing has the listing numbered from the student's own first line
-(bank.py ``Shuffled``, ``Numbered``): the hidden grading marks them in those letters and numbers. The notebook's
+the student's numbers in its comment; a multiple choice has options drawn for the student from a hidden pool, in
+their own order, and a question that asks for a line of a listing has a listing drawn for them, numbered from
+their own first line (bank.py ``Pooled``, ``Numbered``): the hidden grading marks what they were shown. The notebook's
 metadata ``gptkit.paper`` says which paper, student, seed, parts, points and rules it is for: ``grade check`` on
 the notebook grades exactly those (grader/paper/sitting.py).
 """
@@ -28,7 +28,11 @@ from grader.suites.bank import Drawn, Reordered, stub_comment, with_statements
 from grader.variants import Variant
 
 # The milestones with questions whose numbers are drawn per student, and the (hidden) bank of each.
-BANKS = {"kvmemory": "grader.suites.hidden.kv_questions", "concepts": "grader.suites.hidden.concept_questions"}
+BANKS = {
+    "kvmemory": "grader.suites.hidden.kv_questions",
+    "concepts": "grader.suites.hidden.concept_questions",
+    "problems": "grader.suites.hidden.problem_questions",
+}
 
 
 class RenderError(InputError):

@@ -22,6 +22,7 @@ from grader.practice.loop import HELP, run_session
 from grader.practice.session import Session, now
 from grader.practice.signals import interrupts
 from grader.practice.stdin import Commands
+from grader.runner import HIDDEN_AVAILABLE
 from grader.submission import MAX_NOTEBOOK_BYTES, SubmissionError
 from grader.variants import LESSON, Variant
 
@@ -181,6 +182,11 @@ def opening_lines(paper: Paper, session: Session, seed: int | None, notes: list[
     yield (
         "your numbers: " + ("this notebook's (its seed)" if seed is not None else "the lesson's") + f"; log: {log_path}"
     )
+    if not HIDDEN_AVAILABLE:  # the student release: its public checks are a self-check, not the paper's marking
+        yield (
+            "note: this kit has the public checks only (the student release): your score counts them alone, and "
+            "says nothing of the paper's own marking, which the full grader (your coach's) gives"
+        )
     for note in [*notes, *session.notes]:
         yield f"note: {note}"
 

@@ -20,6 +20,12 @@ sees numbered from their own first line. Both rewrite the stub's comment for a s
 (``comment``) and mark the lesson's question in that student's letters or numbers (``marked``); with the
 lesson's variant both leave the stub and the question as they are, so the release's locked answers (the lesson's)
 still check a student grading alone.
+
+A reordering alone keeps the options' words: the release's stub shows the lesson's options, so the key found in
+the release's locks is carried across by its words. ``Pooled`` closes that: a paper's student is shown options
+drawn from a pool that only the hidden bank holds (right statements and wrong ones, each with its feedback), never
+the lesson's own, with the number of right ones drawn too where several may be right; and ``Numbered`` with a
+``pool`` of listings shows each student one drawn listing, its wrong line a line of its own.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ import re
 import textwrap
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import combinations
 from typing import Any
 
 from grader.suites.questions import MultipleChoice, Numeric, Question
@@ -200,20 +207,35 @@ FIRST_LINES = (10, 89)
 class Numbered:
     """A question that asks which line of a listing in its comment (``lines`` lines, numbered from 1 in the stub:
     "#   1  code") is the one: each student's listing is numbered from a first line of their own, and the answer
-    and the feedback's line numbers follow. The lines keep their order: the listing is code."""
+    and the feedback's line numbers follow. The lines keep their order: the listing is code. With a ``pool``
+    (hidden listings of the same code, each wrong on a line of its own), a paper's student is shown one drawn
+    listing in place of the stub's, so the stub's wrong line, found in the release, names no line of theirs."""
 
     id: str
     lines: int
+    pool: tuple[Listing, ...] = ()
+
+    def __post_init__(self) -> None:
+        if any(len(listing.lines) != self.lines for listing in self.pool):
+            raise ValueError(f"{self.id}: each listing of its pool has {self.lines} lines")
 
     def first(self, variant: Variant) -> int:
         drawn = variant.params(f"{self.id}:lines", {"first": 1}, lambda rng: {"first": rng.randint(*FIRST_LINES)})
         return int(drawn["first"])
+
+    def listing(self, variant: Variant) -> Listing | None:
+        """The listing of the pool ``variant``'s student is shown (None for the lesson, or with no pool)."""
+        if variant.seed is None or not self.pool:
+            return None
+        return random.Random(f"{variant.seed}:{self.id}:listing").choice(self.pool)
 
     def comment(self, stub: str, variant: Variant) -> str:
         """The question's comment as ``variant``'s student reads it: the stub's own (``stub``) for the lesson."""
         if variant.seed is None:
             return stub
         shift = self.first(variant) - 1
+        if (drawn := self.listing(variant)) is not None:
+            stub = _with_listing(stub, drawn.lines)
         listing = re.compile(r"^(#\s+)(\d+)(\s+)(.*)$")
         out, seen = [], 0
         for line in stub.splitlines():
@@ -231,6 +253,8 @@ class Numbered:
         if variant.seed is None or not isinstance(question, Numeric):
             return question
         shift = self.first(variant) - 1
+        if (drawn := self.listing(variant)) is not None:
+            question = replace(question, answer=drawn.bug, wrong=dict(drawn.feedback), why=drawn.why)
         return replace(
             question,
             answer=question.answer + shift,
@@ -240,7 +264,129 @@ class Numbered:
         )
 
 
-Reordered = Shuffled | Numbered
+def _with_listing(stub: str, code: tuple[str, ...]) -> str:
+    """``stub`` (a listing question's comment) with its numbered lines, "#   1  code", replaced by ``code``'s."""
+    listing = re.compile(r"^(#\s+)(\d+)(\s+)(.*)$")
+    out, seen = [], 0
+    for line in stub.splitlines():
+        found = listing.match(line)
+        if found and int(found[2]) == seen + 1 and seen < len(code):
+            line = f"{found[1]}{seen + 1}{found[3]}{code[seen]}"
+            seen += 1
+        out.append(line)
+    if seen != len(code):
+        raise ValueError(f"the comment lists {seen} numbered lines, not the listing's {len(code)}")
+    return "\n".join(out)
+
+
+@dataclass(frozen=True)
+class Option:
+    """An option of a pool: its ``text`` as the student reads it, and its ``feedback``: for a wrong option what it
+    gets wrong; for a right one why it holds (the working of a single answer, the note on a right option left
+    out of several)."""
+
+    text: str
+    feedback: str
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """A multiple-choice question whose options a paper's student draws from a hidden pool: ``right`` statements
+    and ``wrong`` ones, none of them the lesson's (the stub's), so neither the release's letters nor its options'
+    words say which of a student's options is right. One right option (``several`` False), or, where several may
+    be right, a number of them drawn from 1 to ``len(choices) - 1``, so that how many are right tells nothing;
+    the rest are wrong ones; all in an order of the student's own. ``asked``: the paper's question where the
+    pool's options need other words than the stub's ("" keeps the stub's). ``why``: the working of a
+    several-answer question (a single answer's is its right option's feedback). The lesson's variant keeps the
+    stub and the lesson's question, so the release's locked answers still check a student grading alone."""
+
+    id: str
+    right: tuple[Option, ...]
+    wrong: tuple[Option, ...]
+    asked: str = ""
+    why: str = ""
+    several: bool = False
+    choices: str = "abcd"
+
+    def __post_init__(self) -> None:
+        n = len(self.choices)
+        most_right = n - 1 if self.several else 1
+        texts = [o.text for o in (*self.right, *self.wrong)]
+        if len(self.right) < most_right or len(self.wrong) < n - 1:
+            raise ValueError(f"{self.id}: the pool cannot fill {n} options for every draw")
+        if len(set(texts)) != len(texts) or not all(o.text and o.feedback for o in (*self.right, *self.wrong)):
+            raise ValueError(f"{self.id}: each option of the pool needs its own text and its feedback")
+
+    def drawn(self, variant: Variant) -> list[tuple[Option, bool]]:
+        """``variant``'s options, in the order shown (each with whether it is right); a paper's student only."""
+        if variant.seed is None:
+            raise ValueError(f"{self.id}: the lesson's options are the stub's, not the pool's")
+        rng = random.Random(f"{variant.seed}:{self.id}:pool")
+        n = len(self.choices)
+        keys = rng.randint(1, n - 1) if self.several else 1
+        shown = [(o, True) for o in rng.sample(self.right, keys)] + [
+            (o, False) for o in rng.sample(self.wrong, n - keys)
+        ]
+        rng.shuffle(shown)
+        return shown
+
+    def comment(self, stub: str, variant: Variant) -> str:
+        """The question's comment as ``variant``'s student reads it: the stub's own (``stub``) for the lesson."""
+        if variant.seed is None:
+            return stub
+        asked = self.asked or Shuffled(self.id, self.choices).options(stub)[0]
+        lines = comment(self.id, asked).splitlines()
+        for letter, (option, _) in zip(self.choices, self.drawn(variant)):
+            lines += [f"# {line}" for line in _option_lines(letter, option.text)]
+        return "\n".join(lines)
+
+    def marked(self, question: Question, variant: Variant) -> Question:
+        """``question`` (the lesson's) for the lesson; for a paper's student, the question they were asked: their
+        drawn options' key, each wrong choice's feedback and the working, in their letters."""
+        if variant.seed is None:
+            return question
+        shown = dict(zip(self.choices, self.drawn(variant)))
+        answer = "".join(letter for letter, (_, right) in shown.items() if right)
+        if not self.several:
+            wrong = {letter: option.feedback for letter, (option, right) in shown.items() if not right}
+            return MultipleChoice(
+                self.id, answer=answer, choices=self.choices, wrong=wrong, why=shown[answer][0].feedback
+            )
+        feedback: dict[str, str] = {}
+        for size in range(1, len(self.choices) + 1):
+            for chosen in combinations(self.choices, size):
+                if set(chosen) == set(answer):
+                    continue
+                notes = [f"({c}) {shown[c][0].feedback}" for c in chosen if not shown[c][1]]
+                notes += [f"({c}) holds too: {shown[c][0].feedback}" for c in answer if c not in chosen]
+                feedback["".join(chosen)] = "; ".join(notes)
+        return MultipleChoice(self.id, answer=answer, choices=self.choices, wrong=feedback, why=self.why)
+
+
+def _option_lines(letter: str, text: str) -> list[str]:
+    """An option as a student's notebook shows it: "  (b) text", continued under the text."""
+    return textwrap.wrap(
+        f"({letter}) {text}", width=WIDTH - 2, initial_indent="  ", subsequent_indent="      ", break_on_hyphens=False
+    )
+
+
+@dataclass(frozen=True)
+class Listing:
+    """One listing of a pool (``Numbered.pool``): its ``lines`` of code, the wrong one (``bug``, from 1), the
+    feedback on each other line (``feedback``, by its number from 1) and the working (``why``)."""
+
+    lines: tuple[str, ...]
+    bug: int
+    feedback: Mapping[int, str]
+    why: str
+
+    def __post_init__(self) -> None:
+        others = set(range(1, len(self.lines) + 1)) - {self.bug}
+        if self.bug not in range(1, len(self.lines) + 1) or set(self.feedback) != others:
+            raise ValueError(f"a listing needs its wrong line among its {len(self.lines)} and feedback on each other")
+
+
+Reordered = Shuffled | Numbered | Pooled
 
 
 def reordered(question: Question, variant: Variant, specs: list[Reordered]) -> Question:

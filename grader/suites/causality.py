@@ -4,7 +4,7 @@
 computed in the worker; every comparison happens here.
 
 Every tolerance is absolute, never a share of the outputs' size: a share grows with what the submission
-returns, so adding a huge constant to its outputs widened it past any leak (issue 32). Logits (``logits=True``)
+returns, so adding a huge constant to its outputs widened it past any leak. Logits (``logits=True``)
 are compared as log-probabilities (grader/causal.py), which a constant added to a row does not move, so an
 honest model may shift or scale its logits as it likes and a leaking one gains nothing by it.
 """
@@ -244,7 +244,7 @@ def causal_gradient(grad: torch.Tensor | dict, T: int, what: str, otherwise: Cal
     could forge (it runs the submission), so ``otherwise``, a check on outputs that the grading process
     compares itself, decides instead. Without one, the check has no verdict. Where there is one it runs after
     a gradient that holds, too: a model that reads a later token as a number (``one_hot(idx[:, t + 1])``) leaks
-    through no gradient at all, and a forged matrix says nothing (issue 32).
+    through no gradient at all, and a forged matrix says nothing.
     """
     if otherwise is not None and unobserved(grad):
         otherwise()

@@ -5,7 +5,8 @@ Each right answer is kept only as salted, slow hashes of its canonical keys (``l
 the hidden questions by ``python -m grader.suites.hidden.lock_answers``). A student's answer is read the way the
 hidden grading reads it, turned into its key and hashed: right when the hash is among the kept ones.
 
-- A word: ``questions.words`` of it; the answer and each synonym are kept.
+- A word: ``questions.meaning`` of it, the question's context words (kept with the lock: they say what the
+  question is about, not its answer) dropped; the answer and each synonym are kept.
 - Letters: the chosen letters, sorted (``"b, d"``, ``["D", "B"]`` and ``{"d", "b"}`` are all ``bd``).
 - A number with a relative tolerance ``rtol``: its bucket on a logarithmic grid of ratio ``1 + rtol``, and its
   sign. The kept buckets are those the answer's tolerance band ``[a (1 - rtol), a (1 + rtol)]`` touches, so
@@ -27,7 +28,7 @@ import hashlib
 import math
 from typing import Any
 
-from grader.suites.questions import LETTER_SEPARATORS, MAX_CHARS, as_number, words
+from grader.suites.questions import LETTER_SEPARATORS, MAX_CHARS, as_number, meaning
 
 SALT = b"gptkit locked answers, v1"
 ITERATIONS = 20_000  # per guess: a few milliseconds, so a check is quick and a search over many buckets is not
@@ -78,7 +79,7 @@ def key(value: Any, lock: dict[str, Any]) -> str | None:
     """``value``'s canonical key for a question locked as ``lock``; None when it is no answer of that kind."""
     kind = lock["kind"]
     if kind == "word":
-        return words(value) if isinstance(value, str) and len(value) <= MAX_CHARS else None
+        return meaning(value, lock.get("context", ())) if isinstance(value, str) and len(value) <= MAX_CHARS else None
     if kind == "letters":
         return letters_key(value, lock["choices"])
     number = as_number(value)

@@ -11,7 +11,8 @@ kind gets a message that says what kind of answer is expected.
 - ``Numeric``: within a relative and/or absolute tolerance; an int, a float, or a string such as
   ``"1,234"``, ``"1_234"`` or ``"1e10"``. A known wrong answer is recognised within ``wrong_rtol``
   (where it is nearer than the right answer).
-- ``Text``: a short word or phrase, compared without regard to case, hyphens and spaces, with synonyms.
+- ``Text``: a short word or phrase, compared on what it says: without regard to case, hyphens, punctuation
+  and spaces, the words the question is about (its ``context``) dropped, with synonyms.
 
 ``Question.mark(value)`` returns a ``Verdict``; ``assess(question, value)`` turns it into a passed or
 failed check (see ``checks``).
@@ -249,24 +250,48 @@ def words(value: str) -> str:
     return " ".join(value.lower().replace("-", " ").split()).removesuffix(".").strip()
 
 
+ARTICLES = ("a", "an", "the")  # never what an answer says
+
+
+def meaning(value: str, context: Sequence[str] = ()) -> str:
+    """What a short answer says: ``words`` of it with punctuation read as spaces, and the articles and the
+    ``context`` words (what the question is about: "diagonal", "softmax") dropped. "Above the main diagonal."
+    and "upper-triangular" read as "above" and "upper" when "main", "diagonal" and "triangular" are context;
+    "not above" stays "not above"."""
+    dropped = {*ARTICLES, *(words(w) for w in context)}
+    return " ".join(w for w in re.sub(r"[^\w\s]", " ", words(value)).split() if w not in dropped)
+
+
 @dataclass(frozen=True)
 class Text(Question):
-    """A word or short phrase: ``answer`` or one of its ``synonyms``; ``wrong`` maps wrong words to feedback."""
+    """A word or short phrase, marked on what it says: its ``meaning`` (the words that are not ``context``) must
+    be the ``answer``'s or one of the ``synonyms``'; ``wrong`` maps wrong words to feedback, read the same way.
+    The question lists every accepted form: the synonyms are the other words for the answer ("upper", "prior to"),
+    the context the words an answer may add around it ("the main diagonal", "the softmax")."""
 
     answer: str = ""
     synonyms: tuple[str, ...] = ()
+    context: tuple[str, ...] = ()
 
     @property
     def expected(self) -> str:
         return "a word or a short phrase (a string)"
 
+    def key(self, value: str) -> str:
+        """``value``'s meaning, as compared with the accepted forms' (and the locked answers' key)."""
+        return meaning(value, self.context)
+
+    @property
+    def accepted(self) -> set[str]:
+        return {self.key(a) for a in (self.answer, *self.synonyms)}
+
     def compare(self, value: Any) -> Verdict:
         if not isinstance(value, str):
             return self.refuse(value)
-        said = words(value)
-        if said in {words(a) for a in (self.answer, *self.synonyms)}:
+        said = self.key(value)
+        if said and said in self.accepted:
             return RIGHT
-        feedback = next((f for w, f in self.wrong.items() if words(w) == said), None)
+        feedback = next((f for w, f in self.wrong.items() if said and self.key(w) == said), None)
         return self.wrong_answer(value, feedback)
 
 

@@ -20,6 +20,8 @@ message, so a broken rule scores 0 for the part.
   step but not at every step is a branch, not a loop.
 - ``NoCalls``: none of the named functions (``scaled_dot_product_attention``, ...) is called: not
   named in the source, not seen while the call runs.
+- ``NumpyOnly``: no torch at all (a NumPy part): the source neither imports torch nor names what the
+  file imported from it, and no torch function is dispatched while the call runs.
 
 The counts come from the worker, which runs the student's code: a submission could forge them, to
 its own harm only, and the source scan does not depend on them.
@@ -172,6 +174,62 @@ class NoCalls(Rule):
         if called:
             return f"{function} called {called[0]} while it ran"
         return None
+
+
+# The library a NumPy-only part must not touch: the top-level package, whatever a file imports it as.
+TORCH = "torch"
+
+
+class NumpyOnly(Rule):
+    """No torch in the function: the source neither imports it nor names anything the file imported from it, and
+    no torch function is dispatched while it runs. (A torch tensor returned is the suite's to see: the counts
+    miss ``torch.from_numpy``, which dispatches nothing.)"""
+
+    says = "NumPy only, no torch"
+    name = "numpy-only"
+
+    def in_source(self, source: Source) -> str | None:
+        bound = torch_names("\n".join(source.lines))
+        for node in source.nodes():
+            if isinstance(node, ast.Import | ast.ImportFrom) and imports_torch(node):
+                return f"imports torch at {source.line(node)}"
+            if isinstance(node, ast.Name) and node.id in bound:
+                return f"uses {node.id} (from torch) at {source.line(node)}"
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and is_torch(node.value):
+                return f"names the module {node.value!r} at {source.line(node)}"
+        return None
+
+    def at_run_time(self, function: str, counts: list[tuple[Growth, list[Count]]]) -> str | None:
+        seen = sorted(frozenset().union(*(c.names for _, calls in counts for c in calls)))
+        if any(c.ops for _, calls in counts for c in calls):
+            named = f" ({', '.join(seen[:3])}{', ...' if len(seen) > 3 else ''})" if seen else ""
+            return f"{function} called torch functions{named} while it ran"
+        return None
+
+
+def is_torch(module: str) -> bool:
+    return module == TORCH or module.startswith(TORCH + ".")
+
+
+def imports_torch(node: ast.Import | ast.ImportFrom) -> bool:
+    if isinstance(node, ast.ImportFrom):
+        return node.level == 0 and is_torch(node.module or "")
+    return any(is_torch(a.name) for a in node.names)
+
+
+def torch_names(text: str) -> frozenset[str]:
+    """The names a file binds to torch or to something of it (``import torch as th``: th; ``from torch import
+    nn``: nn; ``import torch.nn.functional as F``: F); none where the file does not parse."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return frozenset()
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom) and imports_torch(node):
+            for alias in node.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+    return frozenset(names)
 
 
 # Builtins whose result is as long as their arguments: zip((w_q, w_k), (n_heads, n_groups)) steps as often as

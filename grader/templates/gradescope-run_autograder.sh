@@ -14,6 +14,9 @@ mkdir -p "$ROOT/results"
 # A late policy, where `grade gradescope --late-policy FILE` put one in the zip (none there: no penalty): the
 # submission's time and due date are read from Gradescope's submission_metadata.json.
 LATE_POLICY="$ROOT/source/late-policy.toml"
+# The class's roster, where `grade gradescope --roster FILE` put one in the zip: it maps the submitter's email or
+# name (Gradescope's metadata) to the id a late policy's extension may be keyed by.
+ROSTER="$ROOT/source/roster.csv"
 METADATA="$ROOT/submission_metadata.json"
 
 # The exercise files or one notebook, in submission/ or in the one folder inside it; the reason for
@@ -22,6 +25,6 @@ FAILED='{"score": 0, "tests": [], "output": "The autograder could not grade this
 '(a grader failure); please tell your instructor."}'
 cd "$ROOT/source" || { printf '%s\n' "$FAILED" > "$RESULTS"; exit 1; }
 if ! "$PYTHON" -m grader.bundles.gradescope "$ROOT/submission" "$RESULTS" --visibility "$VISIBILITY" --tests "$TESTS" \
-        --late-policy "$LATE_POLICY" --metadata "$METADATA"; then
+        --late-policy "$LATE_POLICY" --metadata "$METADATA" --roster "$ROSTER"; then
     [ -s "$RESULTS" ] || printf '%s\n' "$FAILED" > "$RESULTS"
 fi

@@ -38,7 +38,7 @@ MLA_ATTEND = """    v = split_heads(c @ w_up_v, n_heads)
 
 # What multi_head_attention's own checks are worth (grader/suites/hidden/test_attnvar.py): its third of the
 # rules (2 points) and of the shapes (1), its four reference cases of twelve (3), its four causality cases of
-# twelve (2), and the large-inputs check (1). A rule broken in MHA alone costs exactly these (issue 26): the
+# twelve (2), and the large-inputs check (1). A rule broken in MHA alone costs exactly these: the
 # equivalences of GQA and latent attention with MHA are theirs, compared with the reference's MHA.
 MHA_POINTS = 2 / 3 + 1 / 3 + 1 + 2 / 3 + 1
 
@@ -142,7 +142,7 @@ def grouped_query_attention""",
     ),
 ]
 
-# The rest of the rules' corpus (issue 17): a loop over positions, a comprehension over heads, recursion over
+# The rest of the rules' corpus: a loop over positions, a comprehension over heads, recursion over
 # the heads (no loop statement: only the count of operations sees it), and SDPA under another name.
 BUGGY += [
     bug(
@@ -288,7 +288,7 @@ def grouped_query_attention""",
     ),
 ]
 
-# Issue 26: special cases on one code path of many. x-transformers keeps a real branch for one K/V head (no
+# Special cases on one code path of many. x-transformers keeps a real branch for one K/V head (no
 # copies: K and V squeezed, one einsum against every query head); Llama's and Hugging Face's repeat_kv return
 # early when n_rep == 1. Both are loop-free, so the count of operations must compare probes that take the same
 # branch, never one call on the fast path with another off it.

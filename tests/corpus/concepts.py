@@ -38,6 +38,24 @@ BUGGY = [
         (SUBTRACT, "    return _count(encoder) - _count(decoder)"),
     ),
     bug(
+        "parameter-tensors-counted",
+        "concepts",
+        "parameter tensors",
+        M12,
+        (SUBTRACT, "    return len(list(decoder.parameters())) - len(list(encoder.parameters()))"),
+        lost=3,
+        first=True,
+    ),
+    bug(
+        "norm3-without-its-bias",
+        "concepts",
+        "without its bias",
+        M12,
+        (SUBTRACT, "    return _count(decoder.multihead_attn) + decoder.norm3.weight.numel()"),
+        lost=3,
+        first=True,
+    ),
+    bug(
         "cross-attention-alone",
         "concepts",
         "a third LayerNorm (norm3",
@@ -74,12 +92,15 @@ BUGGY = [
         (TARGET, "        losses.append(F.cross_entropy(last.unsqueeze(0), seq[t : t + 1]))"),
     ),
     # the right losses from the wrong passes: the model is counted, not only the values
+    # the right values from the wrong passes lose the function's points on every model (3), and say why first
     bug(
         "prefix-losses-returns-the-one-pass-losses",
         "concepts",
         "run it once on each prefix",
         M12,
         (PREFIX_BODY, "    return teacher_forced_losses(model, seq)  # a causal model gives the same numbers"),
+        lost=3,
+        first=True,
     ),
     bug(
         "prefix-losses-reads-position-t-of-the-whole-sequence",
@@ -87,6 +108,8 @@ BUGGY = [
         "passes on 1 to",
         M12,
         (LAST, "        last = model(seq[:-1].unsqueeze(0))[0, t]"),
+        lost=3,
+        first=True,
     ),
     bug(
         "teacher-forced-losses-one-pass-per-prefix",
@@ -94,6 +117,57 @@ BUGGY = [
         "teacher forcing is ONE forward pass",
         M12,
         ("    logits = model(seq[:-1].unsqueeze(0))[0]\n" + ONE_PASS, "    return prefix_losses(model, seq)"),
+        lost=3,
+        first=True,
+    ),
+    # what the model was fed names the cause where the run ends in an error: the target inside its own prefix
+    # (the last prefix is the whole sequence, one token past the lesson model's context), the whole sequence as
+    # the one pass's input
+    bug(
+        "prefix-holds-its-own-target",
+        "concepts",
+        "holds the token it must predict",
+        M12,
+        (LAST, "        last = model(seq[: t + 2].unsqueeze(0))[0, -1]"),
+        lost=3,
+        first=True,
+    ),
+    bug(
+        "teacher-forced-fed-the-whole-sequence",
+        "concepts",
+        "fed the whole sequence",
+        M12,
+        ("    logits = model(seq[:-1].unsqueeze(0))[0]", "    logits = model(seq.unsqueeze(0))[0]"),
+        lost=3,
+        first=True,
+    ),
+    # a loss below 0 (nll_loss takes log-probabilities), and a softmax over the wrong axis
+    bug(
+        "nll-loss-on-raw-logits",
+        "concepts",
+        "below 0",
+        M12,
+        (ONE_PASS, '    return F.nll_loss(logits, seq[1:], reduction="none")'),
+        lost=3,
+        first=True,
+    ),
+    bug(
+        "log-softmax-over-the-positions",
+        "concepts",
+        "over the positions",
+        M12,
+        (ONE_PASS, "    return -F.log_softmax(logits, dim=0).gather(1, seq[1:, None]).squeeze(1)"),
+        lost=3,
+        first=True,
+    ),
+    bug(
+        "prefix-log-softmax-over-one-position",
+        "concepts",
+        "an axis of size 1",
+        M12,
+        (TARGET, "        losses.append(-F.log_softmax(last[None], dim=0)[0, seq[t + 1]])"),
+        lost=3,
+        first=True,
     ),
     # the counterexample
     bug(
@@ -147,29 +221,29 @@ BUGGY = [
     ),
     # the questions: each wrong answer gets the feedback that says what it misses
     answer("Q_BLOCK", 'Q_BLOCK = "a, b, c"', '"a, b, c, d"', "is what GPT removed"),
-    answer("Q_FAMILIES", 'Q_FAMILIES = "b"', '"a"', "an encoder, not a decoder"),
+    answer("Q_FAMILIES", 'Q_FAMILIES = "d"', '"b"', "an encoder, not a decoder"),
     answer(
         "Q_CROSS",
         "Q_CROSS = 1_051_648  # cross-attention 4 d^2 + 4 d and a third LayerNorm 2 d",
         "1_050_624",
         "third LayerNorm (norm3)",
     ),
-    answer("Q_PARALLEL", 'Q_PARALLEL = "a"', '"b"', "that is generation"),
+    answer("Q_PARALLEL", 'Q_PARALLEL = "c"', '"a"', "that is generation"),
     answer("Q_MASKED", "Q_MASKED = 523_776  # T (T - 1) / 2", "524_800", "counts the entries kept"),
     answer("Q_BUGLINE", "Q_BUGLINE = 2", "4", "is how cross_entropy takes them"),
-    answer("Q_MASKDIR", 'Q_MASKDIR = "a"', '"b"', "not collapse to near 0"),
+    answer("Q_MASKDIR", 'Q_MASKDIR = "b"', '"a"', "not collapse to near 0"),
     answer("Q_SHAPE", 'Q_SHAPE = "a"', '"b"', "the hidden state"),
     answer("Q_MISSING", 'Q_MISSING = "b"', '"c"', "the context length is needed"),
     answer("Q_REVERSE", "Q_REVERSE = 64", "67", "not 12 d^2 per layer alone"),
-    answer("Q_ABILITIES", 'Q_ABILITIES = "c"', '"b"', "nothing is fine-tuned"),
-    answer("Q_FEWSHOT", 'Q_FEWSHOT = "a"', '"c"', "not training steps"),
-    answer("Q_LIE", 'Q_LIE = "c"', '"b"', "true: Chinchilla"),
+    answer("Q_ABILITIES", 'Q_ABILITIES = "b"', '"c"', "nothing is fine-tuned"),
+    answer("Q_FEWSHOT", 'Q_FEWSHOT = "d"', '"b"', "not training steps"),
+    answer("Q_LIE", 'Q_LIE = "a"', '"c"', "true: Chinchilla"),
     answer("Q_LOSS0", "Q_LOSS0 = 3.912  # log 50", "5.64", "in bits"),
     answer("Q_WINDOW", "Q_WINDOW = 8", "9", "cropped to the last 8"),
-    answer("Q_OMIT", 'Q_OMIT = "a"', '"d"', "skips each parameter whose .grad is None"),
-    answer("Q_OVERFLOW", 'Q_OVERFLOW = "a"', '"b"', "nothing reuses a row"),
+    answer("Q_OMIT", 'Q_OMIT = "c"', '"d"', "skips each parameter whose .grad is None"),
+    answer("Q_OVERFLOW", 'Q_OVERFLOW = "c"', '"a"', "nothing reuses a row"),
     answer("Q_PAD", "Q_PAD = 27", "32", "ignore_index leaves them out"),
-    answer("Q_EXPOSURE", 'Q_EXPOSURE = "b"', '"a"', "teacher forcing is what training does"),
+    answer("Q_EXPOSURE", 'Q_EXPOSURE = "a"', '"b"', "teacher forcing is what training does"),
 ]
 
 CORRECT = [
@@ -210,8 +284,10 @@ CORRECT = [
                 ("Q_LOSS0 = 3.912  # log 50", "Q_LOSS0 = 3.91"),
                 ("Q_BUGLINE = 2", 'Q_BUGLINE = "2"'),
                 ("Q_MASKED = 523_776  # T (T - 1) / 2", "Q_MASKED = 1024 * 1023 / 2"),
-                ('Q_LIE = "c"', 'Q_LIE = "(C)"'),
+                ('Q_LIE = "a"', 'Q_LIE = "(A)"'),
             ]
         },
     ),
+    # what the lesson's code prints for its first step (m3's first loss), which the question asks for
+    ok("concepts-first-loss-as-the-lesson-prints-it", {M12: [("Q_LOSS0 = 3.912  # log 50", "Q_LOSS0 = 4.0511")]}),
 ]

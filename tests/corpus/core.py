@@ -187,7 +187,7 @@ BUGGY = [
         ("return self.proj(out)", "return out"),
     ),
     bug("m1-qkv-order-swapped", "m1", "swapped", M1, (SPLIT, SPLIT.replace("q, k, v", "k, q, v"))),
-    # Issue 35: bugs seen on real submissions, each named by the first message that fails.
+    # Bugs seen on real submissions, each named by the first message that fails.
     bug(
         "m1-scores-over-sequence-length",
         "m1",
@@ -292,7 +292,7 @@ BUGGY = [
         (POSITIONS, "self.pos(torch.arange(1, t + 1, device=idx.device))"),
         first=True,
     ),
-    # Differences below the old tolerance (issue 35): a LayerNorm's eps, its bias left out, GELU's tanh form.
+    # Differences below the old tolerance: a LayerNorm's eps, its bias left out, GELU's tanh form.
     bug(
         "m2-layernorm-eps",
         "m2",
@@ -440,7 +440,7 @@ BUGGY = [
         ("    return idx\n", "    return idx[:, start.shape[1]:]\n"),
     ),
     bug("m4-no-no-grad", "m4", "no_grad", M4, ("@torch.no_grad()\n", "")),
-    # The contract leaves the model unchanged, its mode included (issue 26): eval() and never back.
+    # The contract leaves the model unchanged, its mode included: eval() and never back.
     bug(
         "m4-leaves-eval-mode",
         "m4",

@@ -199,7 +199,7 @@ BUGGY = [
         M7,
         (DECORATED, "def generate_cached(model: nn.Module, start: torch.Tensor, max_new: int = 5) -> torch.Tensor:"),
     ),
-    # The contract leaves the model unchanged, its mode included (issue 26): eval() and never back.
+    # The contract leaves the model unchanged, its mode included: eval() and never back.
     bug(
         "kvcache-leaves-eval-mode",
         "kvcache",
@@ -207,7 +207,7 @@ BUGGY = [
         M7,
         ("    cache = [None] * len(model.blocks)\n", "    model.eval()\n    cache = [None] * len(model.blocks)\n"),
     ),
-    # Issue 35: a position one past the token's own runs off the position table on the longest sequence
+    # A position one past the token's own runs off the position table on the longest sequence
     bug(
         "position-off-by-one",
         "kvcache",

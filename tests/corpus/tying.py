@@ -36,7 +36,7 @@ BUGGY = [
         (TIE, "model.head.weight = nn.Parameter(model.tok.weight)"),
     ),
     bug("library-untied", "tying", "a Parameter of its own", M6, ("        tie_weights(self)\n", "")),
-    # One Parameter, but the head's: the token table's initialisation is replaced by the head's (issue 26).
+    # One Parameter, but the head's: the token table's initialisation is replaced by the head's.
     bug(
         "tie-the-other-way",
         "tying",

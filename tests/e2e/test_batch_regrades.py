@@ -1,4 +1,4 @@
-"""Regrade requests in a batch (issue 36, grader/batch/regrades.py): a student's regrade.txt is listed with their
+"""Regrade requests in a batch (grader/batch/regrades.py): a student's regrade.txt is listed with their
 current score; one that is a link, a FIFO, too large or without a milestone is refused with its reason and never
 followed (the same text as a regular file is listed: both directions); a declined request is kept with its answer;
 a regrade grades the student again through the batch's path and keeps the old and new scores."""

@@ -1,6 +1,6 @@
-"""The milestones' leak probes (grader/suites/causality.py) under a huge constant added to the logits (issue 32,
-finding 1), through `grade check`: a softmax ignores the constant, so it must neither hide a lookahead (the probe's
-tolerance once grew with the logits' size: 1e-6 of 4e6 let a lookahead of 2 nats through) nor fail an honest model.
+"""The milestones' leak probes (grader/suites/causality.py) under a huge constant added to the logits, through
+`grade check`: a softmax ignores the constant, so it must neither hide a lookahead (the probe's tolerance once grew
+with the logits' size: 1e-6 of 4e6 let a lookahead of 2 nats through) nor fail an honest model.
 lmbudget's own probe: tests/e2e/test_lmbudget_attacks.py."""
 
 from __future__ import annotations

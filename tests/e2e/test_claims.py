@@ -1,4 +1,4 @@
-"""What a worker says is a claim (issue 25): a submission that marks its own errors as the grader's, or answers
+"""What a worker says is a claim: a submission that marks its own errors as the grader's, or answers
 "the probe saw nothing", earns no more than the checks it really passes, out of the milestone's full points.
 
 The request handler runs in the submission's process, so a submission can make every error come back marked as

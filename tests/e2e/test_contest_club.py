@@ -1,4 +1,4 @@
-"""The contest room for a club (issue 37): the faults a coach met, each through the server. The board's totals and
+"""The contest room for a club: the faults a coach met, each through the server. The board's totals and
 the export's are one number; the resolver waits for the students still in their window (or is forced, naming
 them); a refusal prints its time as the pages do; an unknown path is a page for a browser and JSON for a script.
 Through FastAPI's TestClient, on a clock the tests set; no grading runs (results are written to the store)."""
@@ -123,7 +123,7 @@ def test_an_unknown_path_is_a_page_for_a_browser_and_json_for_a_script(contest, 
 
 
 def test_each_recorded_grading_has_one_console_line_with_who_the_task_and_the_score_or_verdict():
-    """Issue 37 (1d): the server's console says each grading once (grading.grading_line, logged as it is recorded)."""
+    """The server's console says each grading once (grading.grading_line, logged as it is recorded)."""
     assert grading_line(3, "ada", "m1", report("m1", 2, 4)) == "graded #3: ada m1: 2 of 4 grader points"
     late = report("m2", 0, 4)
     late["milestones"][0]["checks"][0]["verdict"] = "time limit exceeded"
@@ -134,7 +134,7 @@ def test_each_recorded_grading_has_one_console_line_with_who_the_task_and_the_sc
 
 
 def test_the_heatmap_tells_a_task_not_attempted_from_one_scored_zero(contest):
-    """Issue 37 (1e): ada scored 0 on m1 and never tried m2; both were a red 0. Now m2 is a blank cell marked "–"."""
+    """ada scored 0 on m1 and never tried m2; both were a red 0. Now m2 is a blank cell marked "–"."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -158,7 +158,7 @@ def test_the_heatmap_tells_a_task_not_attempted_from_one_scored_zero(contest):
 
 
 def test_the_coach_page_opens_with_a_table_of_contents_that_counts_open_questions(contest):
-    """Issue 37 (1e): the filters were the page's 9th section; the contents at its top reach each in one tap."""
+    """The filters were the page's 9th section; the contents at its top reach each in one tap."""
     folder = contest("[tasks.m1]\npoints = 30\n", title="Contents")
     client = TestClient(create_app(folder, ContestClock()))
     assert client.post("/ask", data={"question": "is m1 causal?"}, headers=auth(folder, "ada")).status_code == 201

@@ -76,7 +76,7 @@ def test_uploads_after_the_grading_process_died_are_accepted_and_graded(contest)
 
 
 def test_a_worker_killed_while_idle_is_replaced_at_once_recorded_and_counted_across_a_restart(contest, caplog):
-    """Issue 37 (1d): a pool whose worker died while it held nothing was rebuilt only at the next upload (health
+    """A pool whose worker died while it held nothing was rebuilt only at the next upload (health
     read "alive 0 of 1" meanwhile). Now it is replaced within the queue's watch, the event list says so, the count
     of replaced pools outlives the server, and each recorded grading has its console line (who, task, score)."""
     folder = contest(title="Healing test")

@@ -1,4 +1,4 @@
-"""A metric task's training run does not hold the workers a quick task waits for (issue 32, finding 8): through
+"""A metric task's training run does not hold the workers a quick task waits for: through
 `grade contest serve --workers 1` on loopback, an lmbudget upload that sleeps out its wall-clock limit, then
 two m1 uploads of other students: both m1 verdicts come while the training run is still being graded, and the
 coach's health (``/api/coach``) shows the two lanes, the metric one busy. Before lanes, the one worker was the
@@ -139,7 +139,7 @@ def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(contest):
 
 
 def test_the_metric_lane_on_a_dask_cluster_and_the_quick_lane_here(tmp_path: Path, contest, monkeypatch):
-    """`--scheduler ADDR --scheduler-lanes metric` (issue 37, item 5): a training run holds the cluster's one thread
+    """`--scheduler ADDR --scheduler-lanes metric`: a training run holds the cluster's one thread
     while two m1 uploads get their verdicts from the server's own process; the coach's health shows where each
     lane grades. Then the cluster goes away: the training run it held fails (the coach grades it again later),
     and the quick lane grades on."""

@@ -135,7 +135,7 @@ def test_selected_finals_count_for_b_and_at_most_two_may_be_selected(session):
 
 
 def failed(verdict: str, message: str) -> dict:
-    """lmbudget's report of a run that failed: both checks a counted 0 with the verdict (the grader's, since #25)."""
+    """lmbudget's report of a run that failed: both checks a counted 0 with the grader's verdict."""
     result = report(None, None)
     for check in result["milestones"][0]["checks"]:
         check.update(counted=True, message=message, verdict=verdict)
@@ -155,13 +155,13 @@ def test_a_run_that_failed_is_a_graded_zero_and_counts_against_the_cap(session):
     assert refusal.status_code == 403 and "all 3 graded submissions" in refusal.json()["detail"]
     (row,) = [r for r in board(client, folder, "coach")["A"] if r["student"] == "ada"]
     assert row["loss"] == 3.3, "a failed run has no loss: it never ranks"
-    # issue 37: the page says what the docs say (it counts), never that a failed run "costs you nothing"
+    # the page says what the docs say (it counts), never that a failed run "costs you nothing"
     me = client.get("/me", headers={**auth(folder, "ada"), "Accept": "text/html"}).text
     assert "costs you nothing" not in me and "it counts against your 3 submissions like any other" in me
 
 
 def test_the_leaderboards_page_lists_only_students_with_a_run(session):
-    """issue 37: alan has no run: no blank row of his on the leaderboard, a line that says one is not listed."""
+    """alan has no run: no blank row of his on the leaderboard, a line that says one is not listed."""
     folder, client, submit = session
     submit("ada", report(3.30, 3.25))
     for who in ("coach", "ada"):

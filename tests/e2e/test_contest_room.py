@@ -1,4 +1,4 @@
-"""What a coach runs a room with (issue 28): announcements and clarifications, the grading's health, start
+"""What a coach runs a room with: announcements and clarifications, the grading's health, start
 delays and extra time that is set, statements locked until the window opens, the coach's filters, a student's
 page and the regrades' diff, the scoreboard's own row, attempts and pending marks, and the faults around them.
 Through FastAPI's TestClient, on a clock the tests set; no grading runs (results are written to the store)."""
@@ -81,6 +81,25 @@ def test_messages_are_refused_when_empty_too_long_unknown_too_many_or_cross_site
     cross = client.post("/coach/announce", data={"text": "hi"}, headers={**coach, "Origin": "https://evil.example"})
     assert cross.status_code == 403
     assert len(Store(folder).clarifications()) == 5 and Store(folder).announcements() == []
+
+
+def test_the_coach_answers_a_rooms_questions_without_a_rate_limit(folder):
+    """A student may send 5 messages a minute; the jury answers 30 questions in the same minute, all stored."""
+    client = TestClient(create_app(folder, ContestClock()))
+    coach = auth(folder, "coach")
+    asked = [
+        client.post("/ask", data={"question": f"q{i}"}, headers=auth(folder, who)).json()["id"]
+        for who in ("ada", "alan", "grace")
+        for i in range(5)
+    ]
+    answers = [
+        client.post("/coach/answer", data={"question": cid, "text": f"a{cid}"}, headers=coach).status_code
+        for cid in asked * 2
+    ]
+    assert answers == [200] * len(answers), answers
+    sent = [client.post("/coach/announce", data={"text": f"n{i}"}, headers=coach).status_code for i in range(8)]
+    assert sent == [201] * 8, sent
+    assert len(Store(folder).announcements()) == 8
 
 
 # --- 2. The grading's health ------------------------------------------------------------------------------------

@@ -390,6 +390,17 @@ def test_wrong_logins_past_the_limit_per_address_are_429_and_not_recorded(folder
     assert client.post("/login", data={"token": tokens(folder)["ada"]}, follow_redirects=False).status_code == 303
 
 
+def test_a_rooms_refused_uploads_do_not_lock_its_students_out_of_the_login_form(folder):
+    """Students behind one router share an address: their refused uploads fill the address's refusals, and the
+    next upload from it waits, but a right token at the login form still logs in (only wrong logins count there)."""
+    client = TestClient(create_app(folder, Clock(), refusals_per_minute=10, address_per_minute=4))
+    bad = [("m1_attention.py", b"\xff")]
+    assert [upload(client, folder, who, "m1", bad).status_code for who in ("ada", "ada", "alan", "alan")] == [400] * 4
+    expect_refused(upload(client, folder, "grace", "m1", bad), 429, "your address")
+    answer = client.post("/login", data={"token": tokens(folder)["grace"]}, follow_redirects=False)
+    assert answer.status_code == 303 and "set-cookie" in answer.headers, answer.text[:300]
+
+
 def test_the_coach_sees_identical_consecutive_events_once_with_their_count(folder):
     client = TestClient(create_app(folder, Clock(), uploads_per_minute=100, refusals_per_minute=100))
     bad = [("m1_attention.py", b"\xff")]

@@ -443,6 +443,11 @@ def test_the_gradescope_zip_has_one_results_json_per_student_in_contest_points(s
         assert sorted(zf.namelist()) == ["ada/results.json", "alan/results.json", "grace/results.json"]
         ada = json.loads(zf.read("ada/results.json"))
     assert ada["score"] == 40 and sum(t["max_score"] for t in ada["tests"]) == pytest.approx(50)
+    # laid out as the autograder zip is: a test per milestone, hidden until the grades are published
+    assert [(t["name"], t["visibility"]) for t in ada["tests"]] == [
+        ("m1: Causal self-attention", "after_published"),
+        ("m2: The full TinyGPT", "after_published"),
+    ]
 
 
 def test_the_charts_page_draws_grade_reports_charts_for_the_coach_only(shared_session):
@@ -1115,7 +1120,7 @@ def test_grade_contest_export_has_columns_for_the_checks_set_aside(folder):
 
 
 def test_a_metric_tasks_leaderboard_keeps_the_previous_grade_while_the_task_is_graded_again(contest):
-    """Issue 28, item 7: as the scoreboard, leaderboard A keeps a submission's previous grade during its regrade."""
+    """As the scoreboard, leaderboard A keeps a submission's previous grade during its regrade."""
     folder = contest(METRIC, title=TITLE)
     clock = Clock(minutes=30)
     client = TestClient(create_app(folder, clock))

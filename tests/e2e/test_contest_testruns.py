@@ -1,4 +1,4 @@
-"""Test runs (issue 37, item 3: CMS's user tests), through the server: a student's files and their script run in
+"""Test runs (CMS's user tests), through the server: a student's files and their script run in
 the grading's sandbox, within its limits, and what it printed comes back; nothing scored, capped or ranked moves.
 Through FastAPI's TestClient on a clock the tests set, as test_contest_club.py; the test runs are real (one
 process of the app's own, shared by the module's tests), the submissions' grades written to the store."""

@@ -6,7 +6,7 @@ sources), which needs the task's 30 s; test_lmbudget_attacks.py uses the default
 
 The test's task file takes the shipped one's settings with a tiny budget; its baseline is the shipped
 baseline's exact loss (a counted bigram: deterministic, computed here) and its best 0.1 bits/char below it,
-a little over what the reference recipe gains in 6 CPU seconds: since issue 28 it takes a fixed 90 steps
+a little over what the reference recipe gains in 6 CPU seconds: it takes a fixed 90 steps
 there (15 per CPU second), its schedule on the step count, with torch seeded by the grader, so it gains the
 same on a quiet machine and a busy one (on an AVX512 CPU, 64 windows of A: 3.467 -> 3.383, in 2.9 to 4.7 CPU
 seconds; before, a schedule on the CPU clock gave 3.125 and 3.132 on a quiet machine, 3.204 to 3.310 on busy
@@ -118,7 +118,7 @@ def graded(tmp_path: Path, source: str) -> tuple[dict, dict]:
 def test_task_file_is_valid_and_calibrated():
     task = load_task(TASK_FILE)
     assert task.threads == 1 and task.budget_cpu_seconds < task.budget_wall_seconds
-    # issue 28: the wall-clock limits leave a busy machine room, a multiple of the CPU they allow
+    # the wall-clock limits leave a busy machine room, a multiple of the CPU they allow
     assert task.train_wall_seconds >= 4 * task.budget_cpu_seconds + task.margin_seconds
     assert task.eval_wall_seconds >= 4 * task.eval_cpu_seconds
     assert task.baseline > task.best > 0, "the shipped task is not calibrated: python -m grader.calibrate --write"
@@ -168,7 +168,7 @@ def reference_run(tiny_task, tmp_path_factory) -> tuple[dict, dict]:
 
 @pytest.fixture
 def loaded_machine():
-    """Two processes that burn a core each, as long as the test runs (issue 28: a busy two-core machine)."""
+    """Two processes that burn a core each, as long as the test runs (a busy two-core machine)."""
     burners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
     yield
     for burner in burners:
@@ -190,7 +190,7 @@ def test_reference_scores_well_above_the_baseline(tiny_task, reference_run):
 def test_an_honest_run_on_a_loaded_machine_finishes_and_scores_the_same(
     tiny_task, reference_run, tmp_path, loaded_machine
 ):
-    """Issue 28: with two busy loops on the machine the reference gets a share of a core, so its wall time
+    """With two busy loops on the machine the reference gets a share of a core, so its wall time
     stretches; the wall-clock limit (a multiple of the CPU budget) leaves it room, and with torch seeded and one
     thread its step count and schedule are the same, so it scores what it scored on a quieter machine."""
     started = os.getloadavg()

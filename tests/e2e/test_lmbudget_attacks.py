@@ -1,4 +1,4 @@
-"""Hostile lmbudget submissions (issue 25), each graded as `grade check SUBMISSION -m lmbudget` grades it, with a
+"""Hostile lmbudget submissions, each graded as `grade check SUBMISSION -m lmbudget` grades it, with a
 tiny task file on the default corpus (named by GPTKIT_LMBUDGET_TASK while it is graded: each grading reads its suites
 and so its task file afresh, grader/runner.py's ``_forget_suites``).
 
@@ -163,7 +163,7 @@ class Memo(Leak):
 """
 
 
-# Issue 32: leaks always, and adds 1e6 to every logit, which a softmax ignores: the probe's tolerance was a share of
+# Leaks always, and adds 1e6 to every logit, which a softmax ignores: the probe's tolerance was a share of
 # the logits' size (1e-4 x 1e6 = 100 > the lookahead's 30), and this scored 10/10 at about 0.06 bits/char.
 SHIFTED = """
 
@@ -352,7 +352,7 @@ def private_text(folder: Path) -> Path:
 
 @pytest.mark.slow
 def test_contest_check_refuses_a_held_out_text_students_have_or_a_worker_can_read(tmp_path, contest):
-    """Issue 32: the default corpus is the grader's own sources, which the release ships; a model that carries them
+    """The default corpus is the grader's own sources, which the release ships; a model that carries them
     scored 10/10 with a lookup. A contest takes a text of the coach's own outside the kit, and nothing else."""
     refused = {
         "default": tiny(_mkdir(tmp_path / "default")),

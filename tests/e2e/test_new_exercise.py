@@ -109,7 +109,7 @@ def add_toy_exercise(root: Path) -> None:
     text = exercises.read_text()
     (total,) = re.findall(r"(\d+) points in all", text)
     exercises.write_text(text.replace(f"{total} points in all", f"{int(total) + POINTS} points in all"))
-    insert(root / "README.md", "| `concepts` |", f"| `{ID}` | `{MODULE}.py` | `double` | `2 * x` |\n", after=True)
+    insert(root / "README.md", "| `problems` |", f"| `{ID}` | `{MODULE}.py` | `double` | `2 * x` |\n", after=True)
     insert(root / "CHANGELOG.md", "### Added", f"- The `{ID}` exercise (`{MODULE}.py`).\n", after=True)
 
 

@@ -22,7 +22,6 @@ from grader.suites.hidden import concept_questions
 from grader.suites.locked_answers import LOCKED
 from grader.variants import Variant, seed_of
 from helpers import (
-    EXERCISES,
     REPO,
     ContestClock,
     auth,
@@ -37,7 +36,6 @@ pytestmark = pytest.mark.slow  # three gradings of the concepts part
 
 PAPER = REPO / "papers" / "practice-2"
 SECRET = "4" * 64
-STUB = (EXERCISES / "m12_concepts.py").read_text()
 FIXED = [q.id for q in concept_questions.FIXED]  # 12 multiple choice and the line number
 
 
@@ -64,16 +62,19 @@ def options(comment: str) -> dict[str, str]:
     return {parts[i]: " ".join(parts[i + 1].split()) for i in range(1, len(parts), 2)}
 
 
-def read_and_answer(cell: str, question: str, lesson_answer: Any) -> Any:
-    """What a student who knows the lesson's answer writes after reading their own question: the letters of the
-    same options, the number of the same line."""
+def read_and_answer(cell: str, question: str) -> Any:
+    """What a student who knows the subject writes after reading their own question: the letters of the right
+    statements among their options (the hidden pool's right ones: a paper shows none of the lesson's options), the
+    number of their listing's wrong line (the listing drawn from the hidden pool)."""
+    from grader.suites.hidden.concept_pools import BUGLINE, POOLS
+
     mine = stub_comment(cell, question)
-    lesson = stub_comment(STUB, question)
-    assert mine is not None and lesson is not None
+    assert mine is not None
     if question == "Q_BUGLINE":
-        wrong_line = dict(re.findall(r"^#\s+(\d+)  (.*)$", lesson, re.M))[str(lesson_answer)]
-        return int(next(n for n, line in re.findall(r"^#\s+(\d+)  (.*)$", mine, re.M) if line == wrong_line))
-    right = {options(lesson)[c] for c in lesson_answer}
+        lines = re.findall(r"^#\s+(\d+)  (.*)$", mine, re.M)
+        drawn = next(listing for listing in BUGLINE if listing.lines == tuple(code for _, code in lines))
+        return int(lines[drawn.bug - 1][0])
+    right = {o.text for pool in POOLS if pool.id == question for o in pool.right}
     return "".join(sorted(c for c, words in options(mine).items() if words in right))
 
 
@@ -118,7 +119,7 @@ def sitting(tmp_path_factory) -> dict[str, Any]:
         book = client.get("/paper.ipynb", headers=auth(folder, "ada")).json()
         assert book["metadata"]["gptkit"]["paper"]["seed"] == seed_of(SECRET, "paper1", "ada")
         cells = {c["id"]: "".join(c["source"]) for c in book["cells"]}
-        reader = {q: read_and_answer(cells[f"concepts-{q}-answer"], q, release[q]) for q in FIXED}
+        reader = {q: read_and_answer(cells[f"concepts-{q}-answer"], q) for q in FIXED}
         made["reader-answers"] = reader
         for name, answers in (("release", release), ("reader", reader)):
             path = tmp / f"{name}.ipynb"
@@ -148,8 +149,8 @@ def test_the_releases_answers_score_no_better_than_a_guess_in_the_contest(sittin
 
 
 def test_reading_the_notebooks_options_finds_each_answer_where_the_contest_marks_it(sitting):
-    """The notebook ada is handed and the contest's grading agree: the lesson's right options, found by their words
-    in her notebook, are right at her letters and her line number, every one of the 13."""
+    """The notebook ada is handed and the contest's grading agree: the right statements among her options, and her
+    listing's wrong line, found by reading her notebook, are right at her letters and her line number, all 13."""
     reader = sitting["reader-answers"]
     assert predicted(reader) == 26
     assert sitting["reader-score"] == pytest.approx(26)

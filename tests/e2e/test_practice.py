@@ -108,7 +108,7 @@ def test_the_stubs_are_not_solved(tmp_path, paper):
 
 @pytest.mark.slow
 def test_the_live_line_names_an_unanswered_question_and_a_broken_rule(tmp_path):
-    """Issue 35: the line after an attempt said "(wrong answer)" for both; it says what the cause is."""
+    """The line after an attempt said "(wrong answer)" for both; it says what the cause is."""
     paper = tmp_path / "paper" / "paper.toml"
     paper.parent.mkdir()
     paper.write_text(

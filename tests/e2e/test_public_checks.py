@@ -328,7 +328,7 @@ def test_correct_code_in_another_style_keeps_full_public_marks(release, release_
 
 
 # (a corpus variant's name, a phrase naming the cause): common mistakes, each of which the FIRST failing public check
-# must explain, since a release's `grade check` prints only that one without -v. Issue 35's nine classic ones among
+# must explain, since a release's `grade check` prints only that one without -v. The nine classic ones among
 # them: triu, the softmax's dim, d for d_head in m1 and attnvar, unshifted targets in train, no zero_grad, no crop,
 # the temperature after top-p, a KV cache's position off by one.
 FIRST = [
@@ -345,6 +345,13 @@ FIRST = [
     ("m4-no-cropping", "the last model.T tokens"),
     ("sampling-filter-before-temperature", "top-p ran before the temperature"),
     ("position-off-by-one", "one too far"),
+    # concepts: what the passes were fed, the losses' sign and axis, a count that ignores the width
+    ("parameter-tensors-counted", "parameter tensors"),
+    ("teacher-forced-fed-the-whole-sequence", "fed the whole sequence"),
+    ("prefix-holds-its-own-target", "holds the token it must predict"),
+    ("nll-loss-on-raw-logits", "a loss below 0"),
+    ("log-softmax-over-the-positions", "runs across the positions"),
+    ("prefix-log-softmax-over-one-position", "an axis of size 1"),
 ]
 
 

@@ -1,4 +1,4 @@
-"""Regrade requests in a contest (issue 36): a student asks, with a reason, that a graded submission of theirs be
+"""Regrade requests in a contest: a student asks, with a reason, that a graded submission of theirs be
 graded again, from their page or `grade submit --regrade`; the coach regrades (the request then holds the old and
 the new points) or declines, with an answer the student reads, each answer in the audit trail with its author.
 Another's submission is the same 404 as none; the per-student limit and the one open request per submission

@@ -1,8 +1,8 @@
 """`grade release --no-answer-locks`: a release for a class that will sit a paper on the quiz's, kvmemory's and
-concepts' questions. A release's locked answers open to a search in seconds, and a multiple choice whose options a
-paper shuffles per student keeps its options' words, so the lesson's key, found in the release, answers the paper
-by reading (tests/unit/test_paper_shuffle.py). Without locks the release holds no answer, and its public checks
-say whether each question is answered, never whether it is right."""
+concepts' questions. A release's locked answers open to a search in seconds, and those of the questions a paper
+asks alike of every student (the quiz, kvmemory's Q_TEXT1) answer the paper too; the others are each student's
+own (tests/unit/test_paper_shuffle.py). Without locks the release holds no answer, and its public checks say
+whether each question is answered, never whether it is right."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""A symbolic link in a submission is never graded as the student's work (issue 32, finding 2).
+"""A symbolic link in a submission is never graded as the student's work.
 
 What a link points to is someone else's: the kit's ``solutions/`` (beside the submission in Gradescope's
 layout), another student's notebook in a class folder. Every path reads submissions without following links

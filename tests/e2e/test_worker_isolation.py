@@ -1,4 +1,4 @@
-"""Nothing survives a worker, and no worker sees what another wrote (issue 25); its CPU is measured, not told.
+"""Nothing survives a worker, and no worker sees what another wrote; its CPU is measured, not told.
 
 A class of two is graded with `grade batch` in one fork server, one after the other: ``a-donor``, the reference
 whose m1 copies itself to /tmp, /dev/shm, its home and the folder above its copy, and into a System V shared

@@ -1,4 +1,4 @@
-"""The leak measure (grader/causal.py) and the probes built on it (issue 32, finding 1): logits compared as
+"""The leak measure (grader/causal.py) and the probes built on it: logits compared as
 log-probabilities with an absolute tolerance, so a constant added to every logit neither hides a lookahead nor
 fails an honest model; NaN and infinities never pass for "no change"."""
 

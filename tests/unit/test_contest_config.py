@@ -286,7 +286,7 @@ def test_every_rule_a_paper_names_is_a_rule_of_its_parts_suite():
 
 
 def test_clarifications_set_the_categories_and_the_canned_answers_and_refuse_what_is_not_a_list_of_texts():
-    """Issue 37: [clarifications] (the jury's question categories and ready answers); the defaults without it."""
+    """[clarifications] (the jury's question categories and ready answers); the defaults without it."""
     head = 'title = "T"\n[window]\nstart = 2026-03-14T09:00:00Z\nduration = 60\n[feedback]\nduring = "full"\n'
     plain = parse(head + "[tasks.m1]\n")
     assert plain.categories == ("general", "technical") and plain.canned[0] == "No comment."

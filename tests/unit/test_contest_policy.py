@@ -582,7 +582,7 @@ def test_the_leaderboards_follow_a_frozen_or_hidden_scoreboard():
     assert [(r["student"], r["rank"]) for r in hidden["A"]] == [("ann", None)] and hidden["B"][0]["rank"] is None
 
 
-# --- A latecomer's start delay, extra time set (issue 28) ---------------------------------------------------------
+# --- A latecomer's start delay, extra time set ---------------------------------------------------------------------
 
 
 def test_a_start_delay_moves_a_fixed_window_and_keeps_its_full_length():

@@ -1,4 +1,4 @@
-"""One lane on a Dask cluster, the other on the server's own processes (issue 37, item 5): which executor grades
+"""One lane on a Dask cluster, the other on the server's own processes: which executor grades
 each lane and how many at once (``lane_plan``), the coach's view of both (``lane_health``), and a cluster that
 fails (its scheduler gone) failing only its own lane's submissions. The executors are the test's: ``Jobs``."""
 

@@ -1,4 +1,4 @@
-"""The grading queue's lanes (issue 32, finding 8): a metric task's submissions (lmbudget's training runs) are
+"""The grading queue's lanes: a metric task's submissions (lmbudget's training runs) are
 graded with a capacity of their own, so that a quick task's upload never waits behind them; fair between
 students within each lane. The sizes (``lane_slots``) and, with an executor whose jobs the test ends by hand,
 which submission is handed out when."""

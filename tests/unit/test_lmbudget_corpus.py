@@ -1,4 +1,4 @@
-"""Which held-out texts students have (grader/lmbudget/corpus.py ``public_reason``, issue 32 finding 6): the named
+"""Which held-out texts students have (grader/lmbudget/corpus.py ``public_reason``): the named
 corpora and any file in the kit's folder or the grader package, a link followed; a coach's file elsewhere is not."""
 
 from __future__ import annotations

@@ -347,3 +347,18 @@ def test_a_log_of_another_notebooks_session_is_refused(tmp_path):
     session(tmp_path, Grades(), work="alice.ipynb")
     with pytest.raises(PracticeError, match="alice.ipynb"):
         session(tmp_path, Grades(), work="bob.ipynb")
+
+
+@pytest.mark.parametrize("hidden", [True, False])
+def test_without_the_hidden_suites_a_session_says_it_counts_the_public_checks_only(tmp_path, monkeypatch, hidden):
+    """In the student release `grade practice` grades a paper's parts with their public checks: the opening lines
+    say so, and a full kit says nothing of it."""
+    from grader.practice import command
+
+    monkeypatch.setattr(command, "HIDDEN_AVAILABLE", hidden)
+    lines = list(command.opening_lines(paper(), session(tmp_path, []), None, [], tmp_path / "log.jsonl"))
+    said = [line for line in lines if "public checks only" in line]
+    if hidden:
+        assert said == [], lines
+    else:
+        assert len(said) == 1 and "the paper's own marking" in said[0], lines

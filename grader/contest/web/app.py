@@ -137,7 +137,7 @@ def include(app: FastAPI, router: APIRouter) -> None:
 async def refused(request: Request, exc: Exception) -> Response:
     """A refusal as the asker reads it: a page for a browser, ``{"detail": ...}`` for a script and for every
     path under /api/. An unknown path (``/charts``) is a refusal too: a page that says so, with the way back
-    (issue 37: a browser was shown raw JSON)."""
+    (a browser used to be shown raw JSON)."""
     assert isinstance(exc, StarletteHTTPException)
     detail = exc.detail
     if exc.status_code == 404 and detail == "Not Found":  # Starlette's words for a path no route matches

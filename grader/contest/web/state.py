@@ -9,6 +9,7 @@ import dataclasses
 import json
 import logging
 import math
+import threading
 from collections import defaultdict
 from collections.abc import Callable
 from concurrent.futures import Executor
@@ -83,14 +84,20 @@ class ContestState:
         self.queue: GradingQueue | None = None  # while the app's lifespan runs
         # test runs: a process of their own, made on the first one (testruns.py), not only within the lifespan
         self.test_runs = TestRunQueue(self.store, clock, settings.limits or default_limits())
-        # refused uploads and wrong logins, per token and per address (a classroom behind one router shares one)
+        # refused uploads, per token and per address (a classroom behind one router shares one)
         self.failures = Limiter({"token": settings.refusals_per_minute, "address": settings.address_per_minute})
+        # wrong logins, per address, counted apart: a room's refused uploads must not lock its students out of the
+        # login form, where past the limit even a right token waits (guessing stops)
+        self.wrong_logins = Limiter({"address": settings.address_per_minute})
         self.uploads = Limiter({"token": settings.uploads_per_minute})
         self.messages = Limiter({"token": settings.messages_per_minute})
         self.templates = templates(clock)
         # The paper's own secret: the numbers `grade paper render PAPER --student NAME` writes are those graded here.
         paper = self.base.paper
         self._secret = read_or_make_secret((paper.folder or folder) / SECRET_FILE) if paper else ""
+        # each student's paper notebook, made once (routes/student.py): (paper, student, seed, minutes) -> JSON
+        self.notebooks: dict[tuple[str, str, int, float], str] = {}
+        self.notebooks_lock = threading.Lock()
 
     # --- Grading ---------------------------------------------------------------------------------------------
 

@@ -5,8 +5,9 @@ saying what the option gets wrong; ``DRAWN`` are numeric, ``Drawn`` (grader/suit
 numbers in the stub and for a student grading alone, a student's own in a paper (``grade paper render``). A
 draw is drawn again until the answer and every usual wrong answer are apart, so each mistake keeps its own
 feedback. ``IDS`` is the stub's order. ``REORDERED``: the fixed questions each student of a paper is asked in
-their own way all the same (bank.py): every multiple choice with its options in the student's own order, and
-Q_BUGLINE with its listing numbered from the student's own first line.
+their own way all the same (bank.py): every multiple choice with options drawn from a hidden pool in the student's
+own order (``Pooled``), and Q_BUGLINE with a listing drawn from a pool and numbered from the student's own first
+line; the pools are in concept_pools.py.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import random
 from collections.abc import Callable
 
 from grader.milestones import GRADABLE
-from grader.suites.bank import Drawn, Numbered, Params, Reordered, Shuffled, reordered
+from grader.suites.bank import Drawn, Numbered, Params, Reordered, reordered
+from grader.suites.hidden.concept_pools import BUGLINE, POOLS
 from grader.suites.questions import ABOVE, MultipleChoice, Numeric, Question
 from grader.variants import Variant
 
@@ -47,68 +49,68 @@ FIXED: list[Question] = [
     ),
     MultipleChoice(
         "Q_FAMILIES",
-        answer="b",
+        answer="d",
         why="BERT is an encoder (bidirectional, fills in masked tokens), GPT a decoder only (causal, next token), "
         "T5 an encoder-decoder (the decoder cross-attends to the encoded input)",
         wrong={
-            "a": "BERT reads in both directions and is trained to fill in masked tokens: an encoder, not a decoder",
-            "c": "GPT has no encoder; T5 is the one with both stacks joined by cross-attention",
-            "d": "a decoder-only model cannot read the future: GPT is the causal one, BERT the bidirectional one",
+            "a": "GPT has no encoder; T5 is the one with both stacks joined by cross-attention",
+            "b": "BERT reads in both directions and is trained to fill in masked tokens: an encoder, not a decoder",
+            "c": "BERT has no decoder, and T5 has both stacks joined by cross-attention: only GPT is right there",
         },
     ),
     MultipleChoice(
         "Q_PARALLEL",
-        answer="a",
+        answer="c",
         why="teacher forcing: the whole sequence is known during training, and the mask keeps each position from "
         "seeing the tokens it must predict, so one pass gives every position's loss",
         wrong={
-            "b": "that is generation, where the next token is not known yet; in training every token is already "
+            "a": "that is generation, where the next token is not known yet; in training every token is already "
             "there, and the mask lets all positions learn in one pass",
-            "c": "the size of the model has nothing to do with it: the causal mask is what makes one pass enough",
-            "d": "every position has a target (the next token), and all of them count in the loss",
+            "b": "every position has a target (the next token), and all of them count in the loss",
+            "d": "the size of the model has nothing to do with it: the causal mask is what makes one pass enough",
         },
     ),
     MultipleChoice(
         "Q_ABILITIES",
-        answer="c",
+        answer="b",
         why="examples in the prompt: few-shot prompting; an instruction to reason and no example: zero-shot "
         "chain of thought; learning the task from the context alone, no weight update: in-context learning",
         wrong={
             "a": "a prompt with solved examples is few-shot prompting, not chain of thought; "
             "'think step by step' with no example is zero-shot chain of thought",
-            "b": "nothing is fine-tuned in any of the three: the weights never change, the context does all",
+            "c": "nothing is fine-tuned in any of the three: the weights never change, the context does all",
             "d": "zero-shot means no example at all: (1) shows three examples, so it is few-shot",
         },
     ),
     MultipleChoice(
         "Q_FEWSHOT",
-        answer="a",
+        answer="d",
         why="few-shot prompting is only a longer input: the forward pass reads the examples, no gradient is "
         "computed and no weight changes",
         wrong={
-            "b": "no weight changes at all: a prompt is read in a forward pass, and nothing is trained",
-            "c": "few-shot examples are not training steps: no loss is backpropagated, no weight moves",
-            "d": "the embeddings are read, not written: nothing in the model changes",
+            "a": "no weight changes at all: a prompt is read in a forward pass, and nothing is trained",
+            "b": "few-shot examples are not training steps: no loss is backpropagated, no weight moves",
+            "c": "the embeddings are read, not written: nothing in the model changes",
         },
     ),
     MultipleChoice(
         "Q_LIE",
-        answer="c",
+        answer="a",
         why="emergent abilities were not trained with any objective of their own: they appeared with scale from "
         "next-token prediction, and they are fragile and sensitive to the prompt's wording",
         wrong={
-            "a": "true: GPT-2's four sizes share one architecture, a context of 1024 and learned positions",
-            "b": "true: Chinchilla grows parameters and tokens together, about 20 tokens per parameter",
+            "b": "true: GPT-2's four sizes share one architecture, a context of 1024 and learned positions",
+            "c": "true: Chinchilla grows parameters and tokens together, about 20 tokens per parameter",
             "d": "true: the feed-forward widens d_model to 4 d_model, then projects back",
         },
     ),
     MultipleChoice(
         "Q_MASKDIR",
-        answer="a",
+        answer="b",
         why="a mask that lets a position see the next token turns prediction into copying: the loss collapses "
         "in training, but generation has no future to copy and produces rubbish",
         wrong={
-            "b": "a learning rate too low makes the loss fall slowly, not collapse to near 0",
+            "a": "a learning rate too low makes the loss fall slowly, not collapse to near 0",
             "c": "a smaller model fits less, so its loss stays higher, not near 0",
             "d": "tying the head to the embeddings saves parameters; it lets no position see the future",
         },
@@ -127,34 +129,34 @@ FIXED: list[Question] = [
     ),
     MultipleChoice(
         "Q_OMIT",
-        answer="a",
+        answer="c",
         why="without backward no gradient is ever computed, and an optimiser step skips a parameter without "
         "one: the weights, and the loss, stay where they started",
         wrong={
-            "b": "nothing can fall: without backward there is no gradient for step to follow",
-            "c": "nothing diverges: no gradient means no update at all",
+            "a": "nothing can fall: without backward there is no gradient for step to follow",
+            "b": "nothing diverges: no gradient means no update at all",
             "d": "step() raises nothing: it skips each parameter whose .grad is None",
         },
     ),
     MultipleChoice(
         "Q_EXPOSURE",
-        answer="b",
+        answer="a",
         why="exposure bias: trained on true prefixes (teacher forcing), the model generates from its own, and "
         "an early mistake puts it in contexts it never saw in training",
         wrong={
-            "a": "teacher forcing is what training does; generation feeds the model its own tokens",
+            "b": "teacher forcing is what training does; generation feeds the model its own tokens",
             "c": "the mask is the same in training and generation; what changes is where the input tokens come from",
             "d": "the gradient does not flow at generation time at all: nothing is trained then",
         },
     ),
     MultipleChoice(
         "Q_OVERFLOW",
-        answer="a",
+        answer="c",
         why="the learned position table has max_T rows, 0 to max_T - 1: position 8 has no row, so the lookup "
         "fails; generation crops its input to the last max_T tokens for this reason",
         wrong={
-            "b": "nothing reuses a row: the embedding lookup of position 8 fails",
-            "c": "the mask is made for the input's length; nothing crops inside the model (generate crops first)",
+            "a": "nothing reuses a row: the embedding lookup of position 8 fails",
+            "b": "the mask is made for the input's length; nothing crops inside the model (generate crops first)",
             "d": "it does not run at all: there is no learned vector for position 8",
         },
     ),
@@ -261,17 +263,33 @@ def loss_mistakes(p: Params) -> list[tuple[float, str]]:
     ]
 
 
+# The first step prints log V for equal logits, and a little more for a fresh model's: its logits are small but
+# not all equal, and their spread raises the mean loss above log V (the lesson's TinyGPT prints 4.0511 against
+# log 50 = 3.912, 3.6% above; other vocabularies and seeds up to about 9%). Right is therefore a band from just
+# below log V to 10% above it. Numeric's tolerance, and the locked answers' relative grid, are symmetric about the
+# answer: the band is written as its centre and half-width.
+LOSS0_BELOW, LOSS0_ABOVE = 0.02, 0.10
+
+
+def first_loss(p: Params) -> float:
+    """The centre of the band of first losses taken as right (``LOSS0_BELOW`` below log V to ``LOSS0_ABOVE``
+    above it)."""
+    return math.log(p["vocab"]) * (1 + (LOSS0_ABOVE - LOSS0_BELOW) / 2)
+
+
 LOSS0: Drawn = Drawn(
     "Q_LOSS0",
     statement="Predict before you train: a freshly initialised GPT with a vocabulary of {vocab:,} tokens gives "
     "every token nearly the same logit. About what cross-entropy loss (natural log) will its first step print?",
     lesson={"vocab": 50},
     draw=lambda rng: LOSS0_DRAW(rng),
-    answer=lambda p: math.log(p["vocab"]),
+    answer=first_loss,
     wrong=loss_mistakes,
-    why="equal logits give each token probability 1/V, and the loss is -log(1/V) = log V; a first loss far "
-    "above it means the initialisation is too large",
-    rtol=0.02,
+    why="equal logits give each token probability 1/V, and the loss is -log(1/V) = log V. A fresh model's logits "
+    "are small but not all equal, and their spread raises the expected loss a little above log V (the lesson's "
+    "TinyGPT prints 4.0511 against log 50 = 3.912), so log V or what your code prints is right, up to 10% above "
+    "log V; a first loss far above log V means the initialisation is too large",
+    rtol=(LOSS0_ABOVE + LOSS0_BELOW) / (2 + LOSS0_ABOVE - LOSS0_BELOW),  # the band's half-width over its centre
 )
 LOSS0_DRAW: Callable[[random.Random], Params] = _until(
     lambda rng: {"vocab": rng.choice([27, 37, 65, 96, 128, 256, 512, 1000, 4096, 8192, 32000, 50257, 65536])},
@@ -337,17 +355,32 @@ PAD_DRAW: Callable[[random.Random], Params] = _until(_pad, PAD, 0.01)
 
 def window_mistakes(p: Params) -> list[tuple[float, str]]:
     t, prompt, n = p["T"], p["prompt"], p["n"]
-    return [
-        (float(prompt + n - 1), f"the model reads at most {t} tokens: the input is cropped to the last {t}"),
+    held = prompt + n - 1  # the prompt and the new tokens before number n
+    mistakes = [
         (float(prompt + n), "new token number n is not in the input yet: the prompt and the n - 1 before it are"),
         (float(prompt), "each new token is appended to the input before the next step"),
+    ]
+    if held > t:  # cropped: the whole sequence is the mistake
+        return [(float(held), f"the model reads at most {t} tokens: the input is cropped to the last {t}"), *mistakes]
+    # not cropped yet: the full context is the mistake
+    return [
+        (
+            float(t),
+            f"the sequence holds only {held} tokens so far: cropping to the last {t} keeps them all, and the "
+            "model reads what there is",
+        ),
+        *mistakes,
     ]
 
 
 def _window(rng: random.Random) -> Params:
+    """Half the students pick a token after the sequence outgrew the context (the answer is T), half one before
+    (the answer is the prompt and the new tokens so far): both regimes of cropping are asked."""
     t = rng.choice([8, 16, 32, 64, 128, 256])
-    prompt = rng.randint(1, t - 1)
-    return {"T": t, "prompt": prompt, "n": rng.randint(t - prompt + 2, t + 8)}
+    prompt = rng.randint(1, t - 3)
+    cropped = rng.random() < 0.5
+    n = rng.randint(t - prompt + 2, t + 8) if cropped else rng.randint(2, t - prompt - 1)
+    return {"T": t, "prompt": prompt, "n": n}
 
 
 WINDOW: Drawn = Drawn(
@@ -358,7 +391,8 @@ WINDOW: Drawn = Drawn(
     draw=lambda rng: WINDOW_DRAW(rng),
     answer=lambda p: min(p["prompt"] + p["n"] - 1, p["T"]),
     wrong=window_mistakes,
-    why="before new token n the sequence holds the prompt and n - 1 new tokens; the model reads the last T",
+    why="before new token n the sequence holds the prompt and n - 1 new tokens; the model reads them all while "
+    "they fit its context of T, and the last T once they outgrow it",
     rtol=1e-6,
     wrong_rtol=1e-4,
 )
@@ -436,11 +470,10 @@ IDS: list[str] = [
 assert sorted(IDS) == sorted([q.id for q in FIXED] + [q.id for q in DRAWN]), "IDS lists every question once"
 
 # The fixed questions a paper asks each student in their own way: the release's locked answers hold the lesson's
-# letters and line numbers, which are not a paper's student's.
-REORDERED: list[Reordered] = [
-    *(Shuffled(q.id, q.choices) for q in FIXED if isinstance(q, MultipleChoice)),
-    Numbered("Q_BUGLINE", lines=5),
-]
+# letters, options and listing, none of which a paper's student is shown (options and listings drawn from hidden
+# pools, concept_pools.py).
+REORDERED: list[Reordered] = [*POOLS, Numbered("Q_BUGLINE", lines=5, pool=BUGLINE)]
+assert sorted(p.id for p in POOLS) == sorted(q.id for q in FIXED if isinstance(q, MultipleChoice)), "a pool each"
 
 
 def question(question_id: str, variant: Variant) -> Question:

@@ -5,7 +5,8 @@ text ones are fixed; Q_NUM1 to Q_NUM3 are ``Drawn`` (grader/suites/bank.py): the
 and for a student grading alone, a student's own in a paper (``grade paper render``). A draw is realistic
 (sizes of real models: layers, heads, K/V groups, head size, dtype, batch, length) and is drawn again until
 the answer and every usual wrong answer are at least 5% apart, so each mistake keeps its own feedback.
-``REORDERED``: the multiple-choice ones, whose options each student of a paper sees in their own order (bank.py).
+``REORDERED``: the multiple-choice ones, whose options each student of a paper draws from a hidden pool
+(kv_pools.py, bank.py ``Pooled``).
 Q_TEXT1 is asked of everyone alike: its answer is a word (a fact of Llama-2-70B's), which no order changes.
 """
 
@@ -14,7 +15,8 @@ from __future__ import annotations
 import random
 
 from grader.milestones import GRADABLE
-from grader.suites.bank import Drawn, Params, Reordered, Shuffled, reordered
+from grader.suites.bank import Drawn, Params, Reordered, reordered
+from grader.suites.hidden.kv_pools import POOLS
 from grader.suites.questions import ABOVE, MultipleChoice, Question, Text
 from grader.variants import Variant
 
@@ -57,7 +59,9 @@ FIXED: list[Question] = [
     Text(
         "Q_TEXT1",
         answer="gqa",
-        synonyms=("grouped query attention", "grouped query", "grouped attention"),
+        # "grouped-query attention (GQA)", "GQA attention": the name and its abbreviation together, either order
+        synonyms=("grouped query", "grouped query gqa", "gqa grouped query", "grouped"),
+        context=("attention",),
         why="each K/V head serves a group of 8 query heads: between MHA (64 K/V heads) and MQA (1)",
         wrong={
             "mqa": "MQA has a single K/V head for all the query heads; here there are 8",
@@ -207,7 +211,9 @@ LATENT_RATIO: Drawn = Drawn(
 
 DRAWN: list[Drawn] = [GQA_GIB, MHA_GIB, LATENT_RATIO]
 IDS: list[str] = [q.id for q in FIXED] + [q.id for q in DRAWN]  # the stub's order
-REORDERED: list[Reordered] = [Shuffled(q.id, q.choices) for q in FIXED if isinstance(q, MultipleChoice)]
+# a paper's student is shown options drawn from hidden pools (kv_pools.py), never the lesson's
+REORDERED: list[Reordered] = list(POOLS)
+assert sorted(p.id for p in POOLS) == sorted(q.id for q in FIXED if isinstance(q, MultipleChoice)), "a pool each"
 
 
 def question(question_id: str, variant: Variant) -> Question:

@@ -17,7 +17,7 @@ from typing import Any
 from grader.suites import locked
 from grader.suites.hidden import concept_questions, kv_questions
 from grader.suites.hidden.test_quiz import QUESTIONS as QUIZ
-from grader.suites.questions import MultipleChoice, Numeric, Question, Text, words
+from grader.suites.questions import MultipleChoice, Numeric, Question, Text
 from grader.variants import LESSON
 
 TARGET = Path(locked.__file__).with_name("locked_answers.py")
@@ -26,8 +26,8 @@ TARGET = Path(locked.__file__).with_name("locked_answers.py")
 def lock(question: Question) -> dict[str, Any]:
     """How ``question`` is locked: its kind, what reading its answers needs, and the hashes of its right keys."""
     if isinstance(question, Text):
-        keys = sorted({words(a) for a in (question.answer, *question.synonyms)})
-        entry: dict[str, Any] = {"kind": "word"}
+        keys = sorted(question.accepted)
+        entry: dict[str, Any] = {"kind": "word", **({"context": list(question.context)} if question.context else {})}
     elif isinstance(question, MultipleChoice):
         keys = ["".join(sorted(set(question.answer)))]
         entry = {"kind": "letters", "choices": question.choices}

@@ -4,9 +4,12 @@ The functions are tried on the grader's trusted TinyGPT (this worker's ``m2_mode
 graded: a library decoder layer's extra parameters against an encoder layer's, per-position losses from one
 teacher-forced pass and from one pass per prefix (they must agree, match the reference, and come from the passes
 named: the worker counts what the model is fed), a counterexample to causality for unmasked attention, and the
-error past the context, on two models that stop with different errors. A wrong result is explained by
-recomputing the usual mistakes (targets not shifted, the first position read for the last, the target inside
-the prefix, a missing LayerNorm or bias) and naming the one that gives it. The questions are marked by
+error past the context, on two models that stop with different errors. A wrong result is explained by what the
+code did: the passes the model was fed (the whole sequence as the one pass's input, a prefix holding its own
+target, each named even where the run ends in an error past the context), the losses' sign (below 0: nll_loss on
+raw logits), and by recomputing the usual mistakes and naming the one that gives it (targets not shifted, the
+first position read for the last, a softmax over the positions, parameter tensors counted for their elements, a
+LayerNorm without its bias). The questions are marked by
 grader/suites/questions.py, the numeric ones on each student's numbers (concept_questions.py).
 """
 
@@ -23,18 +26,20 @@ import torch.nn.functional as F
 from grader.sandbox.worker.standin import make_standin
 from grader.suites import checks, questions
 from grader.suites.hidden import concept_questions
+from grader.suites.loss_faults import FED_AT, all_zero, below_zero, called, fed, fed_fault, runs
 
 # ---------------------------------------------------------------- what cross-attention costs
 
 LAYERS = [(512, 8, 2048), (64, 4, 256), (96, 3, 200), (256, 16, 1024)]
 
 
-def library_extra(d: int, n_heads: int, d_ff: int) -> int:
-    """The decoder layer's parameters less the encoder layer's, counted on PyTorch's own layers."""
+def elements(layer: nn.Module) -> int:
+    return sum(p.numel() for p in layer.parameters())
 
-    def count(layer: nn.Module) -> int:
-        return sum(p.numel() for p in layer.parameters())
 
+def library_extra(d: int, n_heads: int, d_ff: int, count: Callable[[nn.Module], int] = elements) -> int:
+    """The decoder layer's parameters less the encoder layer's, counted (``count``: their elements, or another
+    count) on PyTorch's own layers."""
     with torch.device("meta"):
         decoder = nn.TransformerDecoderLayer(d, n_heads, d_ff, batch_first=True)
         encoder = nn.TransformerEncoderLayer(d, n_heads, d_ff, batch_first=True)
@@ -52,6 +57,16 @@ def test_decoder_layer_extra(concepts, d, n_heads, d_ff):
     assert want == 4 * d * d + 6 * d
     if got == want:
         return
+    tensors = library_extra(d, n_heads, d_ff, count=lambda layer: len(list(layer.parameters())))
+    # a count of elements that is off is off by d or more (every bias, LayerNorm and matrix of these layers holds
+    # d numbers or more): a smaller number counts something else, tensors most likely
+    if 0 < abs(got) < d:
+        said = "that is how many" if got == tensors else "a number that small counts"
+        checks.fail(
+            f"{what} is {got:,}, expected {want:,}: {said} parameter tensors (weight matrices, bias vectors) the "
+            "decoder layer adds, each counted as one. Count their elements: sum(p.numel() for p in "
+            "layer.parameters())"
+        )
     causes = {
         -want: "that is the encoder layer less the decoder layer: the decoder layer is the larger one, since it "
         "has everything the encoder layer has plus a cross-attention",
@@ -60,6 +75,8 @@ def test_decoder_layer_extra(concepts, d, n_heads, d_ff):
         4 * d * d: "the weight matrices alone: count the biases (in_proj_bias, out_proj.bias) and the third "
         "LayerNorm too",
         3 * d * d + 5 * d: "the cross-attention has an output projection too (out_proj, d^2 + d)",
+        4 * d * d + 5 * d: "the third LayerNorm is counted without its bias: a LayerNorm has a weight and a bias, "
+        "d each (norm3: 2 d)",
     }
     cause = causes.get(
         got,
@@ -93,50 +110,36 @@ def reference_losses(ref, config, seed: int, length: int) -> dict[str, torch.Ten
         with torch.no_grad():
             logits = model(seq[:-1].unsqueeze(0))[0]
             firsts = torch.stack([model(seq[: t + 1].unsqueeze(0))[0, 0] for t in range(length - 1)])
+            targets = seq[1:, None]
+            # normalised over the positions instead of the vocabulary: the one pass's (L - 1, V) logits, and each
+            # prefix's own, which a causal model makes the one pass's first t + 1 rows
+            positions = torch.stack([-logits[: t + 1].log_softmax(dim=0)[t, seq[t + 1]] for t in range(length - 1)])
             return {
                 "right": F.cross_entropy(logits, seq[1:], reduction="none"),
                 "unshifted": F.cross_entropy(logits, seq[:-1], reduction="none"),
                 "first position": F.cross_entropy(firsts, seq[1:], reduction="none"),
+                "raw logits": -logits.gather(1, targets).squeeze(1),
+                "positions": -logits.log_softmax(dim=0).gather(1, targets).squeeze(1),
+                "prefix positions": positions,
             }
 
-    return checks.remembered(("concepts losses", config, seed, length), compute)
+    return checks.remembered(("concepts losses and mistakes", config, seed, length), compute)
 
 
 def worker_model(concepts, config, seed: int):
     return concepts.new("TinyGPT", *config, seed=seed, module="m2_model")
 
 
-# What the model is fed, counted by the worker on a submodule every forward calls once (the head, on (B, t, d); the
-# token table, on the (B, t) ids): each call's input shape. The counter runs in the worker, beside the submission,
-# which could forge it; so the counts only ever fail code that skips the work the function names (one pass passed
-# off as one per prefix, say), never pass code: the values are checked on their own first, against the reference's,
-# and no count makes a wrong value right. Code that forges the counts can skip the work unseen: nothing a process
-# the submission shares reports can stop that.
-FED_AT = "head"
+# What the model is fed is counted in the worker, on its token table (FED_AT): grader/suites/loss_faults.py says
+# why such a count only ever fails code, never passes it.
 
 
-def fed(counter, at: int = -2) -> list[int]:
-    """Each call's length (axis ``at`` of its input) as the counter saw it, in the order of the calls."""
-    shapes, calls = counter.attr("shapes"), counter.attr("calls")
-    if type(shapes) is not list or type(calls) is not int or len(shapes) > calls:
-        checks.fail("the grader's position counter was tampered with")
-    if not all(type(shape) is list and all(type(n) is int for n in shape) for shape in shapes):
-        checks.fail("the grader's position counter was tampered with")
-    return [shape[at] if len(shape) >= -at else 0 for shape in shapes]
-
-
-def runs(lengths: list[int]) -> str:
-    """The passes the counter saw, in words: "one pass, on 8 tokens", "8 passes, on 1, 2, ... tokens"."""
-    if not lengths:
-        return (
-            "no pass (it counts the calls of the model it hands you: run that model, model(x), not a copy of it "
-            "nor its weights by hand)"
-        )
-    shown = ", ".join(map(str, lengths[:10])) + (", ..." if len(lengths) > 10 else "")
-    return f"one pass, on {shown} tokens" if len(lengths) == 1 else f"{len(lengths)} passes, on {shown} tokens"
-
-
-def check_losses(got, want: dict[str, torch.Tensor], what: str, causes: dict[str, str]) -> None:
+def check_losses(
+    got, want: dict[str, torch.Tensor], what: str, causes: dict[str, str], fault: Callable[[], str | None]
+) -> None:
+    """``got`` is the reference's losses (``want["right"]``); else the first cause that explains it fails: a loss
+    below 0, a known mistake that gives these values (``causes``), what the model was fed (``fault``), losses all
+    0."""
     right = want["right"]
     if isinstance(got, torch.Tensor) and got.dim() == 0:
         checks.fail(f"{what} is one number ({got.item():.4f}): return one loss per position, reduction='none'")
@@ -145,14 +148,28 @@ def check_losses(got, want: dict[str, torch.Tensor], what: str, causes: dict[str
         checks.fail(f"{what} should hold finite float losses, one per position, not {got.tolist()}")
     if torch.allclose(got.double(), right.double(), atol=1e-4, rtol=1e-4):
         return
+    if cause := below_zero(got):
+        checks.fail(f"{what} is not the reference's: {cause}")
     for name, cause in causes.items():
         if torch.allclose(got.double(), want[name].double(), atol=1e-4, rtol=1e-4):
             checks.fail(f"{what} is not the reference's: {cause}")
+    if cause := fault() or all_zero(got):
+        checks.fail(f"{what} is not the reference's: {cause}")
     t = int((got.double() - right.double()).abs().argmax())
     checks.fail(
         f"{what} differs from the reference's at entry {t} ({got[t].item():.4f}, expected {right[t].item():.4f}): "
         "entry t is the cross-entropy of the model's prediction after seq[:t + 1] against seq[t + 1]"
     )
+
+
+RAW_LOGITS = (  # where none of them is below 0
+    "these are minus each target's raw logit: F.nll_loss takes LOG-probabilities. Take log_softmax over the "
+    "vocabulary (the last axis) first, or call F.cross_entropy on the logits"
+)
+OVER_POSITIONS = (
+    "the log-softmax runs over the positions (the sequence axis), not the vocabulary: each position's "
+    "probabilities must sum to 1 over the V tokens, log_softmax(logits, dim=-1)"
+)
 
 
 @pytest.mark.points(3)
@@ -162,7 +179,11 @@ def test_teacher_forced_losses(concepts, ref, config, seed, length):
     seq, what = sequence(config, seed, length), f"teacher_forced_losses on a sequence of {length} tokens"
     model = worker_model(concepts, config, seed)
     counter = model.count_positions(FED_AT)
-    got = concepts.call("teacher_forced_losses", model, seq, grad=False)
+
+    def fault() -> str | None:
+        return fed_fault(fed(counter), length, config[4], one_pass=True)
+
+    got = called(concepts, "teacher_forced_losses", (model, seq), what, fault)
     check_losses(
         got,
         reference_losses(ref, config, seed, length),
@@ -170,13 +191,17 @@ def test_teacher_forced_losses(concepts, ref, config, seed, length):
         {
             "unshifted": "each position is scored against its own input token (targets seq[:-1]). That trains a "
             "copier: the targets are the inputs shifted by one, seq[1:]",
+            "raw logits": RAW_LOGITS,
+            "positions": OVER_POSITIONS,
         },
+        fault,
     )
     if (lengths := fed(counter)) != [length - 1]:  # right values (checked above): only the work is in question
-        checks.fail(
-            f"{what} gives the right losses, but the grader saw {runs(lengths)}: teacher forcing is ONE forward "
-            f"pass on seq[:-1] ({length - 1} tokens), every position's prediction read from that one pass"
+        cause = fault() or (
+            f"teacher forcing is ONE forward pass on seq[:-1] ({length - 1} tokens), every position's prediction "
+            "read from that one pass"
         )
+        checks.fail(f"{what} gives the right losses, but the grader saw {runs(lengths)}: {cause}")
 
 
 @pytest.mark.points(3)
@@ -186,7 +211,11 @@ def test_prefix_losses(concepts, ref, config, seed, length):
     seq, what = sequence(config, seed, length), f"prefix_losses on a sequence of {length} tokens"
     model = worker_model(concepts, config, seed)
     counter = model.count_positions(FED_AT)
-    got = concepts.call("prefix_losses", model, seq, grad=False)
+
+    def fault() -> str | None:
+        return fed_fault(fed(counter), length, config[4], one_pass=False)
+
+    got = called(concepts, "prefix_losses", (model, seq), what, fault)
     check_losses(
         got,
         reference_losses(ref, config, seed, length),
@@ -196,7 +225,10 @@ def test_prefix_losses(concepts, ref, config, seed, length):
             "prefix is at the prefix's last position, [0, -1]",
             "unshifted": "each prefix seq[:t + 1] is scored against its own last token seq[t]; the token it "
             "must predict is the next one, seq[t + 1]",
+            "raw logits": RAW_LOGITS,
+            "prefix positions": OVER_POSITIONS,
         },
+        fault,
     )
     # the same values as one pass give, by construction: what this function shows is that L - 1 passes agree with it
     if sorted(lengths := fed(counter)) != list(range(1, length)):
@@ -205,9 +237,6 @@ def test_prefix_losses(concepts, ref, config, seed, length):
             f"seq[:t + 1], {length - 1} passes on 1 to {length - 1} tokens, keeping each pass's last position (the "
             "losses of one pass on the whole sequence are what these passes must be seen to agree with)"
         )
-
-
-# ---------------------------------------------------------------- break causality without the mask
 
 
 def attend(x: torch.Tensor, causal: bool) -> torch.Tensor:

@@ -7,7 +7,7 @@ budget; the grader then evaluates the model it returned on splits A and B, which
   own (``eval_cpu_seconds``), counted from then until the worker is reaped.
 * Wall-clock: ``task.train_wall_seconds``, ``wall_factor`` times the CPU budget (at least ``budget_wall_seconds``),
   and the evaluation's ``wall_factor`` times its allowance: a busy machine gives an honest run a share of a core,
-  so only a run that sleeps or waits meets them (issue 28); a run that spins is ended once the sandbox counts
+  so only a run that sleeps or waits meets them; a run that spins is ended once the sandbox counts
   it over the budget and the margin (``_CpuWatch``). Threads (one, the fork server's) and torch's seed
   (``task.seed``, set just before train is called) are fixed: identical code takes identical steps.
 * The evaluation (``grader/lmbudget/evaluate.py``): A's and B's windows and causality probes shuffled into the
@@ -168,7 +168,7 @@ def _over_budget(task: Task, worker: WorkerConnection, run: Run) -> None:
 class _CpuWatch:
     """While train runs, the sandbox's count of the worker's CPU (its whole process tree, measured by the fork
     server) every ``WATCH_SECONDS``: past ``limit``, the worker's socket is shut, so the run ends there ("time
-    limit exceeded") and not at the wall-clock limit, which is a multiple of the budget (issue 28). The worker
+    limit exceeded") and not at the wall-clock limit, which is a multiple of the budget. The worker
     says nothing here; the count is the fork server's."""
 
     def __init__(self, worker: WorkerConnection, limit: float):

@@ -2,7 +2,8 @@
 
 The answers are read from ``quiz.py`` in the worker as plain data; a number may
 also come as a string ("1,234", "1e10"). The kinds of question (``grader/suites/questions.py``) mark them:
-a number within its tolerance, finite; a word or one of its synonyms.
+a number within its tolerance, finite; a word or one of its synonyms, read for what it says (the direction or
+the order, the words around it dropped).
 """
 
 from __future__ import annotations
@@ -10,6 +11,9 @@ from __future__ import annotations
 import pytest
 
 from grader.suites.questions import ABOVE, Numeric, Text, assess
+
+BELOW = "below the diagonal are earlier positions, which may be attended to"
+AFTER = "zeroing weights after the softmax leaves rows that no longer sum to 1"
 
 # why_always=False: a wrong answer gets the feedback on it where it is a known one, else the working.
 QUESTIONS = [
@@ -31,20 +35,35 @@ QUESTIONS = [
         why="positions 0 to 5, itself included",
         wrong={5: "the token attends to itself as well", 3: "it attends to the past, not the future"},
     ),
+    # The words are marked on what they say (questions.meaning): the direction or the order, with the context
+    # words around it dropped, so "above the main diagonal", "upper triangular" and "strictly upper triangle"
+    # are all "above"; "below the diagonal" is still "below".
     Text(
         "Q3",
         answer="above",
         why_always=False,
-        synonyms=("above the diagonal", "upper", "upper triangle", "upper right"),
-        wrong={"below": "below the diagonal are earlier positions, which may be attended to"},
+        synonyms=("upper", "over", "upper right", "top right"),
+        context=(
+            *("diagonal", "main", "leading", "triangle", "triangular", "strictly", "part", "half", "side"),
+            *("it", "in", "of", "matrix", "mask", "entries", "scores"),
+        ),
+        wrong={
+            "below": BELOW,
+            "under": BELOW,
+            "lower": BELOW,
+            "lower left": BELOW,
+            "bottom left": BELOW,
+            "on": "the diagonal is each position itself, which it may attend to",
+        },
         why="entry [i, j] with j > i is a later token, and later tokens are blocked",
     ),
     Text(
         "Q4",
         answer="before",
         why_always=False,
-        synonyms=("before the softmax", "pre softmax"),  # words() reads "pre-softmax" as "pre softmax"
-        wrong={"after": "zeroing weights after the softmax leaves rows that no longer sum to 1"},
+        synonyms=("prior to", "ahead of", "pre", "in front of"),
+        context=("softmax", "soft max", "applying", "applied", "taking", "computing", "is", "it", "function"),
+        wrong={"after": AFTER, "post": AFTER, "afterwards": AFTER, "following": AFTER},
         why="scores set to -inf before the softmax come out exactly 0, and each row still sums to 1",
     ),
     Numeric(

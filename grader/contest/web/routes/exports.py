@@ -50,7 +50,10 @@ def gradescope_zip(who: Coach, state: State) -> Response:
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as zf:
         for row in rows:
-            zf.writestr(f"{row['student']}/results.json", json.dumps(gradescope_json(row, checks), indent=2))
+            # as the autograder zip and `grade export --gradescope` lay it out by default: a test per milestone,
+            # its checks' messages hidden until the instructor publishes the grades
+            results = gradescope_json(row, checks, visibility="after_published", layout="milestone")
+            zf.writestr(f"{row['student']}/results.json", json.dumps(results, indent=2))
     attachment = {"Content-Disposition": "attachment; filename=gradescope-results.zip"}
     return Response(out.getvalue(), media_type="application/zip", headers=attachment)
 
@@ -73,7 +76,7 @@ NOT_ATTEMPTED_MARK = "–"  # a heatmap cell of a task with no graded submission
 def attempts_heatmap(rows: list[dict], checks: list[dict], folder: Path) -> Path:
     """The heatmap again, for a contest: a task the student never had graded is a blank cell marked "–", apart
     from a task attempted and scored 0 (a red "0"). The gradebook records the first as a 0 of its points
-    (``export.not_submitted``), which the batch's heatmap cannot tell from the second (issue 37)."""
+    (``export.not_submitted``), which the batch's heatmap cannot tell from the second."""
     import matplotlib.pyplot as plt
 
     from grader.batch.charts import HEATMAP

@@ -1,4 +1,4 @@
-"""Regrade requests (issue 36), as Gradescope and PrairieLearn have them: a student asks, with a reason, that one
+"""Regrade requests, as Gradescope and PrairieLearn have them: a student asks, with a reason, that one
 of their graded submissions be graded again; the coach answers with a text, and either regrades it (queued again
 as the coach's own regrade does, the request then holding its old and its new result) or declines. Each answer is
 in the audit trail with its author. A student has ``[regrades] per_student`` requests (contest.toml, default 5)

@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import logging
+import secrets
 import zipfile
 from datetime import datetime, timedelta
 from typing import Annotated, Any
@@ -46,12 +47,12 @@ def login_page(request: Request, state: State) -> Response:
 @router.post("/login")
 def login(request: Request, state: State, token: Annotated[str, Form()] = "") -> Response:
     token, client, now = token.strip(), f"address:{address(request)}", state.clock()
-    if state.failures.full([client], now):  # even a right token: past the limit, guessing stops for a minute
+    if state.wrong_logins.full([client], now):  # even a right token: past the limit, guessing stops for a minute
         message = "Too many wrong tokens from your address: wait a minute and try again."
         return views.render(state, "login.html", status=429, message=message)
     who = state.tokens.check(token)
     if who is None:
-        state.failures.count([client], now)
+        state.wrong_logins.count([client], now)
         state.store.event(now, None, "login refused", f"an unknown token from {address(request)}")
         message = f"{UNKNOWN_TOKEN.capitalize()}: check it and try again."
         return views.render(state, "login.html", status=401, message=message)
@@ -92,6 +93,7 @@ def me(who: Student, state: State) -> Response:
         waiting=waiting,
         messages=views.messages(state, who),
         categories=state.rules().categories,
+        upload_key=secrets.token_hex(16),  # a page's own: the same form sent again is the same upload
     )
 
 
@@ -116,21 +118,37 @@ def paper_notebook(who: Student, state: State) -> Response:
         raise HTTPException(403, refused)
     # the time the notebook states is the contest's window, not the paper's own minutes
     paper = dataclasses.replace(paper, minutes=contest.window.duration.total_seconds() / 60)
-    try:
-        notebook = build(paper, who.name, state.paper_options(who.name, paper.parts[0].id)["seed"])
-    except RenderError as e:
-        raise HTTPException(500, f"the notebook could not be made: {e}") from None
+    seed = state.paper_options(who.name, paper.parts[0].id)["seed"]
+    # Made once per student and window (a coach's extension changes the minutes it states), one at a time: the
+    # notebook is made from the stubs with `ast`, whose conversion to Python objects is not safe in threads on
+    # CPython 3.11 (a parallel burst of downloads got "AST constructor recursion depth mismatch"), and a room
+    # downloading at the start needs each one made only once.
+    key = (paper.id, who.name, seed, paper.minutes)
+    with state.notebooks_lock:
+        text = state.notebooks.get(key)
+        if text is None:
+            try:
+                text = json.dumps(build(paper, who.name, seed), indent=1)
+            except RenderError as e:
+                raise HTTPException(500, f"the notebook could not be made: {e}") from None
+            state.notebooks[key] = text
     name = notebook_name(paper.id, who.name)  # the name `grade paper render` gives it
     ascii_name = name.encode("ascii", "replace").decode().replace("?", "_")  # a header is latin-1: RFC 6266
     attachment = {"Content-Disposition": f"attachment; filename=\"{ascii_name}\"; filename*=UTF-8''{quote(name)}"}
-    return Response(json.dumps(notebook, indent=1), media_type="application/x-ipynb+json", headers=attachment)
+    return Response(text, media_type="application/x-ipynb+json", headers=attachment)
 
 
 @router.post("/submit/{task}")
 async def submit(task: str, request: Request, who: Student, state: State) -> Response:
     intake = Intake(state, request, who, task)
-    await intake.before_body(await run_in_threadpool(state.rules), state.clock())
-    sid = await intake.accept(await intake.body())
+    await intake.before_body(await run_in_threadpool(state.rules), state.clock(), resent=await intake.resent())
+    sid, again = await intake.accept(await intake.body())
+    if again:  # its reply was lost and the client sent it again: the same submission, stored and counted once
+        log.info("submission %d: %s to %s, sent again with its key", sid, who.name, task)
+        row = state.row(sid)
+        status = row.status if row else QUEUED
+        payload = {"id": sid, "status": status, "url": f"/api/submissions/{sid}", "repeated": True}
+        return views.done(request, f"/me#submission-{sid}", payload, status=200)
     log.info("submission %d: %s to %s, queued", sid, who.name, task)
     state.enqueue(sid)
     payload = {"id": sid, "status": QUEUED, "url": f"/api/submissions/{sid}"}
