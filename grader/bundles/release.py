@@ -35,17 +35,27 @@ ROOTS = ("exercises", "grader")  # walked: every file ships but those in a never
 # release's README (grader/templates/release-README.md) and these pages link to one another (tests/e2e/test_links.py
 # checks every link resolves).
 DOCS = ("docs/contract.md", "docs/exercises.md")
+# The practice papers, to sit alone with `grade practice`: each one's paper file and README, never its worked
+# solutions (solutions.md) nor a secret.
+PAPER_FILES = ("paper.toml", "README.md")
 # The release's own files (its name: the template it is written from): the `grade` command and the grader package
 # (stretch/ and its `gptkit` do not ship).
 OWN = {"pyproject.toml": "release-pyproject.toml", "README.md": "release-README.md"}
 
 
 def shipped(project: Path = PROJECT) -> list[str]:
-    """The project's files that ship (relative paths, sorted): ``ROOTS`` walked, then ``DOCS``; not ``OWN``."""
+    """The project's files that ship (relative paths, sorted): ``ROOTS`` walked, then ``DOCS`` and each practice
+    paper's ``PAPER_FILES``; not ``OWN``."""
     names: list[str] = []
     for root in ROOTS:
         names += _walk(project, project / root)
-    return sorted(names + list(DOCS))
+    papers = [
+        p.relative_to(project).as_posix()
+        for folder in sorted((project / "papers").iterdir() if (project / "papers").is_dir() else [])
+        for p in (folder / name for name in PAPER_FILES)
+        if p.is_file()
+    ]
+    return sorted(names + list(DOCS) + papers)
 
 
 def never_ships(project: Path = PROJECT) -> list[str]:

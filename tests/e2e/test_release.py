@@ -320,3 +320,27 @@ def test_the_paper_notebook_holds_no_hidden_check_name_message_or_working(paper_
         f"hidden text in the paper's notebook: { {k: v[:3] for k, v in found.items() if v} }"
     )
     assert "Q_NUM1" in paper_text and "attnvar" in paper_text  # the scan read the notebook it means to
+
+
+def test_the_release_ships_each_practice_papers_file_and_readme_and_no_solutions(release):
+    names = {p.relative_to(release).as_posix() for p in release.rglob("*") if p.is_file()}
+    papers = sorted(p.name for p in (REPO / "papers").iterdir() if (p / "paper.toml").is_file())
+    assert papers, "the kit has practice papers"
+    for paper in papers:
+        assert {f"papers/{paper}/paper.toml", f"papers/{paper}/README.md"} <= names, paper
+    assert not [n for n in names if n.startswith("papers/") and not n.endswith(("/paper.toml", "/README.md"))], names
+
+
+@pytest.mark.slow
+def test_a_practice_session_in_the_release_says_it_counts_the_public_checks_only(release):
+    """`grade practice` on a shipped paper, handed in at once: it runs, and says its score is the public checks'."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "grader", "practice", "papers/practice-2", "exercises", "--minutes", "5", "--new"],
+        cwd=release,
+        input="q\n",
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    assert "public checks only" in proc.stdout and "the paper's own marking" in proc.stdout, proc.stdout[:2000]
