@@ -234,7 +234,9 @@ def counts_line(rows: list[dict], named: bool = True, checks: list[dict] | None 
     unrun = could_not_run(rows, checks or [])
     graded_students = {r["student"] for r in rows if r["status"] == "graded"}
     crashed = {s: w for s, w in broken_students(checks or []).items() if s in graded_students}
-    line = f"{len(rows)} submission{'s' * (len(rows) != 1)}: {graded} graded"
+    # with the roster's absent students among the rows, they count students, not submissions
+    counted = "student" if absent else "submission"
+    line = f"{len(rows)} {counted}{'s' * (len(rows) != 1)}: {graded} graded"
     if unrun:
         line += (
             f" ({len(unrun)} of them could not be run at all, every check failing on the import of their files"
@@ -274,7 +276,8 @@ def mean_line(rows: list[dict]) -> str | None:
     values = [share for r in rows if (share := fraction(r)) is not None]
     if not values:
         return None
-    left_out = f" (the other {len(rows) - len(values)} are not in it)" if len(values) < len(rows) else ""
+    others = len(rows) - len(values)
+    left_out = f" (the other {others} {'is' if others == 1 else 'are'} not in it)" if others else ""
     return (
         f"mean {100 * statistics.mean(values):.1f}%, median {100 * statistics.median(values):.1f}%, "
         f"over the {len(values)} graded{left_out}"

@@ -177,6 +177,9 @@ BUGGY = [
     ),
     # a finite fill that holds for ordinary scores and gives way to scaled ones: the fill is blamed, not the mask
     bug("m1-finite-fill-1e5", "m1", "finite", M1, (FILL, FILL.replace('float("-inf")', "-1e5"))),
+    # the mask right, its use inverted: -inf where it allows, so the last query sees nothing (NaN)
+    bug("m1-mask-used-inverted", "m1", "used inverted", M1, (FILL, FILL.replace("== 0", "== 1")), first=True),
+    bug("m1-mask-used-inverted-bool", "m1", "used inverted", M1, (FILL, FILL.replace("== 0", ".bool()")), first=True),
     bug("m1-no-output-projection", "m1", "proj is never applied", M1, ("return self.proj(out)", "return out")),
     bug(
         "m1-output-projection-removed",

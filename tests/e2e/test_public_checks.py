@@ -334,6 +334,8 @@ def test_correct_code_in_another_style_keeps_full_public_marks(release, release_
 FIRST = [
     ("m1-no-scaling", "divided by sqrt(d_k)"),
     ("m1-mask-triu", "torch.triu"),
+    ("m1-mask-used-inverted", "the mask is used inverted"),
+    ("m1-mask-used-inverted-bool", "the mask is used inverted"),
     ("m1-softmax-over-queries", "the softmax must normalise over the keys"),
     ("m1-mask-buffer-8-unsliced", "mask[:T, :T]"),
     ("m1-scale-by-d", "not sqrt(d), the whole width"),

@@ -57,7 +57,7 @@ def first_bug(
 
 def _allowed(T: int, mask: str) -> torch.Tensor:
     ones = torch.ones(T, T)
-    return {"tril": ones.tril(), "triu": ones.triu(), "strict": ones.tril(-1)}[mask].bool()
+    return {"tril": ones.tril(), "triu": ones.triu(), "strict": ones.tril(-1), "inverted": ones.triu(1)}[mask].bool()
 
 
 def attention(q, k, v, *, mask="tril", scale="sqrt", dim=-1, after=False, divisor=None):
@@ -75,6 +75,8 @@ def attention(q, k, v, *, mask="tril", scale="sqrt", dim=-1, after=False, diviso
 # then the leading axes of batched inputs, dim=0 and dim=-3 (the same axis for a 3-D input, not for a 4-D one).
 # An index the input lacks raises, and first_match skips that candidate.
 ATTENTION_BUGS: dict[str, dict[str, Any]] = {
+    "the mask is used inverted: -inf is filled where it allows (mask == 1, or ~mask), so each query sees only "
+    "later keys and the last sees none (its row is NaN); fill where the mask is 0": {"mask": "inverted"},
     "the mask is upper-triangular (torch.triu): positions attend to the future instead of the past; use torch.tril": {
         "mask": "triu"
     },
@@ -169,6 +171,8 @@ def self_attention(
 
 
 SELF_ATTENTION_BUGS: dict[str, dict[str, Any]] = {
+    "the mask is used inverted: -inf is filled where it allows (mask == 1, or ~mask), so each query sees only "
+    "later keys and the last sees none (its row is NaN); fill where the mask is 0": {"mask": "inverted"},
     "the scores are scaled by 1/sqrt(d) instead of 1/sqrt(d_head), d_head = d // n_heads": {"scale": "d"},
     "the scores are not scaled by 1/sqrt(d_head)": {"scale": None},
     "the scores are divided by d_head, not sqrt(d_head): scale them by 1 / math.sqrt(d_head)": {

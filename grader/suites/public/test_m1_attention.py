@@ -115,6 +115,12 @@ def nan_cause(out: torch.Tensor) -> str | None:
     bad = bad.flatten(1).any(-1) if out.dim() == 2 else bad.flatten(2).any(-1).any(0)  # by position
     if bad[0] and not bad[1:].any():
         return "only position 0 is NaN: it sees no key at all, so the diagonal must be allowed (torch.tril)"
+    if bad[-1] and not bad[:-1].any() and (out.dim() != 2 or not out[:-1].tril().any()):
+        # the last query is the one the causal mask allows everything: filled where it allows, it sees nothing
+        return (
+            "only the last position is NaN, and every other query gives its weight to later keys only: the mask "
+            "is used inverted, -inf filled where it allows (mask == 1, or ~mask); fill where the mask is 0"
+        )
     if bad[:-1].all() and not bad[-1]:
         # masked scores are -inf at every later key: normalised over heads or batch items, those give NaN
         return (
