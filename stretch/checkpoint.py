@@ -20,9 +20,10 @@ def save(state: dict, path: Path) -> None:
 
 
 def load(path: str | Path) -> dict:
+    """A checkpoint file, or from a run's folder its best.pt (the lowest validation loss), else its ckpt.pt."""
     path = Path(path)
     if path.is_dir():
-        path = path / "ckpt.pt"
+        path = path / "best.pt" if (path / "best.pt").is_file() else path / "ckpt.pt"
     if not path.is_file():
         raise CheckpointError(f"no checkpoint at {path} (train one with `gptkit train --out-dir DIR`)")
     try:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from stretch.sample import Sampler, generate
+from stretch import checkpoint
+from stretch.sample import Sampler, generate, load_sampler
 
 if TYPE_CHECKING:
     from stretch.train import Run
@@ -42,8 +43,13 @@ def write(run: Run, out_dir: Path, device: str, max_new: int = 400, temperature:
     c = run.cfg
     title = f"{c.corpus}: {c.n_layers} layers, d={c.d}, {c.n_heads} heads, context {c.block_size}"
     plot_losses(run.history.train, run.history.val, out_dir / "loss.png", title)
-    sampler = Sampler(run.model.eval(), run.data.tokenizer, device)
-    lines = [f"# {title}; step {run.step}; temperature {temperature}; seed 0\n"]
+    # sample from the weights kept as the best, which is what `gptkit sample OUT_DIR` loads too
+    best = out_dir / "best.pt"
+    if best.is_file():
+        sampler, step = load_sampler(best, device), checkpoint.load(best)["step"]
+    else:
+        sampler, step = Sampler(run.model.eval(), run.data.tokenizer, device), run.step
+    lines = [f"# {title}; step {step}; temperature {temperature}; seed 0\n"]
     for prompt in SAMPLE_PROMPTS.get(c.corpus, ["\n"]):
         lines.append(f"--- prompt {prompt!r} ---\n{generate(sampler, prompt, max_new, 0, temperature)}\n")
     (out_dir / "samples.txt").write_text("\n".join(lines))

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import csv
 import errno
+import functools
+import getpass
 import io
 import logging
 import os
 import secrets
 import socket
+import sys
 from collections.abc import Callable
 from concurrent.futures import Executor
 from pathlib import Path
@@ -40,6 +43,8 @@ from grader.contest.layout import (
 )
 from grader.contest.metric import is_metric
 from grader.contest.policy import contest_end
+from grader.contest.supervise import process_age
+from grader.contest.web.tokens import ADMIN, ROLES, read_roles
 from grader.errors import InputError
 from grader.files import atomic_path, write_atomically
 from grader.milestones import GRADABLE
@@ -53,6 +58,10 @@ from grader.options import (
 )
 from grader.roster import read_roster
 from grader.sandbox.client import Limits, sweep_scratch
+
+log = logging.getLogger("grader.contest")
+SERVICE = "contest.service"  # the systemd unit `init` writes in the contest folder
+SERVICE_TEMPLATE = "contest-service.tmpl"  # grader/templates/: packaged with the other *.tmpl
 
 
 class ContestCommandError(InputError):
@@ -111,10 +120,28 @@ def init(folder: Path) -> None:
     targets[0].write_text(example, encoding="utf-8")
     targets[1].write_text(templates.text("contest-roster.csv.tmpl"), encoding="utf-8")
     _ignore_secrets(folder)
+    unit = _write_unit(folder)
     click.echo(
         f"wrote {targets[0]} and {targets[1]}: edit them, then run `grade contest check {folder}` "
         f"and `grade contest tokens {folder}`"
+        + (f" ({unit} runs the server under systemd: see its first lines)" if unit else "")
     )
+
+
+def _write_unit(folder: Path) -> Path | None:
+    """FOLDER/contest.service, a systemd unit that serves the contest and restarts it (the alternative to
+    `serve --supervise`), with this folder, this Python and this user filled in; None where one is there already
+    (the coach's edits are kept)."""
+    path = folder / SERVICE
+    if path.exists():
+        return None
+    try:
+        user = getpass.getuser()
+    except (KeyError, OSError):  # no name for this uid (a container): systemd takes the number too
+        user = str(os.getuid())
+    unit = templates.render(SERVICE_TEMPLATE, folder=folder.resolve(), python=sys.executable, user=user)
+    path.write_text(unit, encoding="utf-8")
+    return path
 
 
 @contest.command()
@@ -150,38 +177,72 @@ def tokens(folder: Path, rotate: bool = False) -> None:
 @click.argument("folder", type=click.Path(path_type=Path))
 @click.argument("name")
 @click.option("--remove", is_flag=True, help="Take NAME's account away: their token stops working.")
-def coach_account(folder: Path, name: str, remove: bool = False) -> None:
+@click.option(
+    "--role",
+    type=click.Choice(ROLES),
+    default=None,
+    help="What the account may do: admin (everything, as admin.token; the default), jury (answer questions and "
+    "regrade requests, announce) or read-only (read the coach's pages and exports). Given for an existing "
+    "account, changes its role and keeps its token.",
+)
+def coach_account(folder: Path, name: str, remove: bool = False, role: str | None = None) -> None:
     """Give a member of the jury NAME a coach account of their own (FOLDER/coaches.csv, readable by you only) and
     print its token once: each coach's actions are recorded under their name (the coach page's audit list)."""
     _folder(folder)
+    name = _coach_name(folder, name)
+    accounts = {who: token for token, who in read_coaches(folder).items()}
+    known = read_roles(folder)  # a row without a role, written before roles: admin, as it was
+    roles = {who: known.get(token, ADMIN) for who, token in accounts.items()}
+    changed = False
+    if remove:
+        if accounts.pop(name, None) is None:
+            raise ContestCommandError(f"{name!r} has no coach account in {folder / COACHES}")
+    elif name in accounts and role is None:
+        raise ContestCommandError(
+            f"{name!r} has a coach account already: --remove it first to give a new token, or give --role to "
+            "change what it may do"
+        )
+    elif name in accounts:
+        changed = True
+    else:
+        accounts[name] = secrets.token_urlsafe(32)
+    if not remove:
+        roles[name] = role or roles.get(name, ADMIN)  # a new account with no --role: admin, as before roles
+    _write_coaches(folder, accounts, roles)
+    if remove:
+        click.echo(f"{name}'s coach account removed: a running server refuses its token from now on")
+    elif changed:
+        click.echo(f"{name}'s coach account is {roles[name]} now (the same token; a running server applies it now)")
+    else:
+        click.echo(
+            f"{name}'s coach token, {roles[name]} (give it to them alone; a running server lets it in now): "
+            f"{accounts[name]}"
+        )
+
+
+def _coach_name(folder: Path, name: str) -> str:
+    """``name`` stripped, refused if it is no coach's name or is a student's or the admin token's."""
     name = name.strip()
     if not name or not all(c.isalnum() or c in "._-" for c in name) or len(name) > 40:
         raise ContestCommandError(f"{name!r}: a coach's name is letters, digits, '.', '_' or '-', at most 40")
     students = set(read_tokens(folder)[0].values())
     if name == "coach" or name in students:
         raise ContestCommandError(f"{name!r} is {'a student' if name in students else 'the admin token'}: pick another")
-    accounts = {who: token for token, who in read_coaches(folder).items()}
-    if remove:
-        if accounts.pop(name, None) is None:
-            raise ContestCommandError(f"{name!r} has no coach account in {folder / COACHES}")
-    elif name in accounts:
-        raise ContestCommandError(f"{name!r} has a coach account already: --remove it first to give a new token")
-    else:
-        accounts[name] = secrets.token_urlsafe(32)
+    return name
+
+
+def _write_coaches(folder: Path, accounts: dict[str, str], roles: dict[str, str]) -> None:
+    """FOLDER/coaches.csv: each named coach's token and role, readable by the admin only and kept out of git."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["coach", "token"])
+    writer.writerow(["coach", "token", "role"])
     for who, token in accounts.items():
-        writer.writerow([who, token])
+        writer.writerow([who, token, roles.get(who, ADMIN)])
     _ignore_secrets(folder)
     ignore = folder / ".gitignore"
     if COACHES not in ignore.read_text(encoding="utf-8").splitlines():
         ignore.write_text(ignore.read_text(encoding="utf-8").rstrip("\n") + f"\n{COACHES}\n", encoding="utf-8")
     _secret(folder / COACHES, out.getvalue())
-    if remove:
-        click.echo(f"{name}'s coach account removed: a running server refuses its token from now on")
-    else:
-        click.echo(f"{name}'s coach token (give it to them alone; a running server lets it in now): {accounts[name]}")
 
 
 @contest.command()
@@ -319,8 +380,8 @@ def max_extra(rules: Contest) -> float:
 
 def console_log() -> None:
     """The grading's lines on the server's console, beside uvicorn's: one per recorded grading (who, task, score or
-    verdict: ``grading.grading_line``), each pool replaced. A coach reads there that each upload was graded once."""
-    log = logging.getLogger("grader.contest")
+    verdict: ``grading.grading_line``), each pool replaced, and the start's timestamps ("start: ..."). A coach reads
+    there that each upload was graded once."""
     if not any(getattr(h, "gptkit_console", False) for h in log.handlers):
         handler = logging.StreamHandler()
         handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
@@ -361,7 +422,17 @@ def console_log() -> None:
     "the cluster (all its threads), the quick tasks stay on --workers processes of this machine; quick: the "
     "other way round. The coach page's health panel shows where each lane grades.",
 )
+@click.option(
+    "--supervise",
+    is_flag=True,
+    help="Run the server under a small supervisor that starts it again when it dies (with a growing pause, each "
+    "restart in the event log), keeping the port open meanwhile so that requests wait instead of failing; "
+    "Ctrl-C or SIGTERM stops both.",
+)
+@click.option("--listen-fd", type=int, default=None, hidden=True, help="The supervisor's listening socket.")
+@click.pass_context
 def serve(
+    ctx: click.Context,
     folder: Path,
     host: str,
     port: int,
@@ -372,13 +443,16 @@ def serve(
     submission_timeout: float,
     scheduler: str | None,
     scheduler_lanes: str = "all",
+    supervise: bool = False,
+    listen_fd: int | None = None,
 ) -> None:
     """Run the contest in FOLDER: students log in with their token, upload, see their feedback and the
     scoreboard; the coach's page is /coach. Uploads are kept in FOLDER/uploads and the records in
     FOLDER/contest.sqlite: stop and start the server at will, nothing accepted is lost."""
-    _folder(folder)
-    if not (folder / TOKENS).exists() or not (folder / ADMIN_TOKEN).exists():
-        raise ContestCommandError(f"{folder} has no tokens yet: run `grade contest tokens {folder}` first")
+    _with_tokens(folder)
+    if supervise:
+        ctx.exit(_supervised(ctx, folder, host, port))
+    console_log()  # first: the start's timestamps below go to the console too
     rules = _rules(folder)
     secret = held_out_refusal(rules)  # as `check`: a metric task's held-out text students have
     if secret:
@@ -391,20 +465,15 @@ def serve(
             err=True,
         )
         scheduler = None
-    try:
-        import uvicorn
-
-        from grader.contest.web.app import create_app
-    except ImportError as e:
-        raise ContestCommandError(
-            f"the contest server needs {e.name}: pip install 'gptkit' with its dependencies"
-        ) from None
     lock = _lock(folder)  # before anything is opened: a second server must not grade the same uploads
     sweep_scratch()  # what earlier servers' grading processes, killed, left in the temporary folder
+    _fork_server_now(scheduler, remote_lanes)
     listening: socket.socket | None = None
     client = None
     try:
-        listening = _listen(host, port)  # bound before "serving" is printed: a busy port is one line, no traceback
+        uvicorn, create_app = _server_modules()
+        log.info("start: imports after %.2f s", process_age())
+        listening = _listen(host, port, listen_fd)  # bound before "serving" is printed: a busy port is one line
         client = dask_client(scheduler) if scheduler else None
         chosen = limits(timeout, memory_mb, submission_timeout)
         # pure=False: a regrade of the same upload must run again, not return Dask's remembered result
@@ -423,9 +492,9 @@ def serve(
             metric_workers=metric_workers,
             remote=remote,
         )
+        log.info("start: app built after %.2f s", process_age())
         graders = graded_by(workers, scheduler, remote_lanes)
         click.echo(f"serving {folder} on http://{host}:{port}/ with {graders}; Ctrl-C stops it")
-        console_log()
         try:
             uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="info")).run(sockets=[listening])
         except KeyboardInterrupt:  # as uvicorn.run: Ctrl-C is how a coach stops it
@@ -437,6 +506,76 @@ def serve(
             client.close()
         if lock is not None:
             lock.close()
+
+
+def _server_modules() -> tuple[Any, Callable[..., Any]]:
+    """uvicorn and the app's factory (FastAPI and the routes: most of a start's imports), or the coach's message."""
+    try:
+        import uvicorn
+
+        from grader.contest.web.app import create_app
+    except ImportError as e:
+        raise ContestCommandError(
+            f"the contest server needs {e.name}: pip install 'gptkit' with its dependencies"
+        ) from None
+    return uvicorn, create_app
+
+
+def _fork_server_now(scheduler: str | None, remote_lanes: frozenset[str]) -> None:
+    """Start Python's fork server of the grading pools now, before the server's own imports: it loads torch and the
+    grader (seconds, and most of the time to the first verdict) while this process imports FastAPI and builds the
+    app, rather than after. Not where a cluster grades every lane: then no pool of this machine needs it."""
+    if scheduler and remote_lanes >= set(LANES):
+        return
+    from grader.batch.run import pool_context
+
+    pool_context()  # here, in the main thread: the fork server then ignores the terminal's Ctrl-C (batch/run.py)
+
+
+def _with_tokens(folder: Path) -> None:
+    """Refuse to serve FOLDER before its tokens exist: nobody could log in."""
+    _folder(folder)
+    if not (folder / TOKENS).exists() or not (folder / ADMIN_TOKEN).exists():
+        raise ContestCommandError(f"{folder} has no tokens yet: run `grade contest tokens {folder}` first")
+
+
+def _supervised(ctx: click.Context, folder: Path, host: str, port: int) -> int:
+    """`serve --supervise`: this command, less --supervise, kept running by grader/contest/supervise.py; its exit
+    status."""
+    from grader.contest.supervise import supervise
+
+    listening = _listen(host, port)  # the supervisor's, for every server it starts: the port never closes
+    try:
+        return supervise(folder, functools.partial(_served_by, ctx), listening)
+    finally:
+        listening.close()
+
+
+def _served_by(ctx: click.Context, fd: int) -> list[str]:
+    """The command line of the server a supervisor starts: this `serve` with the same options, less
+    ``--supervise``, serving on the supervisor's socket (file descriptor ``fd``)."""
+    assert ctx.command.name is not None
+    line = [sys.executable, "-m", "grader", "contest", ctx.command.name, str(ctx.params["folder"])]
+    for param in ctx.command.params:
+        value = ctx.params.get(param.name or "")
+        if not isinstance(param, click.Option) or param.name in ("supervise", "listen_fd") or value is None:
+            continue
+        if param.is_flag:
+            line += [param.opts[0]] if value else []
+        else:
+            line += [param.opts[0], str(value)]
+    return [*line, "--listen-fd", str(fd)]
+
+
+def _inherited(fd: int) -> socket.socket:
+    """The listening socket a supervisor handed this server (``--listen-fd``), or a one-line refusal."""
+    try:
+        listening = socket.socket(fileno=fd)
+    except OSError as e:
+        raise ContestCommandError(f"--listen-fd {fd}: not a socket this server can listen on: {e.strerror}") from None
+    if listening.type != socket.SOCK_STREAM:
+        raise ContestCommandError(f"--listen-fd {fd}: not a listening socket")
+    return listening
 
 
 def cluster_lanes(scheduler: str | None, lanes: str, metric_workers: int | None, rules: Contest) -> frozenset[str]:
@@ -512,8 +651,11 @@ def _lock(folder: Path) -> IO[bytes] | None:
     return handle
 
 
-def _listen(host: str, port: int) -> socket.socket:
-    """A socket bound to HOST:PORT for the server, or a one-line refusal (a busy port, an unknown address)."""
+def _listen(host: str, port: int, inherited: int | None = None) -> socket.socket:
+    """A socket bound to HOST:PORT for the server, or a one-line refusal (a busy port, an unknown address). Under
+    --supervise, the supervisor's instead (file descriptor ``inherited``), bound once for every server it starts."""
+    if inherited is not None:
+        return _inherited(inherited)
     try:
         family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
         listening = socket.socket(family, kind, proto)

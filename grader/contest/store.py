@@ -235,6 +235,12 @@ class Refused(UserError):
     status = 403  # the HTTP status the server answers it with
 
 
+class ConflictRefused(Refused):
+    """A change that another's, made first, stands in the way of (a question claimed or answered): a 409."""
+
+    status = 409
+
+
 class TestRunRefused(Refused):
     """A test run refused (its limit used, one already waiting); ``status``: 429 or 409."""
 
@@ -263,6 +269,9 @@ class Store:
         # same files again is the same submission, resent after a lost reply
         self._add_column("submissions", "client_key", "TEXT")
         self._add_column("submissions", "client_digest", "TEXT")
+        # the jury member who took a question on, and when: another one answers it only by taking it over
+        self._add_column("clarifications", "claimed_by", "TEXT")
+        self._add_column("clarifications", "claimed_at", "TEXT")
 
     def _add_column(self, table: str, column: str, kind: str) -> None:
         if column in {r["name"] for r in self._db.execute(f"PRAGMA table_info({table})")}:
@@ -616,14 +625,73 @@ class Store:
             )
             return int(cursor.lastrowid or 0)
 
-    def answer(self, cid: int, at: datetime, text: str, public: bool) -> bool:
-        """Answer question ``cid`` (again: the latest answer stands); False if there is no such question."""
+    def claim(self, cid: int, who: str, at: datetime, take_over: bool = False) -> str | None:
+        """``who`` claims question ``cid``, to answer it; returns whom it was taken from (None: nobody, or
+        ``who`` already). Refused (409) while another holds it and ``take_over`` is not given, or once it is
+        answered; LookupError for no such question."""
         with self._transaction() as db:
-            cursor = db.execute(
+            return self._claim(db, cid, who, at, take_over, answering=False)
+
+    def _claim(
+        self, db: sqlite3.Connection, cid: int, who: str, at: datetime, take_over: bool, answering: bool
+    ) -> str | None:
+        row = db.execute("SELECT claimed_by, answer FROM clarifications WHERE id = ?", (cid,)).fetchone()
+        if row is None:
+            raise LookupError(f"no question {cid}")
+        if row["answer"] is not None and not answering:
+            raise ConflictRefused(f"question #{cid} is answered already: nothing to claim")
+        holder = row["claimed_by"]
+        if holder and holder != who and not take_over:
+            raise ConflictRefused(
+                f"question #{cid} is claimed by {holder}: leave it to them, or take it over (take_over=1)"
+            )
+        if holder != who:
+            db.execute(
+                "UPDATE clarifications SET claimed_by = ?, claimed_at = ? WHERE id = ?", (who, at.isoformat(), cid)
+            )
+        return holder if holder and holder != who else None
+
+    def answer(
+        self,
+        cid: int,
+        at: datetime,
+        text: str,
+        public: bool,
+        author: str | None = None,
+        take_over: bool = False,
+        replace: bool = False,
+    ) -> bool:
+        """Answer question ``cid``; False if there is no such question. ``author`` (a coach) claims it as they
+        answer, refused (409) if another holds it and ``take_over`` is not given. A question answered already is
+        refused unless ``replace``: then the old answer goes into the event log, in the same transaction, so
+        that no answer a student may have read is lost."""
+        with self._transaction() as db:
+            row = db.execute("SELECT answer, answered_at, public FROM clarifications WHERE id = ?", (cid,)).fetchone()
+            if row is None:
+                return False
+            if author is not None:
+                self._claim(db, cid, author, at, take_over, answering=True)
+            if row["answer"] is not None:
+                if not replace:
+                    raise ConflictRefused(
+                        f"question #{cid} is answered already: to change the answer, tick replace (replace=1)"
+                    )
+                to = "every student" if row["public"] else "its student"
+                db.execute(
+                    "INSERT INTO events (at, student, kind, detail, author) VALUES (?, ?, ?, ?, ?)",
+                    (
+                        at.isoformat(timespec="seconds"),
+                        None,
+                        "answer replaced",
+                        f"question #{cid}: the answer of {row['answered_at']} to {to} was: {row['answer']}",
+                        author,
+                    ),
+                )
+            db.execute(
                 "UPDATE clarifications SET answer = ?, answered_at = ?, public = ? WHERE id = ?",
                 (text, at.isoformat(), int(public), cid),
             )
-            return cursor.rowcount > 0
+            return True
 
     def clarifications(self, student: str | None = None) -> list[dict[str, Any]]:
         """The questions, newest first: all of them (the coach), or those ``student`` may read: their own and

@@ -58,7 +58,8 @@ def test_an_announcement_reaches_every_student_and_an_answer_only_its_asker_unle
     assert answered.status_code == 200
     assert client.get("/api/messages", headers=ada).json()["clarifications"][0]["answer"] == "yes, causal"
     assert client.get("/api/messages", headers=alan).json()["clarifications"] == []  # private: ada's alone
-    client.post("/coach/answer", data={"question": cid, "text": "yes: for all", "public": "1"}, headers=coach)
+    again = {"question": cid, "text": "yes: for all", "public": "1", "replace": "1"}  # a second answer: replace
+    assert client.post("/coach/answer", data=again, headers=coach).status_code == 200
     seen = client.get("/api/messages", headers=alan).json()["clarifications"]
     assert [(q["answer"], q["student"]) for q in seen] == [("yes: for all", None)]  # not who asked
     assert "yes: for all" in client.get("/me", headers={**alan, **HTML}).text
@@ -93,7 +94,9 @@ def test_the_coach_answers_a_rooms_questions_without_a_rate_limit(folder):
         for i in range(5)
     ]
     answers = [
-        client.post("/coach/answer", data={"question": cid, "text": f"a{cid}"}, headers=coach).status_code
+        client.post(
+            "/coach/answer", data={"question": cid, "text": f"a{cid}", "replace": "1"}, headers=coach
+        ).status_code
         for cid in asked * 2
     ]
     assert answers == [200] * len(answers), answers

@@ -66,11 +66,11 @@ def test_cli_trains_writes_artifacts_and_resumes(tmp_path):
     base = ["train", "--preset", "tiny", "--data-dir", str(SHARED), "--out-dir", str(tmp_path), "--quiet"]
     result = runner.invoke(main, [*base, "--steps", "10"])
     assert result.exit_code == 0, result.output
-    for name in ("ckpt.pt", "loss.png", "samples.txt"):
+    for name in ("ckpt.pt", "best.pt", "loss.png", "samples.txt"):
         assert (tmp_path / name).stat().st_size > 0, f"training should leave {name} in --out-dir"
     result = runner.invoke(main, [*base, "--resume", "--steps", "20"])
     assert result.exit_code == 0, result.output
-    assert checkpoint.load(tmp_path)["step"] == 20, "--resume --steps 20 continues the same run to step 20"
+    assert checkpoint.load(tmp_path / "ckpt.pt")["step"] == 20, "--resume --steps 20 continues the run to step 20"
 
 
 @pytest.mark.parametrize(

@@ -30,7 +30,8 @@ OWN = {"README.md", "pyproject.toml"}  # written from the grader's templates
 
 def old_rule(project: Path) -> set[str]:
     """The release as it was built before the allow-list: exercises/ and grader/ copied whole (no ``__pycache__``,
-    no dot-file), the never-ships folders deleted from the copy, the two contract pages and the templates added."""
+    no dot-file), the never-ships folders deleted from the copy, the two contract pages and the templates added;
+    and the practice papers' files and READMEs."""
     names = set()
     for root in ("exercises", "grader"):
         for path in (project / root).rglob("*"):
@@ -39,7 +40,14 @@ def old_rule(project: Path) -> set[str]:
                 continue
             if not any(name.as_posix().startswith(f"{folder}/") for folder in NEVER_SHIPS):
                 names.add(name.as_posix())
-    return names | {"docs/contract.md", "docs/exercises.md"} | OWN
+    # the practice papers to sit alone: each paper's file and README (never its solutions), added since
+    papers = {
+        f"papers/{paper.name}/{name}"
+        for paper in (project / "papers").glob("*")
+        for name in ("paper.toml", "README.md")
+        if (paper / name).is_file()
+    }
+    return names | {"docs/contract.md", "docs/exercises.md"} | OWN | papers
 
 
 def files_in(folder: Path) -> set[str]:

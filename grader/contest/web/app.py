@@ -12,6 +12,7 @@ Tokens are compared in constant time and never logged or put in a URL.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import Executor
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -24,13 +25,16 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from grader.contest.grading import Remote
+from grader.contest.grading import Remote, warming_in_background
 from grader.contest.policy import NOT_A_NUMBER
+from grader.contest.supervise import process_age
 from grader.contest.web import views
 from grader.contest.web.deps import contest_state, identify, same_origin
 from grader.contest.web.limits import BODY_SECONDS
 from grader.contest.web.routes import coach, exports, messages, regrades, scoreboard, student, testruns
 from grader.contest.web.state import ContestState, Settings
+
+log = logging.getLogger("grader.contest")
 
 # What a form's field that does not parse is told (a 400, as the API has always answered a bad form).
 FORM_ERRORS = {
@@ -104,11 +108,16 @@ def create_app(
 
 
 def grading_lifespan(state: ContestState) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
-    """The app's lifespan: ``state`` grades while the server serves, and stops grading when it stops."""
+    """The app's lifespan: ``state`` grades while the server serves, and stops grading when it stops. The server
+    answers first: the grading pools start in the background (their processes wait seconds for the fork server
+    to load torch and the grader, tens of seconds on a loaded machine), and an upload accepted meanwhile waits
+    queued in the store until they take it (grading.GradingQueue.start)."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        state.start_grading()
+        with warming_in_background():
+            state.start_grading()
+        log.info("start: answering after %.2f s", process_age())
         try:
             yield
         finally:

@@ -11,7 +11,7 @@ from urllib.parse import urlsplit
 from fastapi import Depends, HTTPException, Request
 
 from grader.contest.web.state import ContestState
-from grader.contest.web.tokens import Who
+from grader.contest.web.tokens import ADMIN, JURY, Who
 
 COOKIE = "contest_token"
 UNKNOWN_TOKEN = "this token is not one of this contest's"  # the API's 401 and the login form's message
@@ -59,9 +59,38 @@ def coach(who: Annotated[Who, Depends(anyone)]) -> Who:
     return who
 
 
+def role_of(who: Who) -> str:
+    """A coach's role; a coach made without one (the server's own ``Who``) is the admin, as before roles."""
+    return who.role or ADMIN
+
+
+def needs(who: Who, roles: tuple[str, ...], what: str) -> Who:
+    """``who``, if their role is one of ``roles``; else a 403 naming the role needed and theirs."""
+    if role_of(who) not in roles:
+        wanted = " or ".join(roles)
+        raise HTTPException(
+            403,
+            f"{what} needs the {wanted} role: your coach token ({who.name}) is {role_of(who)}. "
+            "Ask the contest's admin (`grade contest coach --role`)",
+        )
+    return who
+
+
+def jury(who: Annotated[Who, Depends(coach)]) -> Who:
+    """A coach who may answer the room: questions, regrade requests, announcements."""
+    return needs(who, (JURY, ADMIN), "answering the students")
+
+
+def admin(who: Annotated[Who, Depends(coach)]) -> Who:
+    """A coach who may change the contest itself: windows, submissions, results, the board."""
+    return needs(who, (ADMIN,), "changing the contest's windows, results or board")
+
+
 Anyone = Annotated[Who, Depends(anyone)]
 Student = Annotated[Who, Depends(student)]
-Coach = Annotated[Who, Depends(coach)]
+Coach = Annotated[Who, Depends(coach)]  # any coach, read-only included: the pages and exports
+Jury = Annotated[Who, Depends(jury)]
+Admin = Annotated[Who, Depends(admin)]
 
 
 def same_origin(request: Request) -> None:

@@ -11,6 +11,7 @@ old token at once, not at the server's next start, which a leaked token could wa
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import hmac
 import os
@@ -21,11 +22,32 @@ from grader.contest.layout import ADMIN_TOKEN, COACHES, TOKENS, read_coaches, re
 
 COACH = "coach"
 
+# A coach token's role (coaches.csv's "role" column). admin: every right, as admin.token. jury: answers the room
+# (questions, regrade requests, announcements), never the windows, the results or the board. read-only: reads the
+# coach's pages and exports, changes nothing. A row with no role (a folder from before roles) is admin: a jury
+# that relied on its tokens keeps what they could do.
+ADMIN, JURY, READ_ONLY = "admin", "jury", "read-only"
+ROLES = (ADMIN, JURY, READ_ONLY)
+
 
 @dataclasses.dataclass(frozen=True)
 class Who:
     name: str  # the student's name; COACH for the coach of admin.token, a named coach's name (coaches.csv)
     coach: bool = False
+    role: str | None = None  # a coach's role (ROLES); None: a student
+
+
+def read_roles(folder: Path) -> dict[str, str]:
+    """Each named coach's role (token -> role) from ``COACHES``: an empty or missing role is ``ADMIN`` (a file
+    written before roles), a role not in ``ROLES`` is ``READ_ONLY`` (a typo grants nothing it did not name)."""
+    found: dict[str, str] = {}
+    path = folder / COACHES
+    if path.exists():
+        for row in csv.DictReader(path.read_text(encoding="utf-8").splitlines()):
+            token, role = (row.get("token") or "").strip(), (row.get("role") or "").strip().lower()
+            if token:
+                found[token] = (role if role in ROLES else READ_ONLY) if role else ADMIN
+    return found
 
 
 class Tokens:
@@ -52,7 +74,9 @@ class Tokens:
         files = self._files()  # before reading: a change while they are read is read again next time
         students, coach = read_tokens(self.folder)
         coaches = read_coaches(self.folder)  # the jury's named accounts: token -> name
-        self._known, self._seen = (students, coach, coaches), files  # one assignment: a check sees one reading
+        roles = read_roles(self.folder)
+        named = {token: (name, roles.get(token, ADMIN)) for token, name in coaches.items()}
+        self._known, self._seen = (students, coach, named), files  # one assignment: a check sees one reading
 
     def _current(self) -> None:
         """Read the files again if one has changed since (each is replaced whole: grader/files.py)."""
@@ -73,15 +97,15 @@ class Tokens:
         students, admin, coaches = self._known
         given = token.encode()
         if admin and hmac.compare_digest(given, admin.encode()):
-            return Who(COACH, coach=True)
+            return Who(COACH, coach=True, role=ADMIN)
         jury = None
-        for known, name in coaches.items():  # every token compared, in constant time each
+        for known, account in coaches.items():  # every token compared, in constant time each
             if hmac.compare_digest(given, known.encode()):
-                jury = name
+                jury = account
         found = None
         for known, student in students.items():
             if hmac.compare_digest(given, known.encode()):
                 found = student
         if jury:
-            return Who(jury, coach=True)
+            return Who(jury[0], coach=True, role=jury[1])
         return Who(found) if found else None

@@ -308,10 +308,19 @@ def people(state: ContestState, contest: Contest) -> list[dict[str, Any]]:
     return found
 
 
+JURY_ONLY = ("claimed_by", "claimed_at")  # who on the jury took a question on: the jury's business alone
+
+
 def messages(state: ContestState, who: Any) -> dict[str, Any]:
     """The announcements and the clarifications ``who`` may read: a student their own questions and those the
     coach answered to everyone (without who asked); the coach every question."""
     questions = state.store.clarifications(None if who.coach else who.name)
     if not who.coach:
-        questions = [{**q, "student": q["student"] if q["student"] == who.name else None} for q in questions]
+        questions = [
+            {
+                **{k: v for k, v in q.items() if k not in JURY_ONLY},
+                "student": q["student"] if q["student"] == who.name else None,
+            }
+            for q in questions
+        ]
     return {"announcements": state.store.announcements(), "clarifications": questions}

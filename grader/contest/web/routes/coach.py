@@ -5,6 +5,7 @@ Each change is checked by the rules (``policy``) before it is stored, and logged
 from __future__ import annotations
 
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Form, HTTPException, Request
 from fastapi.responses import HTMLResponse, Response
@@ -16,10 +17,10 @@ from grader.contest.policy import Phase, added_minutes, change_refusal, delay_re
 from grader.contest.scoreboard import coach_view, freeze_note, resolve_next
 from grader.contest.store import QUEUED
 from grader.contest.web import views
-from grader.contest.web.deps import Coach, State
+from grader.contest.web.deps import Admin, Coach, State, role_of
 from grader.contest.web.pages import plain_time
 from grader.contest.web.state import EXTEND, FREEZE_LIFTED, FROZEN_AT, REVEALED, ContestState
-from grader.contest.web.tokens import Who
+from grader.contest.web.tokens import ADMIN, Who
 
 # Forms of a few fields and no file.
 router = APIRouter(form_limits={"max_files": 0, "max_fields": 5})
@@ -27,23 +28,61 @@ STATUSES = ("queued", "graded", "failed", "rejected", "voided")  # the coach's p
 Minutes = Annotated[float, Form()]  # nan and inf parse: the policy refuses them (change_refusal)
 Undo = Annotated[bool, Form()]  # a form's undo=1 takes the change back
 Force = Annotated[bool, Form()]  # a form's force=1 runs the resolver while a window is still open
+PAGE = 25  # submissions, or students, to a page of the coach's
+
+
+def one_page(items: list[Any], page: int) -> tuple[list[Any], dict[str, Any]]:
+    """Page ``page`` (from 1; one past either end: the nearest) of ``items``, ``PAGE`` to a page, and where it
+    lies: a room of 200 students keeps the coach's page a few screens long, not dozens."""
+    pages = max(1, -(-len(items) // PAGE))
+    page = min(max(page, 1), pages)
+    return items[(page - 1) * PAGE : page * PAGE], {"page": page, "pages": pages, "total": len(items)}
+
+
+def page_links(query: dict[str, Any], key: str, page: int, pages: int, anchor: str) -> dict[str, str | None]:
+    """The coach page's links to the page before and after ``page`` of ``key``, the other filters kept."""
+
+    def link(n: int) -> str | None:
+        return f"/coach?{urlencode({**query, key: n})}{anchor}" if 1 <= n <= pages else None
+
+    return {"previous": link(page - 1), "next": link(page + 1)}
 
 
 @router.get("/coach", response_class=HTMLResponse)
-def coach_page(who: Coach, state: State, student: str = "", task: str = "", status: str = "") -> Response:
-    """The coach's page; ``student``, ``task`` and ``status`` filter its submissions (a part of a name will do)."""
+def coach_page(
+    who: Coach,
+    state: State,
+    student: str = "",
+    task: str = "",
+    status: str = "",
+    page: int = 1,
+    people_page: int = 1,
+) -> Response:
+    """The coach's page; ``student``, ``task`` and ``status`` filter its submissions (a part of a name will do);
+    ``page`` and ``people_page``: which page of the submissions and of the students it shows."""
     contest = state.rules()
     standings = coach_view(contest, state.submissions(contest), state.students)
     rows = views.filtered(state.store.all(reports=False), student, task, status)
+    shown, paging = one_page(list(reversed(rows)), page)
+    people = views.people(state, contest)
+    people_shown, people_paging = one_page(people, people_page)
+    query = {"student": student, "task": task, "status": status, "page": paging["page"]}
+    query["people_page"] = people_paging["page"]
+    paging.update(page_links(query, "page", paging["page"], paging["pages"], "#filters"))
+    people_paging.update(page_links(query, "people_page", people_paging["page"], people_paging["pages"], "#students"))
     return views.render(
         state,
         "coach.html",
         standings=views.board(standings, True, views.attempts(state, contest)),
         tasks=[t.id for t in contest.tasks],
-        submissions=[views.submission(state, r, contest, full=True) for r in reversed(rows)],
+        submissions=[views.submission(state, r, contest, full=True) for r in shown],
+        paging=paging,
         filters={"student": student, "task": task, "status": status},
         statuses=STATUSES,
-        people=views.people(state, contest),
+        people=people,
+        people_shown=people_shown,
+        people_paging=people_paging,
+        role=role_of(who),
         events=views.events(state)[:50],
         freeze=views.freeze(state.freeze(contest)),
         freeze_note=freeze_note(contest),
@@ -104,6 +143,7 @@ def student_page(name: str, who: Coach, state: State) -> Response:
         regrade_requests=[r for r in views.regrade_requests(state, contest) if r["student"] == name],
         task_points={t.id: t.points for t in contest.tasks},
         now=views.iso(state.clock()),
+        role=role_of(who),
     )
 
 
@@ -117,7 +157,7 @@ def refuse_change(minutes: float, why: str | None) -> None:
 
 
 @router.post("/coach/extend")
-def extend(request: Request, who: Coach, state: State, minutes: Minutes) -> Response:
+def extend(request: Request, who: Admin, state: State, minutes: Minutes) -> Response:
     refuse_change(minutes, None)
     total = state.extend_minutes() + minutes
     refuse_change(minutes, state.empty_window(state.rules(extend=total)))
@@ -131,7 +171,7 @@ def extend(request: Request, who: Coach, state: State, minutes: Minutes) -> Resp
 @router.post("/coach/extra-time")
 def extra_time(
     request: Request,
-    who: Coach,
+    who: Admin,
     state: State,
     minutes: Minutes,
     student: Annotated[str, Form()] = "",
@@ -160,7 +200,7 @@ def extra_time(
 
 @router.post("/coach/start-delay")
 def start_delay(
-    request: Request, who: Coach, state: State, minutes: Minutes, student: Annotated[str, Form()] = ""
+    request: Request, who: Admin, state: State, minutes: Minutes, student: Annotated[str, Form()] = ""
 ) -> Response:
     """A latecomer's fixed window starts ``minutes`` after the contest's (0: at it), and lasts the full
     duration from there; set, not added."""
@@ -183,7 +223,7 @@ def known_student(state: ContestState, student: str) -> str:
 
 
 @router.post("/coach/void/{sid}")
-def void(sid: int, request: Request, who: Coach, state: State, undo: Undo = False) -> Response:
+def void(sid: int, request: Request, who: Admin, state: State, undo: Undo = False) -> Response:
     row = state.row(sid)
     if row is None:
         raise HTTPException(404, f"no submission {sid}")
@@ -196,7 +236,7 @@ def void(sid: int, request: Request, who: Coach, state: State, undo: Undo = Fals
 
 
 @router.post("/coach/regrade/{sid}")
-def regrade(sid: int, request: Request, who: Coach, state: State) -> Response:
+def regrade(sid: int, request: Request, who: Admin, state: State) -> Response:
     if state.row(sid) is None:
         raise HTTPException(404, f"no submission {sid}")
     if not state.store.requeue(sid, state.clock()):
@@ -210,7 +250,7 @@ def regrade(sid: int, request: Request, who: Coach, state: State) -> Response:
 
 
 @router.post("/coach/regrade-task")
-async def regrade_task(request: Request, who: Coach, state: State, task: Annotated[str, Form()] = "") -> Response:
+async def regrade_task(request: Request, who: Admin, state: State, task: Annotated[str, Form()] = "") -> Response:
     if state.rules().task(task) is None:
         raise HTTPException(400, f"{task!r} is not a task of this contest")
     ids = await run_in_threadpool(state.store.requeue_task, task, state.clock())  # many rows: off the event loop
@@ -221,7 +261,7 @@ async def regrade_task(request: Request, who: Coach, state: State, task: Annotat
 
 
 @router.post("/coach/reveal/{task_id}")
-def reveal(task_id: str, request: Request, who: Coach, state: State, undo: Undo = False) -> Response:
+def reveal(task_id: str, request: Request, who: Admin, state: State, undo: Undo = False) -> Response:
     if state.rules().task(task_id) is None or not is_metric(task_id):
         raise HTTPException(404, f"{task_id} is not a metric task of this contest: it has no split B")
     state.store.set_setting(f"{REVEALED}{task_id}", None if undo else state.clock().isoformat())
@@ -231,7 +271,7 @@ def reveal(task_id: str, request: Request, who: Coach, state: State, undo: Undo 
 
 
 @router.post("/coach/freeze")
-def freeze(request: Request, who: Coach, state: State) -> Response:
+def freeze(request: Request, who: Admin, state: State) -> Response:
     at = state.store.setting(FROZEN_AT) or state.clock().isoformat()
     if not state.store.setting(FROZEN_AT):
         state.resolve(None)  # a new freeze: nothing of it revealed yet
@@ -241,7 +281,7 @@ def freeze(request: Request, who: Coach, state: State) -> Response:
 
 
 @router.post("/coach/unfreeze")
-def unfreeze(request: Request, who: Coach, state: State) -> Response:
+def unfreeze(request: Request, who: Admin, state: State) -> Response:
     """Lift the freeze in effect: the coach's own, and the contest's scheduled one if it has begun (it does not
     come back; a freeze by hand still can)."""
     contest, now = state.rules(), state.clock()
@@ -267,7 +307,7 @@ def still_open(state: ContestState, contest: Contest) -> list[str]:
 
 
 @router.post("/coach/resolve")
-def resolve(request: Request, who: Coach, state: State, force: Force = False) -> Response:
+def resolve(request: Request, who: Admin, state: State, force: Force = False) -> Response:
     """DOMjudge's resolver, one click a step: on a board the coach froze, the lowest-ranked student's next
     pending task is revealed (its results since the freeze count on the students' board); once none is
     pending, the board is live again. Used after the end, it turns the final standings into a ceremony.
@@ -280,9 +320,11 @@ def resolve(request: Request, who: Coach, state: State, force: Force = False) ->
         raise HTTPException(409, "freeze the students' scoreboard first: the resolver reveals a frozen board")
     working = still_open(state, contest)
     if working and not force:
+        # a room's 200 names would bury the message: the first few, and how many more
+        named = ", ".join(working[:5]) + (f" and {len(working) - 5} more" if len(working) > 5 else "")
         raise HTTPException(
             409,
-            f"still in their window: {', '.join(working)}; the resolver would show them the frozen results. "
+            f"still in their window: {named}; the resolver would show them the frozen results. "
             'Wait for their end, or resolve with force=1 (the button\'s "resolve anyway")',
         )
     if working:
@@ -300,3 +342,33 @@ def resolve(request: Request, who: Coach, state: State, force: Force = False) ->
     state.resolve(step)
     state.store.event(now, step[0], "resolve", f"{step[1]}: the results since the freeze revealed", author=who.name)
     return views.done(request, "/coach", {"revealed": {"student": step[0], "task": step[1]}})
+
+
+def resolver_board(state: ContestState, contest: Contest) -> dict[str, Any]:
+    """The board the resolver reveals: the students' own (frozen, a "?" for each result not shown yet)."""
+    board = state.board(Who("", coach=False), contest)
+    return {
+        **views.board(board, False, views.attempts(state, contest, board.frozen_at)),
+        "frozen_by_hand": state.frozen_by_hand() is not None,
+        "still_open": still_open(state, contest),
+    }
+
+
+@router.get("/coach/resolver", response_class=HTMLResponse)
+def resolver_page(who: Coach, state: State) -> Response:
+    """The resolver for a projector: the students' board in large type, one result revealed a key press (the
+    right arrow or space) at a time, the page updated in place (no reload: the room sees the rows move)."""
+    contest = state.rules()
+    return views.render(
+        state,
+        "resolver.html",
+        board=resolver_board(state, contest),
+        tasks=[t.id for t in contest.tasks],
+        may_resolve=role_of(who) == ADMIN,
+    )
+
+
+@router.get("/api/coach/resolver")
+def resolver_api(who: Coach, state: State) -> dict[str, Any]:
+    """The resolver's board now, for its page to redraw after each step."""
+    return resolver_board(state, state.rules())

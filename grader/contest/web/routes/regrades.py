@@ -13,7 +13,7 @@ from fastapi.responses import Response
 
 from grader.contest.store import Refused
 from grader.contest.web import views
-from grader.contest.web.deps import Anyone, Coach, State, Student
+from grader.contest.web.deps import Anyone, Jury, State, Student
 from grader.contest.web.routes.messages import MOST_TEXT, checked
 from grader.contest.web.routes.student import own
 from grader.contest.web.state import SQLITE_IDS
@@ -39,7 +39,7 @@ def request_regrade(sid: int, request: Request, who: Student, state: State, reas
 
 @router.post("/coach/regrade-requests/{rid}")
 def answer_request(
-    rid: int, request: Request, who: Coach, state: State, action: Text = "", answer: Text = ""
+    rid: int, request: Request, who: Jury, state: State, action: Text = "", answer: Text = ""
 ) -> Response:
     """Answer request ``rid``: ``action`` "regrade" (the submission queued again) or "decline", with ``answer``,
     the text its student reads."""

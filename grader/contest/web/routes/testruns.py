@@ -91,7 +91,8 @@ async def send(task: str, request: Request, who: Student, state: State) -> Respo
     except Refused as e:
         raise await refuse(e.status, str(e)) from None
     log.info("test run %d: %s on %s, queued", rid, who.name, task)
-    state.test_runs.enqueue(rid)
+    # off the event loop: the first test run makes its process pool, which waits for the fork server to start
+    await run_in_threadpool(state.test_runs.enqueue, rid)
     payload = {"id": rid, "status": QUEUED, "url": f"/api/test-runs/{rid}"}
     return views.done(request, f"/me#test-run-{rid}", payload, status=202)
 
