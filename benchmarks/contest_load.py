@@ -311,14 +311,29 @@ def served_burst(
         # The pool's workers start their fork servers as the server starts: a round's end finds them warm.
         time.sleep(10)
         began = time.perf_counter()
+        busy_before = machine_cpu_seconds()
         threads = [threading.Thread(target=one, args=step) for step in plan]
         for t in threads:
             t.start()
         for t in threads:
             t.join()
+        LAST_BURST_CPU[0] = machine_cpu_seconds() - busy_before
     finally:
         stop_server(proc)
     return uploads, began
+
+
+# The CPU-seconds the whole machine spent during the last served burst (every process: the server, its grading,
+# a Dask cluster's workers, and these simulated students), read by ``burst`` for its drain limit.
+LAST_BURST_CPU = [float("nan")]
+
+
+def machine_cpu_seconds() -> float:
+    """CPU-seconds every core has spent busy since boot (user, nice, system, irq, softirq: /proc/stat's first
+    line), so that a difference is the work done in between, whichever process did it."""
+    fields = Path("/proc/stat").read_text().splitlines()[0].split()[1:8]
+    user, nice, system, _idle, _iowait, irq, softirq = (int(x) for x in fields)
+    return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
 def quick_plan(args, start: float = 0.0) -> list[tuple[str, str, float]]:
@@ -366,6 +381,17 @@ def burst(args, tmp: Path, files: Path) -> None:
             f"  {label:<16} upload -> verdict: median {percentile(waits, 50):.1f} s, p95 {percentile(waits, 95):.1f} s"
             f", max {max(waits, default=float('nan')):.1f} s; last verdict {last:.0f} s after the burst began; "
             + ", ".join(f"{name} {n}" for name, n in counts.items()),
+            flush=True,
+        )
+        # The machine's limit: the burst's work (every process's CPU-seconds, these students' own included, so an
+        # upper bound of the grading's) spread over every core with none idle; the last verdict against it.
+        cores = os.cpu_count() or 1
+        cpu = LAST_BURST_CPU[0]
+        limit = cpu / cores
+        print(
+            f"  {'':<16} CPU: {cpu:.0f} CPU-s for {len(uploads)} uploads, {cpu / max(len(uploads), 1):.2f} CPU-s "
+            f"each; drain limit on {cores} cores {limit:.0f} s; last verdict at {last / limit:.2f}x the limit, "
+            f"p95 at {percentile(waits, 95) / limit:.2f}x",
             flush=True,
         )
 
