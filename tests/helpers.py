@@ -207,6 +207,21 @@ def stand_ins(
         os.chdir(here)
 
 
+def rendered_notebooks(folder: Path, paper: Path, secret: str, students: tuple[str, ...]) -> dict[str, Path]:
+    """`grade paper render` of a copy of ``paper`` (its paper.toml, with ``secret`` as its secret) for each of
+    ``students``: their notebooks, FOLDER/STUDENT.ipynb."""
+    copy = folder / paper.name
+    copy.mkdir()
+    shutil.copy(paper / "paper.toml", copy / "paper.toml")
+    (copy / "paper.secret").write_text(secret + "\n")
+    made = {}
+    for who in students:
+        made[who] = folder / f"{who}.ipynb"
+        proc = command_here("paper", "render", str(copy), "--student", who, "--out", str(made[who]), patches={})
+        assert proc.returncode == 0, proc.stderr
+    return made
+
+
 def command_here(
     *args: str,
     patches: dict[str, object],

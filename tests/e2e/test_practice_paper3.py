@@ -27,11 +27,11 @@ from helpers import (
     ContestClock,
     auth,
     check_notebook,
-    command_here,
     contest_folder,
     copy_answers,
     open_contest,
     practice_here,
+    rendered_notebooks,
     upload,
 )
 
@@ -105,15 +105,7 @@ def sitting(tmp_path_factory) -> dict[str, Path]:
     """alice's and bob's notebooks rendered by `grade paper render` from a copy of the paper with a known secret;
     alice's filled with the reference and her answers; bob's with alice's cells."""
     folder = tmp_path_factory.mktemp("paper3")
-    paper = folder / "practice-3"
-    paper.mkdir()
-    shutil.copy(PAPER / "paper.toml", paper / "paper.toml")
-    (paper / "paper.secret").write_text(SECRET + "\n")
-    made = {}
-    for who in ("alice", "bob"):
-        made[who] = folder / f"{who}.ipynb"
-        proc = command_here("paper", "render", str(paper), "--student", who, "--out", str(made[who]), patches={})
-        assert proc.returncode == 0, proc.stderr
+    made = rendered_notebooks(folder, PAPER, SECRET, ("alice", "bob"))
     made["alice-filled"] = folder / "alice-filled.ipynb"
     book = fill(json.loads(made["alice"].read_text()), seed_of(SECRET, "practice-3", "alice"))
     made["alice-filled"].write_text(json.dumps(book))
