@@ -3,6 +3,8 @@
     python benchmarks/contest_load.py [--students 50] [--per-student 3] [--workers 2]
     python benchmarks/contest_load.py --burst [--students 30] [--burst-seconds 10]
     python benchmarks/contest_load.py --burst --metric-runs 2 [--students 30] [--workers 2]
+    python benchmarks/contest_load.py --burst --task m4 --students 200 [--metric-runs 2] [--poll 2]
+    python benchmarks/contest_load.py --machines --task m4 --students 200 --burst-seconds 2 --poll 2   (root)
 
 A temp contest (window open now, full feedback, public scoreboard, task m1, no caps or intervals) is served by
 `grade contest serve --workers W` on a free loopback port. Each simulated student (a thread) uploads
@@ -31,6 +33,23 @@ with lanes on), the training runs' own, the last verdict, the audit, and the loa
 run (a shared machine's figures say so). The task runs on the frozen grader corpus written to a file (a
 ``file:`` corpus, as a contest with stakes uses), with the shipped calibration.
 
+``--task m4``: the burst uploads m4 (greedy generation) instead of m1, its bug taking the next token from the first
+position. Every upload is a file of its own (the student's name in a last comment line). Before serving, the grading
+cost is measured in one warm grading process of the contest's kind (its start, its first grading, then the median
+CPU-seconds of a grading over 12 distinct files), and the drain limit printed: uploads x CPU-s a grading / cores.
+Each way then prints the p95 from arrival to verdict from the server's own records (``received_at``,
+``graded_at``: no upload time, no poll interval) against it (target: within 1.5x and at most 30 s). With
+``--metric-runs N`` the burst is served alone first, then with the runs at the metric lane's weight (``--metric-nice``,
+by default the server's), at an equal weight, with lanes off, and last with no run in the server but the reference
+recipe training beside it at SCHED_IDLE (the floor that no CPU weight can lower); each row's p95 is given as a ratio
+to the burst's alone (target: at most 1.10x with the runs at the default weight).
+
+``--machines``: the burst graded by a Dask cluster whose workers are simulated machines, one core each: a network
+namespace of its own joined to the host by a veth pair, its worker pinned to its core (``taskset``), the scheduler,
+the server and the students on the host. Served with one machine, then two; printed: each one's drain (first
+arrival to last verdict, from the server's records) and the ratio (target: two at least 1.6x as fast as one). Needs
+root and iproute2. ``--keep DIR`` keeps every contest's folder (its server's log, its records) in DIR.
+
 ``--dask-lane [--metric-runs 4] [--students 20] [--workers 2]``: a mixed load, the metric runs (the reference
 recipe on a tiny task file: a training budget of ``--metric-cpu`` CPU seconds, 16 evaluation windows, as the
 tests' task) at the burst's start and the m1 burst after them, served twice on the same machine: (a) all local
@@ -45,6 +64,7 @@ Dask path costs, not what a second machine gives (docs/contest/README.md, "The D
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -58,6 +78,7 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -69,8 +90,13 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 from helpers import free_port, serve_contest, stop_server  # noqa: E402 - tests/ is put on the path just above
 
-TASK = "m1"
-FILE = "m1_attention.py"
+# The quick task a burst uploads (``--task``): its file, and the one line whose change makes the bug variant.
+QUICK_TASKS = {
+    "m1": ("m1_attention.py", "torch.tril", "torch.triu"),  # the mask kept above the diagonal, not below
+    "m4": ("m4_generate.py", "logits[:, -1, :]", "logits[:, 0, :]"),  # the next token from the first position
+}
+TASK = "m1"  # set once by main from --task
+FILE = QUICK_TASKS[TASK][0]
 METRIC_KIND = "lmbudget"  # the variant (and task, and file lmbudget.py) of a metric upload in --metric-runs
 SCOREBOARD_EVERY = 0.05  # seconds between two scoreboard requests
 RATE_LIMITED_WAIT = 6.0  # the server allows 10 uploads a minute per student: wait this long after a 429
@@ -135,14 +161,25 @@ def capability() -> str:
 
 
 def variants() -> dict[str, bytes]:
-    """The three kinds of m1 file: full marks, zero, and a one-line bug that must lose points."""
+    """The three kinds of file of the task: full marks, zero, and a one-line bug that must lose points."""
+    _, right, wrong = QUICK_TASKS[TASK]
     reference = (ROOT / "solutions" / FILE).read_text()
-    assert reference.count("torch.tril") == 1, "the bug replaces the one torch.tril of the reference"
+    assert reference.count(right) == 1, f"the bug replaces the one {right} of the reference"
     return {
         "reference": reference.encode(),
         "stub": (ROOT / "exercises" / FILE).read_bytes(),
-        "buggy": reference.replace("torch.tril", "torch.triu").encode(),
+        "buggy": reference.replace(right, wrong).encode(),
     }
+
+
+def own_copy(folder: Path, name: str, kind: str, file: str) -> Path:
+    """The student's copy of a variant's file, with their name in a last comment line: every upload of a round
+    is a file of its own, as in a class, so that nothing the grader might remember of one file serves another."""
+    mine = folder / "own" / name / kind / file
+    if not mine.exists():
+        mine.parent.mkdir(parents=True, exist_ok=True)
+        mine.write_bytes((folder / kind / file).read_bytes() + f"\n# {name}\n".encode())
+    return mine
 
 
 def plan(students: int, per_student: int) -> dict[str, list[str]]:
@@ -192,7 +229,7 @@ def student(
     (it polls every 2 s; here every ``poll`` s, so that the poll adds little to the measured time)."""
     for kind in kinds:
         task, file = (METRIC_KIND, f"{METRIC_KIND}.py") if kind == METRIC_KIND else (TASK, FILE)
-        body, content_type = multipart([folder / kind / file])
+        body, content_type = multipart([own_copy(folder, name, kind, file)])
         upload = Upload(name, kind, uploaded_at=time.perf_counter())
         out.append(upload)
         while True:
@@ -336,6 +373,58 @@ def machine_cpu_seconds() -> float:
     return (user + nice + system + irq + softirq) / os.sysconf("SC_CLK_TCK")
 
 
+@dataclass
+class Cost:
+    """What grading costs on this machine, measured in one warm grading process of the contest's kind."""
+
+    start: float  # CPU-seconds of a grading process's start: its pool process, its sandbox's fork server, ready
+    first: float  # CPU-seconds of its first grading (what a process loads once: pytest, the suite, cached values)
+    grading: float  # CPU-seconds of each later grading: the median over distinct files of the three kinds
+    gradings: int
+
+
+def grading_cost(files: Path, n: int = 12) -> Cost:
+    """Grade ``n`` distinct files of the burst's three kinds, one after another, in one grading process started as
+    the contest starts its own (``pool_context``, ``warm_up``), and count the machine's CPU-seconds of each step
+    (every process's, the sandboxes' included: the machine is otherwise quiet, as the figures say)."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from grader.batch.run import grade_one, pool_context, stop_forkserver, warm_up
+    from grader.options import limits
+
+    chosen = limits()
+    kinds = list(variants())
+    folders = [own_copy(files, f"cost{i:02d}", kinds[i % len(kinds)], FILE).parent for i in range(n + 1)]
+    before = machine_cpu_seconds()
+    pool = ProcessPoolExecutor(1, mp_context=pool_context())
+    try:
+        pool.submit(warm_up, chosen, True).result()
+        started = machine_cpu_seconds()
+        each = []
+        for folder in folders:
+            at = machine_cpu_seconds()
+            result = pool.submit(grade_one, str(folder), [TASK], chosen).result()
+            if result.get("error"):
+                raise SystemExit(f"the grading cost's gradings failed: {result['error']}")
+            each.append(machine_cpu_seconds() - at)
+    finally:
+        pool.shutdown()
+        stop_forkserver()
+    return Cost(started - before, each[0], sorted(each[1:])[len(each[1:]) // 2], n)
+
+
+def drain_line(cost: Cost, uploads: int) -> tuple[float, str]:
+    """The burst's drain limit on this machine's cores (every grading at ``cost.grading``, no core idle, nothing
+    else to do) and the line that says so."""
+    cores = os.cpu_count() or 1
+    limit = uploads * cost.grading / cores
+    return limit, (
+        f"grading cost ({TASK}, one warm grading process, {cost.gradings} distinct files): {cost.grading:.2f} CPU-s "
+        f"a grading; a grading process's start {cost.start:.1f} CPU-s and its first grading {cost.first:.1f}; "
+        f"drain limit of {uploads} uploads on {cores} cores: {uploads} x {cost.grading:.2f} / {cores} = {limit:.1f} s"
+    )
+
+
 def quick_plan(args, start: float = 0.0) -> list[tuple[str, str, float]]:
     """Every student uploads m1 once (reference, stub or a bug in turn), at a random moment (seeded) between
     ``start`` and ``--burst-seconds``, as at a round's end."""
@@ -361,9 +450,35 @@ def run_burst(args, tmp: Path, files: Path, workers: int, scheduler: str | None)
     return uploads, folder, began
 
 
+def server_waits(folder: Path) -> list[float]:
+    """Each graded quick submission's seconds from its arrival to its verdict, from the contest's own records
+    (the server's clock): what the server took, without a student's upload time or poll interval."""
+    with sqlite3.connect(f"file:{folder / 'contest.sqlite'}?mode=ro", uri=True) as db:
+        rows = db.execute(
+            "SELECT received_at, graded_at FROM submissions WHERE status = 'graded' AND task = ?", (TASK,)
+        ).fetchall()
+    return [(datetime.fromisoformat(g) - datetime.fromisoformat(r)).total_seconds() for r, g in rows]
+
+
+def quick_waits(uploads: list[Upload]) -> list[float]:
+    """Each quick upload's seconds from upload to verdict (the metric runs' left out)."""
+    return [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at is not None and u.variant != METRIC_KIND]
+
+
+def target_line(p95: float, limit: float) -> str:
+    """p95 to a verdict against the targets: within 1.5x the drain limit, and at most 30 s."""
+    met = p95 <= 1.5 * limit and p95 <= 30
+    return f"p95 {p95:.1f} s = {p95 / limit:.2f}x the drain limit (target: within 1.5x and at most 30 s)" + (
+        "" if met else "  MISSED"
+    )
+
+
 def burst(args, tmp: Path, files: Path) -> None:
     """The three ways of serving the same burst, one after the other, each on a fresh contest."""
-    print(f"burst: {args.students} students, each uploading once within {args.burst_seconds:g} s", flush=True)
+    cost = grading_cost(files)
+    limit, line = drain_line(cost, args.students)
+    print(f"burst: {args.students} students, each uploading {TASK} once within {args.burst_seconds:g} s", flush=True)
+    print(f"  {line}", flush=True)
     for label, workers, dask in (("1 worker", 1, False), ("2 workers", 2, False), ("Dask, 2 workers", 2, True)):
         cluster: list[subprocess.Popen] = []
         try:
@@ -374,7 +489,7 @@ def burst(args, tmp: Path, files: Path) -> None:
         finally:
             for proc in cluster:
                 stop_server(proc)
-        waits = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at is not None]
+        waits = quick_waits(uploads)
         last = max((u.verdict_at for u in uploads if u.verdict_at is not None), default=began) - began
         counts = audit(folder, uploads)
         print(
@@ -383,36 +498,73 @@ def burst(args, tmp: Path, files: Path) -> None:
             + ", ".join(f"{name} {n}" for name, n in counts.items()),
             flush=True,
         )
-        # The machine's limit: the burst's work (every process's CPU-seconds, these students' own included, so an
-        # upper bound of the grading's) spread over every core with none idle; the last verdict against it.
-        cores = os.cpu_count() or 1
+        # The burst's whole work: every process's CPU-seconds, the server's, its HTTP and these students' own
+        # included, so what serving a grading costs beyond the grading itself shows beside it.
         cpu = LAST_BURST_CPU[0]
-        limit = cpu / cores
+        served = server_waits(folder)
         print(
-            f"  {'':<16} CPU: {cpu:.0f} CPU-s for {len(uploads)} uploads, {cpu / max(len(uploads), 1):.2f} CPU-s "
-            f"each; drain limit on {cores} cores {limit:.0f} s; last verdict at {last / limit:.2f}x the limit, "
-            f"p95 at {percentile(waits, 95) / limit:.2f}x",
+            f"  {'':<16} the server's records, arrival -> verdict: median {percentile(served, 50):.1f} s, "
+            f"{target_line(percentile(served, 95), limit)}; the machine spent {cpu:.0f} CPU-s in all, "
+            f"{cpu / max(len(uploads), 1):.2f} CPU-s an upload (the server and these students included)",
             flush=True,
         )
 
 
 def run_metric_burst(
-    args, tmp: Path, files: Path, lanes: bool, scheduler: str | None = None
+    args,
+    tmp: Path,
+    files: Path,
+    lanes: bool,
+    scheduler: str | None = None,
+    runs: int | None = None,
+    nice: int | None = None,
 ) -> tuple[list[Upload], Path, float]:
-    """The burst of ``--students`` m1 uploads, with ``--metric-runs`` lmbudget uploads from more students at its
-    start; ``--workers`` workers, the metric lane on (its default size) or off (``--metric-workers 0``); with
-    ``scheduler``, the metric lane on that Dask cluster (``--scheduler-lanes metric``)."""
-    runs = [(f"trainer{s:02d}", METRIC_KIND, 0.1 * s) for s in range(args.metric_runs)]
-    plan = runs + quick_plan(args, start=0.5)
-    folder = tmp / f"metric-burst-{'dask' if scheduler else 'lanes' if lanes else 'shared'}"
+    """The burst of ``--students`` quick uploads, with ``runs`` (default ``--metric-runs``) lmbudget uploads from
+    more students at its start; ``--workers`` workers, the metric lane on (its default size, at ``nice``: None
+    the server's default) or off (``--metric-workers 0``); with ``scheduler``, the metric lane on that Dask
+    cluster (``--scheduler-lanes metric``)."""
+    runs = args.metric_runs if runs is None else runs
+    trainers = [(f"trainer{s:02d}", METRIC_KIND, 0.1 * s) for s in range(runs)]
+    plan = trainers + quick_plan(args, start=0.5)
+    label = "dask" if scheduler else "beside" if nice == -1 else f"lanes-{nice}" if lanes else "shared"
+    nice = None if nice == -1 else nice  # -1: metric_burst's row with a training run outside the server
+    folder = tmp / f"metric-burst-{label}-{runs}"
     tokens = make_contest(folder, [name for name, _, _ in plan], metric=True)
     port = free_port()
-    options = () if lanes else ("--metric-workers", "0")
+    options: tuple[str, ...] = () if lanes else ("--metric-workers", "0")
+    if lanes and nice is not None:
+        options += ("--metric-nice", str(nice))
     if scheduler:
         options = ("--scheduler-lanes", "metric")
     proc = serve_contest(folder, port, args.workers, wait=120, scheduler=scheduler, options=options)
     uploads, began = served_burst(args, files, tokens, proc, port, plan)
     return uploads, folder, began
+
+
+IDLE_TRAINING = """
+import gzip, os, sys
+os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+sys.path.insert(0, sys.argv[1])
+import torch
+from lmbudget import train_within_budget
+torch.set_num_threads(1)
+text = open(sys.argv[2]).read()
+vocab = sorted(set(text))
+while True:
+    train_within_budget(text, vocab, 30.0)
+"""
+
+
+def idle_training(tmp: Path) -> subprocess.Popen:
+    """The reference recipe training over and over, outside any server, at the lowest CPU weight Linux has
+    (SCHED_IDLE: a normal process that wakes takes its core at once): what a training run costs a burst's
+    gradings when no scheduling is left to blame, only the cores' caches and memory they share."""
+    return subprocess.Popen(
+        [sys.executable, "-c", IDLE_TRAINING, str(ROOT / "solutions"), str(tmp / "corpus.txt")],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
 
 
 def metric_task_file(tmp: Path) -> Path:
@@ -488,44 +640,198 @@ def dask_lane(args, tmp: Path, files: Path) -> None:
 
 
 def metric_burst(args, tmp: Path, files: Path) -> None:
-    """The burst with training runs at its start, lanes off then on, each on a fresh contest."""
-    from grader.contest.grading import default_metric_workers
+    """The burst alone, then with training runs at its start (lanes on, the metric lane at its default weight,
+    then at the quick lane's), then with lanes off: each on a fresh contest."""
+    from grader.contest.grading import METRIC_NICE, default_metric_workers
     from grader.lmbudget.task import ENV_VAR
 
     os.environ[ENV_VAR] = str(metric_task_file(tmp))  # the servers' grading reads it
     (files / METRIC_KIND).mkdir()
     shutil.copy(ROOT / "solutions" / f"{METRIC_KIND}.py", files / METRIC_KIND / f"{METRIC_KIND}.py")
+    cost = grading_cost(files)
+    limit, line = drain_line(cost, args.students)
     print(
-        f"burst with training runs: {args.students} students each uploading m1 once within {args.burst_seconds:g} s"
-        f" (reference, stub, bug), and {args.metric_runs} lmbudget uploads (solutions/lmbudget.py, a training run"
-        f" of the task's CPU budget) at its start; --workers {args.workers}",
+        f"burst with training runs: {args.students} students each uploading {TASK} once within "
+        f"{args.burst_seconds:g} s (reference, stub, bug), and {args.metric_runs} lmbudget uploads "
+        f"(solutions/lmbudget.py, a training run of the task's CPU budget) at its start; --workers {args.workers}\n"
+        f"  {line}",
         flush=True,
     )
-    quick_p95 = {}
-    lanes_on = f"lanes on (metric lane of {default_metric_workers(args.workers)}, the default)"
-    for label, lanes in (("lanes off (--metric-workers 0)", False), (lanes_on, True)):
+    metric = default_metric_workers(args.workers)
+    nice = METRIC_NICE if args.metric_nice is None else args.metric_nice
+    chosen = " (the default)" if nice == METRIC_NICE else ""
+    served = (
+        ("no training runs", True, 0, None),
+        (f"lanes on, metric lane of {metric} at nice +{nice}{chosen}", True, args.metric_runs, nice),
+        (f"lanes on, metric lane of {metric} at nice +0 (an equal process)", True, args.metric_runs, 0),
+        ("lanes off (--metric-workers 0)", False, args.metric_runs, None),
+    )
+    served += (("no training runs in the server, the reference recipe training beside it at SCHED_IDLE", True, 0, -1),)
+    quick_p95 = []
+    for label, lanes, runs, weight in served:
         load = os.getloadavg()[0]
-        uploads, folder, began = run_metric_burst(args, tmp, files, lanes)
-        quick = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at and u.variant != METRIC_KIND]
-        runs = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at and u.variant == METRIC_KIND]
+        beside = idle_training(tmp) if weight == -1 else None
+        try:
+            uploads, folder, began = run_metric_burst(args, tmp, files, lanes, runs=runs, nice=weight)
+        finally:
+            if beside is not None:
+                stop_server(beside)
+        quick = quick_waits(uploads)
+        served = server_waits(folder)
+        trained = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at and u.variant == METRIC_KIND]
         last = max((u.verdict_at for u in uploads if u.verdict_at is not None), default=began) - began
         counts = audit(folder, uploads)
-        quick_p95[lanes] = percentile(quick, 95)
+        p95 = percentile(served, 95)
+        quick_p95.append(p95)
         print(
-            f"  {label}:\n    quick (m1) upload -> verdict: median {percentile(quick, 50):.1f} s, "
-            f"p95 {quick_p95[lanes]:.1f} s, max {max(quick, default=float('nan')):.1f} s ({len(quick)} verdicts)\n"
-            f"    training runs upload -> verdict: {', '.join(f'{r:.0f} s' for r in sorted(runs)) or 'none'}; last "
-            f"verdict {last:.0f} s after the burst began\n    "
+            f"  {label}:\n    quick ({TASK}) upload -> verdict seen by the students: median "
+            f"{percentile(quick, 50):.1f} s, p95 {percentile(quick, 95):.1f} s, "
+            f"max {max(quick, default=float('nan')):.1f} s ({len(quick)} verdicts)\n"
+            f"    the server's records, arrival -> verdict: median "
+            f"{percentile(served, 50):.1f} s, {target_line(p95, limit)}"
+            + (f"; {p95 / quick_p95[0]:.2f}x the p95 with no training runs" if runs or weight == -1 else "")
+            + f"\n    training runs upload -> verdict: {', '.join(f'{r:.0f} s' for r in sorted(trained)) or 'none'}; "
+            f"last verdict {last:.0f} s after the burst began\n    "
             + ", ".join(f"{name} {n}" for name, n in counts.items())
             + f"; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after",
             flush=True,
         )
-    after = quick_p95[True]
+    ratio = quick_p95[1] / quick_p95[0]
     print(
-        f"quick tasks' p95 to a verdict: {quick_p95[False]:.1f} s with lanes off, {after:.1f} s with lanes on"
-        f" (target: within 10 s with lanes on){'' if after <= 10 else '  MISSED'}",
+        f"quick tasks' p95 from arrival to verdict: {quick_p95[0]:.1f} s alone, {quick_p95[1]:.1f} s with the "
+        f"training runs queued at nice +{nice} ({ratio:.2f}x; target: at most 1.10x)"
+        + ("" if ratio <= 1.10 else "  MISSED"),
         flush=True,
     )
+
+
+NETNS = "gptkit-bench-m"  # a simulated machine's network namespace: this and its number
+SUBNET = "10.231"  # machine i: the host's end 10.231.i.1, the machine's 10.231.i.2
+
+
+@contextlib.contextmanager
+def simulated_machines(count: int) -> Iterator[list[tuple[str, str, str]]]:
+    """``count`` simulated machines, each a network namespace of its own joined to this one by a veth pair (as a
+    LAN joins machines): yields each one's (namespace, the host's address on its link, its own address); removed
+    after, whatever happened. Needs root and iproute2."""
+    made: list[str] = []
+
+    def ip(*words: str) -> None:
+        subprocess.run(["ip", *words], check=True, capture_output=True)
+
+    try:
+        machines = []
+        for i in range(1, count + 1):
+            name, host, own = f"{NETNS}{i}", f"{SUBNET}.{i}.1", f"{SUBNET}.{i}.2"
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)  # a run killed before its cleanup
+            subprocess.run(["ip", "link", "del", f"gkbench{i}"], capture_output=True)
+            ip("netns", "add", name)
+            made.append(name)
+            ip("link", "add", f"gkbench{i}", "type", "veth", "peer", "name", "eth0", "netns", name)
+            ip("addr", "add", f"{host}/24", "dev", f"gkbench{i}")
+            ip("link", "set", f"gkbench{i}", "up")
+            for words in (
+                ("addr", "add", f"{own}/24", "dev", "eth0"),
+                ("link", "set", "eth0", "up"),
+                ("link", "set", "lo", "up"),
+            ):
+                ip("netns", "exec", name, "ip", *words)
+            machines.append((name, host, own))
+        yield machines
+    finally:
+        for i, name in enumerate(made, 1):
+            subprocess.run(["ip", "link", "del", f"gkbench{i}"], capture_output=True)
+            subprocess.run(["ip", "netns", "del", name], capture_output=True)
+
+
+def machine_cluster(machines: list[tuple[str, str, str]], cores: list[int]) -> tuple[str, list[subprocess.Popen]]:
+    """A Dask scheduler here (every address) and on each simulated machine a worker of one thread, pinned to its
+    core (``taskset``: the worker, its nanny, its grading's sandboxes all inherit it). Returns the scheduler's
+    loopback address (the contest server's) and the processes, each in a process group of its own."""
+    port = free_port()
+    quiet = dict(cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    scheduler = subprocess.Popen(
+        [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "0.0.0.0", "--port", str(port)]
+        + ["--no-dashboard"],
+        **quiet,
+    )
+    procs = [scheduler]
+    for (name, host, own), core in zip(machines, cores):
+        procs.append(
+            subprocess.Popen(
+                ["ip", "netns", "exec", name, "taskset", "-c", str(core), sys.executable, "-m"]
+                + ["distributed.cli.dask_worker", f"tcp://{host}:{port}", "--nworkers", "1", "--nthreads", "1"]
+                + ["--host", own, "--no-dashboard"],
+                **quiet,
+            )
+        )
+    address = f"tcp://127.0.0.1:{port}"
+    from distributed import Client
+
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        try:
+            with Client(address, timeout=5) as client:
+                if len(client.scheduler_info()["workers"]) >= len(machines):
+                    return address, procs[::-1]
+        except OSError:
+            pass
+        time.sleep(1)
+    for proc in procs:
+        stop_server(proc)
+    raise SystemExit("the simulated machines' Dask workers did not register within 120 s")
+
+
+def drain(folder: Path) -> tuple[int, float]:
+    """(submissions graded, seconds from the first one's arrival to the last one's verdict), from the contest's
+    own records: the server's clock, not a student's poll."""
+    with sqlite3.connect(f"file:{folder / 'contest.sqlite'}?mode=ro", uri=True) as db:
+        rows = db.execute("SELECT received_at, graded_at FROM submissions WHERE status = 'graded'").fetchall()
+    if not rows:
+        return 0, float("nan")
+    first = min(datetime.fromisoformat(r) for r, _ in rows)
+    last = max(datetime.fromisoformat(g) for _, g in rows)
+    return len(rows), (last - first).total_seconds()
+
+
+def machines(args, tmp: Path, files: Path) -> None:
+    """The same burst graded by one simulated machine, then by two, each on a fresh contest and cluster."""
+    if os.geteuid() != 0 or shutil.which("ip") is None or shutil.which("taskset") is None:
+        raise SystemExit("--machines needs root, iproute2 and taskset: each simulated machine is a network namespace")
+    cores = sorted(os.sched_getaffinity(0))
+    if len(cores) < 2:
+        raise SystemExit("--machines needs two cores: one for each simulated machine")
+    cost = grading_cost(files)
+    print(
+        f"simulated machines: {args.students} students, each uploading {TASK} once within {args.burst_seconds:g} s, "
+        f"graded on a Dask cluster whose workers are machines of one core each (a network namespace of its own, "
+        f"joined by a veth pair; pinned to its core); the server, the scheduler and these students on the host\n"
+        f"  grading cost ({TASK}, one warm grading process): {cost.grading:.2f} CPU-s a grading",
+        flush=True,
+    )
+    rates = {}
+    for count in (1, 2):
+        with simulated_machines(count) as made:
+            cluster: list[subprocess.Popen] = []
+            try:
+                scheduler, cluster = machine_cluster(made, cores[:count])
+                uploads, folder, began = run_burst(args, tmp / f"machines-{count}", files, 1, scheduler)
+            finally:
+                for proc in cluster:
+                    stop_server(proc)
+        graded, seconds = drain(folder)
+        rates[count] = graded / seconds
+        waits = quick_waits(uploads)
+        print(
+            f"  {count} machine{'s' if count > 1 else ' '} ({', '.join(f'core {c}' for c in cores[:count])}): "
+            f"{graded} graded in {seconds:.1f} s from the first arrival to the last verdict, "
+            f"{rates[count]:.1f} a second ({rates[count] * cost.grading / count:.2f} of each "
+            f"machine's core at the measured cost); upload -> verdict median {percentile(waits, 50):.1f} s, p95 "
+            f"{percentile(waits, 95):.1f} s; " + ", ".join(f"{name} {n}" for name, n in audit(folder, uploads).items()),
+            flush=True,
+        )
+    ratio = rates[2] / rates[1]
+    print(f"two machines drain {ratio:.2f}x as fast as one (target: at least 1.6x){'' if ratio >= 1.6 else '  MISSED'}")
 
 
 def run_batch(args, tmp: Path, uploads: list[Upload], files: Path) -> tuple[float, Path]:
@@ -600,6 +906,19 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
 
 
+@contextlib.contextmanager
+def scratch_folder(keep: Path | None) -> Iterator[str]:
+    """Where the run's contests live: a temporary folder, removed after; or ``--keep``'s (made empty first), left
+    for a look at each server's log and records."""
+    if keep is None:
+        with tempfile.TemporaryDirectory() as scratch:
+            yield scratch
+        return
+    shutil.rmtree(keep, ignore_errors=True)
+    keep.mkdir(parents=True)
+    yield str(keep)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--students", type=int, default=50, help="simulated students (default 50)")
@@ -616,12 +935,24 @@ def main() -> None:
         "--dask-lane", action="store_true", help="a mixed load: all local, then the metric lane on Dask"
     )
     parser.add_argument("--metric-cpu", type=float, default=3.0, help="--dask-lane: a run's CPU budget (default 3)")
+    parser.add_argument(
+        "--machines", action="store_true", help="the burst on one simulated machine, then two (root: namespaces)"
+    )
+    parser.add_argument(
+        "--metric-nice", type=int, default=None, help="with --metric-runs: the server's --metric-nice (its default)"
+    )
+    parser.add_argument("--keep", type=Path, default=None, help="keep the contests' folders here (logs, records)")
+    parser.add_argument("--task", choices=sorted(QUICK_TASKS), default="m1", help="the quick task (default m1)")
     args = parser.parse_args()
+    global TASK, FILE
+    TASK, FILE = args.task, QUICK_TASKS[args.task][0]
     print(cpu_line(), flush=True)
-    if args.dask_lane or args.burst:
+    if args.dask_lane or args.burst or args.machines:
         args.metric_runs = args.metric_runs or (4 if args.dask_lane else 0)
-        run = dask_lane if args.dask_lane else metric_burst if args.metric_runs else burst
-        with tempfile.TemporaryDirectory() as scratch:
+        run = (
+            machines if args.machines else dask_lane if args.dask_lane else metric_burst if args.metric_runs else burst
+        )
+        with scratch_folder(args.keep) as scratch:
             files = Path(scratch) / "files"
             for kind, data in variants().items():
                 (files / kind).mkdir(parents=True)
@@ -629,7 +960,7 @@ def main() -> None:
             run(args, Path(scratch), files)
         return
     print(f"{args.students} students x {args.per_student} uploads, {args.workers} workers", flush=True)
-    with tempfile.TemporaryDirectory() as scratch:
+    with scratch_folder(args.keep) as scratch:
         tmp = Path(scratch)
         files = tmp / "files"
         for kind, data in variants().items():

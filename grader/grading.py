@@ -143,6 +143,11 @@ class Grader:
         watch, while this process loads torch itself). Not waited for: its first grading waits for it."""
         self._warm(list(milestones))
 
+    def ready(self) -> None:
+        """Wait until the warm server ``warm_up`` started is ready to fork workers (GraderError if it failed)."""
+        if self._server is not None:
+            self._server.hello()
+
     @property
     def server_died(self) -> bool:
         """The warm server has died (since its last grading, or during it)."""

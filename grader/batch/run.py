@@ -76,11 +76,15 @@ def test_run_one(folder: str, limits: Limits) -> dict:
             return {"error": f"{type(e).__name__}: {e}"}
 
 
-def warm_up(limits: Limits) -> None:
+def warm_up(limits: Limits, wait: bool = False) -> None:
     """In a worker process: start its Grader's fork server now, so that the first submission it gets does not
-    wait for it (the contest server calls this once per worker when it starts)."""
+    wait for it (the contest server calls this once per worker when it starts); ``wait``: return once it is ready
+    (a benchmark's measure of a grading then leaves the server's start out)."""
     with _one_at_a_time:
-        process_grader(limits).warm_up()
+        grader = process_grader(limits)
+        grader.warm_up()
+        if wait:
+            grader.ready()
 
 
 def pool_context(milestones: Iterable[str] = MILESTONES) -> multiprocessing.context.BaseContext:

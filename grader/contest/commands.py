@@ -30,7 +30,7 @@ from grader.batch.gradebook import Gradebook
 from grader.clierrors import GraderGroup
 from grader.contest.config import Board, Contest, load
 from grader.contest.feedback import guarded_tasks
-from grader.contest.grading import LANES, METRIC, QUICK, Remote
+from grader.contest.grading import LANES, METRIC, METRIC_NICE, QUICK, Remote
 from grader.contest.layout import (
     ADMIN_TOKEN,
     COACHES,
@@ -397,9 +397,10 @@ def console_log() -> None:
 @click.option(
     "--workers",
     type=click.IntRange(1, 256),
-    default=max(1, (os.cpu_count() or 2) // 2),
-    show_default="half the cores",
-    help="Submissions graded at once (of the quick tasks: every task but a metric one).",
+    default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
+    show_default="the cores this server may use",
+    help="Submissions graded at once (of the quick tasks: every task but a metric one). The metric lane runs at a "
+    "lower weight (--metric-nice), so the quick tasks may take every core.",
 )
 @click.option(
     "--metric-workers",
@@ -409,6 +410,16 @@ def console_log() -> None:
     help="A metric task's submissions (lmbudget's training runs) graded at once, by processes of their own, so "
     "that a quick task's upload never waits behind them; 0: they share --workers. With --scheduler: the "
     "cluster's threads they may hold (by default half, never all; with --scheduler-lanes metric, all by default).",
+)
+@click.option(
+    "--metric-nice",
+    type=click.IntRange(0, 19),
+    default=METRIC_NICE,
+    show_default=True,
+    help="Niceness added to the metric lane's processes, so that a training run takes what the quick tasks leave "
+    "of the cores rather than an equal share (its score counts CPU seconds, so this never changes it). At the "
+    "default a run beside a busy quick grading gets a quarter of that core, within the wall limit of "
+    "lmbudget's task file (6 times its CPU budget); a task file with a tighter wall factor needs a lower value.",
 )
 @limit_options
 @submission_timeout_option(CONTEST_SUBMISSION_SECONDS)
@@ -438,6 +449,7 @@ def serve(
     port: int,
     workers: int,
     metric_workers: int | None,
+    metric_nice: int,
     timeout: float,
     memory_mb: int,
     submission_timeout: float,
@@ -490,6 +502,7 @@ def serve(
             executor=executor,
             slots=slots,
             metric_workers=metric_workers,
+            metric_nice=metric_nice,
             remote=remote,
         )
         log.info("start: app built after %.2f s", process_age())

@@ -5,7 +5,8 @@ Two lanes. A metric task's submission (lmbudget: a training run of up to a few m
 *metric* lane, every other one in the *quick* lane, each with its own capacity: the quick lane's ``workers``
 processes, the metric lane's ``metric_workers`` (by default half as many, at least one; 0: no metric lane, every
 task shares the quick lane's workers, as before lanes). So two students' training runs never hold the workers
-a one-second m1 grading waits for: even with ``workers = 1`` the metric lane has a process of its own. On an
+a one-second m1 grading waits for: even with ``workers = 1`` the metric lane has a process of its own, at a lower
+CPU weight (``METRIC_NICE``), so that the quick lane may have a process for every core. On an
 executor not the queue's own (a Dask cluster), the lanes share its ``slots`` (its threads): the metric lane
 gets ``metric_workers`` of them (by default half), never all while there are two, the quick lane the rest.
 ``lane_slots`` decides the sizes, ``lane_of`` which lane a task is graded in.
@@ -72,6 +73,13 @@ RETRIES = 2  # times a submission is graded again after its grading process died
 WARM_SECONDS = 120.0  # at most this long a start waits for its grading processes' warm-up before handing out
 WATCH_SECONDS = 1.0  # how often the queue looks for a pool broken while it held nothing (a worker killed idle)
 REPLACED = "pools replaced: "  # the store's setting of a lane's replaced pools, + the lane: kept across restarts
+# The metric lane's niceness, added to the server's: the quick gradings get the CPU first, and a training run
+# beside a busy one gets a quarter of that core (1 / (1 + 1.25 ** 5)), where an equal process would take half.
+# Its score is measured in CPU seconds, so a lower weight never changes it; what it stretches is the run's wall
+# time, at most 4x beside one busy process, and the task's wall limit is 6x its CPU budget (grader/lmbudget/
+# task.toml), so an honest run still ends in time. A weight shares cores, not caches: on two cores a training run
+# still slows a burst's gradings (docs/performance.md measures it, and even a SCHED_IDLE run does the same).
+METRIC_NICE = 5
 QUICK, METRIC = "quick", "metric"  # the lanes: every task but the metric ones; the metric tasks (lmbudget)
 LANES = (QUICK, METRIC)
 LOCAL = "local processes"  # where a lane of the queue's own pool grades, as the coach's health panel says it
@@ -165,6 +173,7 @@ class Lane:
     workers: int  # processes of its own pool (with an executor not the queue's own: 0)
     slots: int  # submissions handed to its executor at once
     own: bool = True  # graded by a pool of the queue's own, which it heals; else by the queue's Remote executor
+    nice: int = 0  # its own processes' niceness, added to the server's (the metric lane's: METRIC_NICE)
     executor: Executor | None = None
     waiting: dict[int, tuple[str, str, str]] = field(default_factory=dict)  # sid -> (student, path, task), in order
     running: dict[int, tuple[str, float]] = field(default_factory=dict)  # sid -> (student, when handed out)
@@ -222,6 +231,7 @@ class GradingQueue:
         metric_workers: int | None = None,
         watch_seconds: float = WATCH_SECONDS,
         remote: Remote | None = None,
+        metric_nice: int = METRIC_NICE,
     ):
         self.store = store
         self.clock = clock
@@ -232,7 +242,13 @@ class GradingQueue:
         self.remote = (remote or Remote()) if executor is not None else None
         plan = lane_plan(workers, metric_workers, slots, self.remote.lanes if self.remote else ())
         self.lanes = {
-            name: Lane(name, processes, n, own=self.remote is None or name not in self.remote.lanes)
+            name: Lane(
+                name,
+                processes,
+                n,
+                own=self.remote is None or name not in self.remote.lanes,
+                nice=metric_nice if name == METRIC else 0,
+            )
             for name, (processes, n) in plan.items()
         }
         for lane in self.lanes.values():  # a restarted server goes on counting: the coach's page never drops to 0
@@ -284,7 +300,7 @@ class GradingQueue:
         try:
             for lane in self.lanes.values():
                 if lane.own:
-                    pool = self._new_pool(lane.workers)
+                    pool = self._new_pool(lane.workers, lane.nice)
                     with self._lock:  # ``close`` waits for this: it ends these pools with the others
                         lane.executor = pool
         finally:  # even failed: ``close`` must not wait for ever
@@ -315,13 +331,13 @@ class GradingQueue:
                     self._heal(lane, executor)
                 self._dispatch(lane)
 
-    def _new_pool(self, workers: int) -> ProcessPoolExecutor:
-        """A pool of ``workers`` grading processes, started now (this waits for the fork server to be ready); at
-        the start, their warm-ups are kept in ``_warm_ups`` for ``_warm`` to wait on."""
-        # Each grading process dies with the server, and takes its sandboxes and the fork server along: see reaper.
+    def _new_pool(self, workers: int, nice: int = 0) -> ProcessPoolExecutor:
+        """A pool of ``workers`` grading processes, ``nice`` added to their niceness (their sandboxes inherit it),
+        started now (this waits for the fork server to be ready); at the start, their warm-ups are kept in
+        ``_warm_ups`` for ``_warm`` to wait on."""
         pidfile = str(self.store.folder.resolve() / PIDFILE)
         pool = ProcessPoolExecutor(
-            workers, mp_context=pool_context(), initializer=die_with_server, initargs=(pidfile, os.getpid())
+            workers, mp_context=pool_context(), initializer=grading_process, initargs=(pidfile, os.getpid(), nice)
         )
         # Each worker's fork server starts now, while the room logs in, not on its first submission.
         started = [pool.submit(warm_up, self.limits) for _ in range(workers)]
@@ -335,7 +351,7 @@ class GradingQueue:
         if not lane.own or self._closed or lane.executor is not broken:
             return  # not ours to replace, or replaced already by another of its failed submissions
         log.warning("a grading process of the %s lane died: starting a new pool of %d", lane.name, lane.workers)
-        lane.executor = self._new_pool(lane.workers)
+        lane.executor = self._new_pool(lane.workers, lane.nice)
         lane.replaced += 1
         held = len([sid for sid, handed in lane.handed.items() if handed[3] is broken])
         try:  # the coach's event list says it, and the count outlives the server
@@ -515,6 +531,15 @@ class GradingQueue:
             sweep_scratch()
         if self._external is not None:  # a Dask client's: cancel what it has not graded; the client is the caller's
             self._external.shutdown(wait=False)
+
+
+def grading_process(pidfile: str, server: int, nice: int = 0) -> None:
+    """A grading process's initializer: it dies with the server, and takes its sandboxes and the fork server along
+    (reaper.die_with_server); then ``nice`` is added to its niceness, before its sandbox's fork server starts, so
+    that every process grading in its lane runs at that weight."""
+    die_with_server(pidfile, server)
+    if nice:
+        os.nice(nice)
 
 
 def grading_line(sid: int, student: str, task: str, result: dict[str, Any]) -> str:

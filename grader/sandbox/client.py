@@ -458,7 +458,12 @@ class ForkServer:
         try:
             # Polled, not received: the socket's timeout (hello's) would make a receive wait for it.
             readable, _, _ = select.select([self.control], [], [], 0)
-        except (OSError, ValueError):  # closed on this side
+            if readable and self._hello is None:
+                # Its hello, not read yet: a warm-up starts the server without waiting for it. Taken for a closed
+                # connection, it made every warmed server be replaced by the first grading (2 CPU-s and 2 s late).
+                self.hello()
+                readable, _, _ = select.select([self.control], [], [], 0)
+        except (OSError, ValueError, GraderError):  # closed on this side, or by the server before its hello
             return False
         return not readable  # readable: closed by the server, or bytes that are no reply we await
 

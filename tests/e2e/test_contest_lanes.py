@@ -104,6 +104,45 @@ def test_quick_uploads_get_their_verdict_while_a_training_run_holds_its_lane(tmp
         stop_server(server)
 
 
+def children(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (read from /proc: the sandbox's fork server, started by a warm-up)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:  # not a process, or gone
+            continue
+        if int(stat.rsplit(")", 1)[1].split()[1]) == pid:
+            found.append(int(entry.name))
+    return found
+
+
+def test_the_metric_lane_runs_at_a_lower_weight_than_the_quick_lane(contest):
+    """The metric lane's grading processes, and the sandbox each starts, at METRIC_NICE more niceness than the
+    server; the quick lane's at the server's own: a training run takes what the quick gradings leave."""
+    from grader.contest.grading import METRIC, METRIC_NICE, QUICK, GradingQueue
+    from grader.contest.store import Store
+    from helpers import ContestClock
+
+    folder = contest("[tasks.m1]\npoints = 30\n[tasks.lmbudget]\n", title="Lanes")
+    store = Store(folder)
+    queue = GradingQueue(store, ContestClock(), workers=1)
+    queue.start()
+    base = os.getpriority(os.PRIO_PROCESS, 0)
+    try:
+        niceness = {}
+        for name in (QUICK, METRIC):
+            (process,) = getattr(queue.lanes[name].executor, "_processes", {}).values()
+            deadline = time.monotonic() + 120
+            while not children(process.pid) and time.monotonic() < deadline:  # its warm-up starts its sandbox
+                time.sleep(0.2)
+            niceness[name] = {os.getpriority(os.PRIO_PROCESS, pid) for pid in [process.pid, *children(process.pid)]}
+        assert niceness == {QUICK: {base}, METRIC: {min(19, base + METRIC_NICE)}}, niceness
+    finally:
+        queue.close()
+        store.close()
+
+
 def test_a_dead_grading_process_replaces_its_own_lanes_pool_only(contest):
     """The quick lane's process killed under an m1 grading (the OOM killer): its pool is replaced and the upload
     graded again; the metric lane's pool, and a training run it may be holding, are left alone."""

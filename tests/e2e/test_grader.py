@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import select
 import signal
 from pathlib import Path
 
@@ -59,6 +60,19 @@ def test_one_server_serves_many_gradings(grader):
     assert grader.started == expected, (
         f"{grader.started - before} fork servers started for two gradings ({expected - before} were needed)"
     )
+
+
+def test_a_warmed_server_serves_the_first_grading():
+    """A warm-up starts the server and does not wait for its hello; once the hello is there, unread, the first
+    grading must take that server, not mistake the waiting hello for a closed connection and start another."""
+    with Grader() as grader:
+        grader.warm_up()
+        server = grader._server
+        assert server is not None
+        select.select([server.control], [], [], 120)  # its hello has arrived, and nobody has read it
+        report = grader.grade(Request(SOLUTIONS, ("m4",)))
+        assert full(report, "m4")
+        assert grader._server is server and grader.started == 1, "the warmed server was replaced at the first grading"
 
 
 def test_a_server_that_died_is_replaced_before_the_next_grading():

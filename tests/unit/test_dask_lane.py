@@ -83,7 +83,7 @@ def split_queue(store: Store, monkeypatch, threads: int | None = 2) -> tuple[Gra
     """A queue whose metric lane goes to ``cluster`` (2 slots) and whose quick lane to ``local``: the pool of
     processes the queue would start for itself, a Jobs here."""
     cluster, local = Jobs(), Jobs()
-    monkeypatch.setattr(GradingQueue, "_new_pool", lambda self, workers: local)
+    monkeypatch.setattr(GradingQueue, "_new_pool", lambda self, workers, nice=0: local)
     remote = Remote(frozenset({METRIC}), CLUSTER, lambda: threads)
     queue = GradingQueue(store, ContestClock(), workers=1, executor=cluster, slots=2, remote=remote)  # type: ignore[arg-type]
     queue.start()

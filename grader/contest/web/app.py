@@ -25,7 +25,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, Response
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from grader.contest.grading import Remote, warming_in_background
+from grader.contest.grading import METRIC_NICE, Remote, warming_in_background
 from grader.contest.policy import NOT_A_NUMBER
 from grader.contest.supervise import process_age
 from grader.contest.web import views
@@ -64,6 +64,7 @@ def create_app(
     slots: int | None = None,
     metric_workers: int | None = None,
     remote: Remote | None = None,
+    metric_nice: int = METRIC_NICE,
 ) -> FastAPI:
     """The contest server for ``contest_dir`` (contest.toml, tokens.csv, admin.token; roster.csv if any).
     ``clock`` gives the time (aware), for the tests; ``workers`` grading processes; ``limits`` the sandbox's
@@ -72,8 +73,9 @@ def create_app(
     how long an upload's body may take to arrive; ``refusals_per_minute`` the refused uploads of one token
     recorded in a minute, ``address_per_minute`` those and the wrong logins of one address (a classroom behind
     one router shares it); ``slots`` the submissions handed to the executor at once (default: ``workers``, or
-    grading.EXTERNAL_SLOTS for an ``executor``); ``metric_workers`` the metric tasks' lane (grading.lane_slots);
-    ``remote`` the lanes ``executor`` grades (the others on processes of the server's own) and its name.
+    grading.EXTERNAL_SLOTS for an ``executor``); ``metric_workers`` the metric tasks' lane (grading.lane_slots),
+    its processes at ``metric_nice`` more niceness than the server's (grading.METRIC_NICE); ``remote`` the lanes
+    ``executor`` grades (the others on processes of the server's own) and its name.
     Grading starts with the app's lifespan: an app without it (a TestClient outside ``with``) grades nothing."""
     settings = Settings(
         workers=workers,
@@ -81,6 +83,7 @@ def create_app(
         executor=executor,
         slots=slots,
         metric_workers=metric_workers,
+        metric_nice=metric_nice,
         remote=remote,
         uploads_per_minute=uploads_per_minute,
         body_seconds=body_seconds,

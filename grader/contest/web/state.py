@@ -19,7 +19,16 @@ from typing import Any
 
 from grader.contest import policy
 from grader.contest.config import Contest, load
-from grader.contest.grading import LOCAL, METRIC, QUICK, GradingQueue, Remote, lane_of, lane_plan
+from grader.contest.grading import (
+    LOCAL,
+    METRIC,
+    METRIC_NICE,
+    QUICK,
+    GradingQueue,
+    Remote,
+    lane_of,
+    lane_plan,
+)
 from grader.contest.layout import CONTEST_FILE, ROSTER
 from grader.contest.metric import is_metric, leaderboards_seen
 from grader.contest.policy import Submission, WindowState, window_state
@@ -59,6 +68,7 @@ class Settings:
     workers: int = 1
     limits: Any = None
     metric_workers: int | None = None  # the metric lane's (grading.lane_slots); None: half the workers, at least 1
+    metric_nice: int = METRIC_NICE  # added to the metric lane's processes' niceness (grading.METRIC_NICE)
     executor: Executor | None = None
     slots: int | None = None
     remote: Remote | None = None  # the lanes ``executor`` grades (by default all) and how the coach is told of it
@@ -132,6 +142,7 @@ class ContestState:
             slots=s.slots,
             metric_workers=self.metric_workers(),
             remote=s.remote,
+            metric_nice=s.metric_nice,
         )
         queue.start()
         self.queue = queue
