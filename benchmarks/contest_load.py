@@ -660,13 +660,13 @@ def metric_burst(args, tmp: Path, files: Path) -> None:
     metric = default_metric_workers(args.workers)
     nice = METRIC_NICE if args.metric_nice is None else args.metric_nice
     chosen = " (the default)" if nice == METRIC_NICE else ""
-    served = (
+    served: list[tuple[str, bool, int, int | None]] = [
         ("no training runs", True, 0, None),
         (f"lanes on, metric lane of {metric} at nice +{nice}{chosen}", True, args.metric_runs, nice),
         (f"lanes on, metric lane of {metric} at nice +0 (an equal process)", True, args.metric_runs, 0),
         ("lanes off (--metric-workers 0)", False, args.metric_runs, None),
-    )
-    served += (("no training runs in the server, the reference recipe training beside it at SCHED_IDLE", True, 0, -1),)
+        ("no training runs in the server, the reference recipe training beside it at SCHED_IDLE", True, 0, -1),
+    ]
     quick_p95 = []
     for label, lanes, runs, weight in served:
         load = os.getloadavg()[0]
@@ -677,18 +677,18 @@ def metric_burst(args, tmp: Path, files: Path) -> None:
             if beside is not None:
                 stop_server(beside)
         quick = quick_waits(uploads)
-        served = server_waits(folder)
+        records = server_waits(folder)
         trained = [u.verdict_at - u.uploaded_at for u in uploads if u.verdict_at and u.variant == METRIC_KIND]
         last = max((u.verdict_at for u in uploads if u.verdict_at is not None), default=began) - began
         counts = audit(folder, uploads)
-        p95 = percentile(served, 95)
+        p95 = percentile(records, 95)
         quick_p95.append(p95)
         print(
             f"  {label}:\n    quick ({TASK}) upload -> verdict seen by the students: median "
             f"{percentile(quick, 50):.1f} s, p95 {percentile(quick, 95):.1f} s, "
             f"max {max(quick, default=float('nan')):.1f} s ({len(quick)} verdicts)\n"
             f"    the server's records, arrival -> verdict: median "
-            f"{percentile(served, 50):.1f} s, {target_line(p95, limit)}"
+            f"{percentile(records, 50):.1f} s, {target_line(p95, limit)}"
             + (f"; {p95 / quick_p95[0]:.2f}x the p95 with no training runs" if runs or weight == -1 else "")
             + f"\n    training runs upload -> verdict: {', '.join(f'{r:.0f} s' for r in sorted(trained)) or 'none'}; "
             f"last verdict {last:.0f} s after the burst began\n    "
@@ -749,20 +749,23 @@ def machine_cluster(machines: list[tuple[str, str, str]], cores: list[int]) -> t
     core (``taskset``: the worker, its nanny, its grading's sandboxes all inherit it). Returns the scheduler's
     loopback address (the contest server's) and the processes, each in a process group of its own."""
     port = free_port()
-    quiet = dict(cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-    scheduler = subprocess.Popen(
+
+    def quiet(command: list[str]) -> subprocess.Popen:
+        return subprocess.Popen(
+            command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True
+        )
+
+    scheduler = quiet(
         [sys.executable, "-m", "distributed.cli.dask_scheduler", "--host", "0.0.0.0", "--port", str(port)]
-        + ["--no-dashboard"],
-        **quiet,
+        + ["--no-dashboard"]
     )
     procs = [scheduler]
     for (name, host, own), core in zip(machines, cores):
         procs.append(
-            subprocess.Popen(
+            quiet(
                 ["ip", "netns", "exec", name, "taskset", "-c", str(core), sys.executable, "-m"]
                 + ["distributed.cli.dask_worker", f"tcp://{host}:{port}", "--nworkers", "1", "--nthreads", "1"]
-                + ["--host", own, "--no-dashboard"],
-                **quiet,
+                + ["--host", own, "--no-dashboard"]
             )
         )
     address = f"tcp://127.0.0.1:{port}"

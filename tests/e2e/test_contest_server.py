@@ -548,6 +548,40 @@ def test_a_dask_cluster_grades_the_uploads_and_regrades_a_task(folder):
         assert again["status"] == "graded" and Store(folder).get(sid).graded_at > first
 
 
+# The reference m1, each worker process's first call sleeping 4 s: a grading long enough to lose its machine in.
+SLEEPS_FIRST = 'if not globals().get("_slept"):\n    globals()["_slept"] = True\n    import time\n    time.sleep(4)'
+
+
+@pytest.mark.slow
+def test_a_dask_worker_lost_mid_grading_gives_its_submission_back(folder):
+    """A machine of the cluster lost while it grades (its worker killed, as a machine switched off): Dask hands
+    the submission to a worker still there, and it is graded once, in full, not failed and not lost."""
+    distributed = pytest.importorskip("distributed")
+    import attacks as A
+
+    old, new = A.in_call(SLEEPS_FIRST)
+    slow = (SOLUTIONS / "m1_attention.py").read_text().replace(old, new, 1)
+    assert slow.count("time.sleep(4)") == 1
+    with (
+        distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster,
+        distributed.Client(cluster) as dask,
+        TestClient(create_app(folder, Clock(), executor=dask.get_executor(pure=False))) as client,
+    ):
+        sid = upload(client, folder, "ada", "m1", [("m1_attention.py", slow.encode())]).json()["id"]
+        deadline = time.monotonic() + 120
+        while not any(dask.processing().values()) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        (grading,) = [worker for worker, keys in dask.processing().items() if keys]
+        time.sleep(1)  # inside its grading: the first call's sleep
+        pid = dask.run(os.getpid, workers=[grading])[grading]
+        assert Store(folder).get(sid).status == "queued", "graded before its worker could be lost"  # type: ignore[union-attr]
+        os.kill(pid, signal.SIGKILL)
+        entry = wait_graded(client, folder, "ada", sid, seconds=300)
+        assert entry["status"] == "graded" and entry["feedback"]["tasks"][0]["score"] == 30, entry
+    rows = Store(folder).all()
+    assert [(row.id, row.status) for row in rows] == [(sid, "graded")]
+
+
 def test_a_contest_on_a_paper_grades_each_student_with_their_own_variant_and_the_papers_rules(contest):
     """The queue hands grade_one each student's seed (from the paper's secret, made once: the numbers
     `grade paper render` gives) and the paper's rules for every part."""
