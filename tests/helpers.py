@@ -788,3 +788,20 @@ def m4_report(score: float) -> dict:
         "protections": [],
         "milestones": [{"id": "m4", "checks": checks}],
     }
+
+
+def needs_a_browser() -> None:
+    """Skip the test where Debian's headless Chromium and its driver are not installed (CI installs both)."""
+    if not ((shutil.which("chromium") or shutil.which("chromium-browser")) and shutil.which("chromedriver")):
+        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
+
+
+def benchmark(name: str):
+    """The script benchmarks/NAME.py loaded as a module (benchmarks/ is no package): the tests drive its code."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(name, REPO / "benchmarks" / f"{name}.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

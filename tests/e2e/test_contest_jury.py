@@ -225,19 +225,13 @@ def test_in_chromium_the_resolver_steps_by_the_keyboard_in_place_and_the_total_s
     """benchmarks/contest_jury.py's room, smaller: the right arrow and the space bar each reveal a result on the
     projector view without reloading it; at 390 px the board's total column sticks to the left, at 1280 it
     does not need to."""
-    import importlib.util
-    import shutil
     from datetime import timedelta
 
-    pytest.importorskip("selenium.webdriver", reason="needs selenium (the dev extra)")
-    if not ((shutil.which("chromium") or shutil.which("chromium-browser")) and shutil.which("chromedriver")):
-        pytest.skip("needs Debian's chromium and chromium-driver (apt-get install chromium chromium-driver)")
-    from helpers import REPO
+    from helpers import benchmark, needs_a_browser
 
-    spec = importlib.util.spec_from_file_location("contest_jury", REPO / "benchmarks" / "contest_jury.py")
-    assert spec and spec.loader
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    pytest.importorskip("selenium.webdriver", reason="needs selenium (the dev extra)")
+    needs_a_browser()
+    bench = benchmark("contest_jury")
     bench.STUDENTS = 12
     clock = bench.Clock()
     app, tokens, _ = bench.room(tmp_path / "room", clock)
