@@ -30,7 +30,7 @@ from grader.batch.gradebook import Gradebook
 from grader.clierrors import GraderGroup
 from grader.contest.config import Board, Contest, load
 from grader.contest.feedback import guarded_tasks
-from grader.contest.grading import LANES, METRIC, METRIC_NICE, QUICK, Remote
+from grader.contest.grading import LANES, METRIC, METRIC_NICE, QUICK, Remote, default_workers
 from grader.contest.layout import (
     ADMIN_TOKEN,
     COACHES,
@@ -397,10 +397,11 @@ def console_log() -> None:
 @click.option(
     "--workers",
     type=click.IntRange(1, 256),
-    default=len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1,
-    show_default="the cores this server may use",
+    default=None,
+    show_default="one per core, as many as the memory holds at --memory-mb each",
     help="Submissions graded at once (of the quick tasks: every task but a metric one). The metric lane runs at a "
-    "lower weight (--metric-nice), so the quick tasks may take every core.",
+    "lower weight (--metric-nice), so the quick tasks may take every core; never more by default than the "
+    "machine's memory holds with every grading at its limit.",
 )
 @click.option(
     "--metric-workers",
@@ -418,7 +419,7 @@ def console_log() -> None:
     show_default=True,
     help="Niceness added to the metric lane's processes, so that a training run takes what the quick tasks leave "
     "of the cores rather than an equal share (its score counts CPU seconds, so this never changes it). At the "
-    "default a run beside a busy quick grading gets a quarter of that core, within the wall limit of "
+    "default a run keeps a quarter of a core beside two busy processes, within the wall limit of "
     "lmbudget's task file (6 times its CPU budget); a task file with a tighter wall factor needs a lower value.",
 )
 @limit_options
@@ -447,7 +448,7 @@ def serve(
     folder: Path,
     host: str,
     port: int,
-    workers: int,
+    workers: int | None,
     metric_workers: int | None,
     metric_nice: int,
     timeout: float,
@@ -464,6 +465,7 @@ def serve(
     _with_tokens(folder)
     if supervise:
         ctx.exit(_supervised(ctx, folder, host, port))
+    workers = workers or default_workers(memory_mb << 20)
     console_log()  # first: the start's timestamps below go to the console too
     rules = _rules(folder)
     secret = held_out_refusal(rules)  # as `check`: a metric task's held-out text students have

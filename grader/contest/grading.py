@@ -62,7 +62,8 @@ from grader.contest.reaper import PIDFILE, die_with_server
 from grader.contest.store import QUEUED, Store
 from grader.contest.supervise import process_age
 from grader.options import limits as default_limits
-from grader.sandbox.client import sweep_scratch
+from grader.sandbox.client import GRADING_MEMORY_BYTES, sweep_scratch
+from grader.sandbox.common.agreement import CGROUP_SLACK_BYTES
 
 log = logging.getLogger("grader.contest")
 
@@ -73,13 +74,14 @@ RETRIES = 2  # times a submission is graded again after its grading process died
 WARM_SECONDS = 120.0  # at most this long a start waits for its grading processes' warm-up before handing out
 WATCH_SECONDS = 1.0  # how often the queue looks for a pool broken while it held nothing (a worker killed idle)
 REPLACED = "pools replaced: "  # the store's setting of a lane's replaced pools, + the lane: kept across restarts
-# The metric lane's niceness, added to the server's: the quick gradings get the CPU first, and a training run
-# beside a busy one gets a quarter of that core (1 / (1 + 1.25 ** 5)), where an equal process would take half.
-# Its score is measured in CPU seconds, so a lower weight never changes it; what it stretches is the run's wall
-# time, at most 4x beside one busy process, and the task's wall limit is 6x its CPU budget (grader/lmbudget/
-# task.toml), so an honest run still ends in time. A weight shares cores, not caches: on two cores a training run
-# still slows a burst's gradings (docs/performance.md measures it, and even a SCHED_IDLE run does the same).
-METRIC_NICE = 5
+# The metric lane's niceness, added to the server's: the quick gradings get the CPU first. Its score is measured
+# in CPU seconds, so a lower weight never changes it; what it stretches is the run's wall time, and the task's wall
+# limit is 6x its CPU budget (grader/lmbudget/task.toml). At +2 (a weight of 1024 / 1.25 ** 2) a run keeps 39 % of a
+# core beside one busy process and 24 % beside two (a quick grading and the server): an honest run ends in time
+# even while a whole class floods the quick lane. At +5 it would keep 14 % beside two, past the limit. A weight
+# shares cores, not caches: on two cores a training run still slows a burst's gradings (docs/performance.md
+# measures it, and even a SCHED_IDLE run does the same).
+METRIC_NICE = 2
 QUICK, METRIC = "quick", "metric"  # the lanes: every task but the metric ones; the metric tasks (lmbudget)
 LANES = (QUICK, METRIC)
 LOCAL = "local processes"  # where a lane of the queue's own pool grades, as the coach's health panel says it
@@ -106,6 +108,21 @@ class Remote:
     lanes: frozenset[str] = frozenset(LANES)  # the others keep a pool of the queue's own processes
     where: str = "an executor not the server's own"  # "the Dask cluster at tcp://10.0.0.2:8786"
     threads: Callable[[], int | None] = lambda: None  # its threads alive now; None: not known (its slots shown)
+
+
+def default_workers(memory_bytes: int, cores: int | None = None, machine_bytes: int | None = None) -> int:
+    """The quick lane's processes when the coach names none: one per core this server may use (``cores``), but
+    no more than the machine's memory (``machine_bytes``) holds with every grading process at its limits: its
+    worker's ``memory_bytes`` and cgroup slack, and its own cap, the metric lane's processes (half as many)
+    counted too. A burst of uploads that each take all the memory they may then cannot run the machine out of it,
+    whoever sent them: each costs its own grading alone."""
+    if cores is None:
+        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    if machine_bytes is None:
+        machine_bytes = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    process = memory_bytes + CGROUP_SLACK_BYTES + GRADING_MEMORY_BYTES
+    held = int(machine_bytes // (process * 1.5))  # ``workers`` quick processes and half as many metric ones
+    return max(1, min(cores, held))
 
 
 def default_metric_workers(workers: int) -> int:

@@ -175,3 +175,30 @@ def test_the_coach_sees_each_lane_on_the_page_and_in_the_api(tmp_path: Path):
     page = client.get("/coach", headers={**auth(folder, "coach"), "Accept": "text/html"}).text
     assert 'id="lane-quick"' in page and 'id="lane-metric"' in page
     assert "<strong>Metric tasks</strong>" in page and "waiting <strong>1</strong>" in page
+
+
+def test_the_default_workers_are_the_cores_as_far_as_the_memory_holds():
+    """One quick process per core, but never more than the machine's memory holds with every grading process (and
+    the metric lane's half as many) at its limits: a class's burst of memory hogs costs only their own gradings."""
+    from grader.contest.grading import default_workers
+    from grader.sandbox.client import GRADING_MEMORY_BYTES
+    from grader.sandbox.common.agreement import CGROUP_SLACK_BYTES
+
+    gib = 1 << 30
+    each = 3 * gib + CGROUP_SLACK_BYTES + GRADING_MEMORY_BYTES  # 4.5 GiB: a worker at the default --memory-mb
+    assert default_workers(3 * gib, cores=2, machine_bytes=24 * gib) == 2  # the cores: the memory holds 3
+    assert default_workers(3 * gib, cores=16, machine_bytes=32 * gib) == 4  # the memory: 4 + 2 metric = 27 GiB
+    assert 6 * each <= 32 * gib < 7.5 * each  # 4 quick and 2 metric fit; 5 and 2 would not
+    assert default_workers(3 * gib, cores=16, machine_bytes=2 * gib) == 1  # never none
+    assert default_workers(gib, cores=16, machine_bytes=32 * gib) == 8  # a lower --memory-mb lets more run
+
+
+def test_the_metric_lanes_weight_leaves_an_honest_run_its_wall_limit():
+    """A training run at METRIC_NICE beside two busy processes on its core (a quick grading and the server) keeps
+    enough of it to finish the shipped task's CPU budget within its wall limit (wall_factor times the budget)."""
+    from grader.contest.grading import METRIC_NICE
+    from grader.lmbudget.task import TASK_FILE, load_task
+
+    weight = 1024 / 1.25**METRIC_NICE  # Linux's weights: 1024 at nice 0, each step 1.25 times less
+    share = weight / (2 * 1024 + weight)
+    assert share * load_task(TASK_FILE).wall_factor >= 1, f"a run keeps {share:.0%} of a core: past its wall limit"

@@ -89,6 +89,9 @@ NOT_IMPLEMENTED_MESSAGE = "not implemented yet"
 
 # Exit codes: a process killed by a signal passes it up the reaper chain as 128 + the signal's number.
 SIGNAL_EXIT_BASE = 128
+# A worker's cgroup may hold this much more than its memory limit (RLIMIT_AS caps its own allocations; the cgroup
+# the whole tree's, page cache and children included): what one worker may take of the machine, at most.
+CGROUP_SLACK_BYTES = 512 << 20
 EXIT_NOT_RUN_AS_ROOT = 70  # the worker could not drop root, so it ran nothing
 EXIT_NO_PRIVATE_PLACES = 71  # the worker could not get its own /tmp and scratch folder, so it ran nothing
 

@@ -84,7 +84,8 @@ def spawn(config: dict, sock: socket.socket, out_fd: int, files: Loaded) -> None
     """
     os.setsid()
     jail.die_with_parent()
-    CGROUPS.join(config["name"], config["limits"]["memory_bytes"] + (512 << 20), config["limits"]["processes"])
+    memory = config["limits"]["memory_bytes"] + files.agreement.CGROUP_SLACK_BYTES
+    CGROUPS.join(config["name"], memory, config["limits"]["processes"])
     CGROUPS.close()
     if OWN_UIDS and PLACES is None:  # the copy on disk is the worker's own; a capped one is given as it is made
         jail.give_to(config["uid"], config["submission"])
