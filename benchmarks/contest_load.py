@@ -450,14 +450,20 @@ def run_burst(args, tmp: Path, files: Path, workers: int, scheduler: str | None)
     return uploads, folder, began
 
 
-def server_waits(folder: Path) -> list[float]:
-    """Each graded quick submission's seconds from its arrival to its verdict, from the contest's own records
-    (the server's clock): what the server took, without a student's upload time or poll interval."""
+def graded_times(folder: Path, task: str | None = None) -> list[tuple[datetime, datetime]]:
+    """Each graded submission's (arrival, verdict), of ``task`` or of every task, from the contest's own records:
+    the server's clock, without a student's upload time or poll interval."""
     with sqlite3.connect(f"file:{folder / 'contest.sqlite'}?mode=ro", uri=True) as db:
         rows = db.execute(
-            "SELECT received_at, graded_at FROM submissions WHERE status = 'graded' AND task = ?", (TASK,)
+            "SELECT received_at, graded_at FROM submissions WHERE status = 'graded' AND task = coalesce(?, task)",
+            (task,),
         ).fetchall()
-    return [(datetime.fromisoformat(g) - datetime.fromisoformat(r)).total_seconds() for r, g in rows]
+    return [(datetime.fromisoformat(r), datetime.fromisoformat(g)) for r, g in rows]
+
+
+def server_waits(folder: Path) -> list[float]:
+    """Each graded quick submission's seconds from its arrival to its verdict (``graded_times``)."""
+    return [(graded - arrived).total_seconds() for arrived, graded in graded_times(folder, TASK)]
 
 
 def quick_waits(uploads: list[Upload]) -> list[float]:
@@ -518,17 +524,17 @@ def run_metric_burst(
     scheduler: str | None = None,
     runs: int | None = None,
     nice: int | None = None,
+    name: str = "",
 ) -> tuple[list[Upload], Path, float]:
     """The burst of ``--students`` quick uploads, with ``runs`` (default ``--metric-runs``) lmbudget uploads from
     more students at its start; ``--workers`` workers, the metric lane on (its default size, at ``nice``: None
     the server's default) or off (``--metric-workers 0``); with ``scheduler``, the metric lane on that Dask
-    cluster (``--scheduler-lanes metric``)."""
+    cluster (``--scheduler-lanes metric``). ``name``: the contest folder's, where two rows would share one."""
     runs = args.metric_runs if runs is None else runs
     trainers = [(f"trainer{s:02d}", METRIC_KIND, 0.1 * s) for s in range(runs)]
     plan = trainers + quick_plan(args, start=0.5)
-    label = "dask" if scheduler else "beside" if nice == -1 else f"lanes-{nice}" if lanes else "shared"
-    nice = None if nice == -1 else nice  # -1: metric_burst's row with a training run outside the server
-    folder = tmp / f"metric-burst-{label}-{runs}"
+    name = name or ("dask" if scheduler else f"lanes-{nice}" if lanes else "shared")
+    folder = tmp / f"metric-burst-{name}-{runs}"
     tokens = make_contest(folder, [name for name, _, _ in plan], metric=True)
     port = free_port()
     options: tuple[str, ...] = () if lanes else ("--metric-workers", "0")
@@ -660,19 +666,22 @@ def metric_burst(args, tmp: Path, files: Path) -> None:
     metric = default_metric_workers(args.workers)
     nice = METRIC_NICE if args.metric_nice is None else args.metric_nice
     chosen = " (the default)" if nice == METRIC_NICE else ""
-    served: list[tuple[str, bool, int, int | None]] = [
-        ("no training runs", True, 0, None),
-        (f"lanes on, metric lane of {metric} at nice +{nice}{chosen}", True, args.metric_runs, nice),
-        (f"lanes on, metric lane of {metric} at nice +0 (an equal process)", True, args.metric_runs, 0),
-        ("lanes off (--metric-workers 0)", False, args.metric_runs, None),
-        ("no training runs in the server, the reference recipe training beside it at SCHED_IDLE", True, 0, -1),
+    # (label, lanes on, training runs in the server, the metric lane's --metric-nice, a training run beside it)
+    served: list[tuple[str, bool, int, int | None, bool]] = [
+        ("no training runs", True, 0, None, False),
+        (f"lanes on, metric lane of {metric} at nice +{nice}{chosen}", True, args.metric_runs, nice, False),
+        (f"lanes on, metric lane of {metric} at nice +0 (an equal process)", True, args.metric_runs, 0, False),
+        ("lanes off (--metric-workers 0)", False, args.metric_runs, None, False),
+        ("no training runs in the server, the reference recipe training beside it at SCHED_IDLE", True, 0, None, True),
     ]
     quick_p95 = []
-    for label, lanes, runs, weight in served:
+    for label, lanes, runs, weight, beside_it in served:
         load = os.getloadavg()[0]
-        beside = idle_training(tmp) if weight == -1 else None
+        beside = idle_training(tmp) if beside_it else None
         try:
-            uploads, folder, began = run_metric_burst(args, tmp, files, lanes, runs=runs, nice=weight)
+            uploads, folder, began = run_metric_burst(
+                args, tmp, files, lanes, runs=runs, nice=weight, name="beside" if beside_it else ""
+            )
         finally:
             if beside is not None:
                 stop_server(beside)
@@ -689,7 +698,7 @@ def metric_burst(args, tmp: Path, files: Path) -> None:
             f"max {max(quick, default=float('nan')):.1f} s ({len(quick)} verdicts)\n"
             f"    the server's records, arrival -> verdict: median "
             f"{percentile(records, 50):.1f} s, {target_line(p95, limit)}"
-            + (f"; {p95 / quick_p95[0]:.2f}x the p95 with no training runs" if runs or weight == -1 else "")
+            + (f"; {p95 / quick_p95[0]:.2f}x the p95 with no training runs" if runs or beside_it else "")
             + f"\n    training runs upload -> verdict: {', '.join(f'{r:.0f} s' for r in sorted(trained)) or 'none'}; "
             f"last verdict {last:.0f} s after the burst began\n    "
             + ", ".join(f"{name} {n}" for name, n in counts.items())
@@ -788,13 +797,10 @@ def machine_cluster(machines: list[tuple[str, str, str]], cores: list[int]) -> t
 def drain(folder: Path) -> tuple[int, float]:
     """(submissions graded, seconds from the first one's arrival to the last one's verdict), from the contest's
     own records: the server's clock, not a student's poll."""
-    with sqlite3.connect(f"file:{folder / 'contest.sqlite'}?mode=ro", uri=True) as db:
-        rows = db.execute("SELECT received_at, graded_at FROM submissions WHERE status = 'graded'").fetchall()
-    if not rows:
+    times = graded_times(folder)
+    if not times:
         return 0, float("nan")
-    first = min(datetime.fromisoformat(r) for r, _ in rows)
-    last = max(datetime.fromisoformat(g) for _, g in rows)
-    return len(rows), (last - first).total_seconds()
+    return len(times), (max(g for _, g in times) - min(r for r, _ in times)).total_seconds()
 
 
 def machines(args, tmp: Path, files: Path) -> None:
